@@ -1,0 +1,78 @@
+// swift-tools-version: 6.0
+// RingLoop: a CFRunLoop-faithful run loop on io_uring, and an evdev → HID input chain, for Linux.
+import PackageDescription
+
+let package = Package(
+    name: "RingLoop",
+    products: [
+        .library(name: "RingLoop", targets: ["RingLoop"]),
+        .library(name: "RingLoopHID", targets: ["RingLoopHID"]),
+        .library(name: "RingLoopDevices", targets: ["RingLoopDevices"]),
+        .executable(name: "ringloop", targets: ["ringloop"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    ],
+    targets: [
+        // System libraries. Each module map names one shim header that includes the
+        // library and wraps, as `static inline` functions, the few macros Swift cannot import.
+        .systemLibrary(
+            name: "CLibURing",
+            path: "Sources/CLibURing",
+            pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibEvdev",
+            path: "Sources/CLibEvdev",
+            pkgConfig: "libevdev",
+            providers: [.apt(["libevdev-dev"])]
+        ),
+        .systemLibrary(
+            name: "CFuse",
+            path: "Sources/CFuse",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev", "fuse3"])]
+        ),
+
+        // The run loop: wait core, loop, modes, sources, ports, timers, observers, blocks.
+        .target(
+            name: "RingLoop",
+            dependencies: [
+                "CLibURing",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // evdev devices → HID events → event queue → handlers.
+        .target(
+            name: "RingLoopHID",
+            dependencies: ["RingLoop", "CLibEvdev"]
+        ),
+        // Recordings (evemu), virtual devices (uinput and FUSE), replay.
+        .target(
+            name: "RingLoopDevices",
+            dependencies: ["RingLoop", "CLibEvdev", "CFuse"]
+        ),
+
+        // The `ringloop` command.
+        .executableTarget(
+            name: "ringloop",
+            dependencies: [
+                "RingLoop", "RingLoopHID", "RingLoopDevices",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/ringloop"
+        ),
+
+        .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing"]),
+        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID"]),
+        .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices"]),
+    ]
+)

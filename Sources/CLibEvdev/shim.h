@@ -1,0 +1,19 @@
+// Shim for libevdev and the kernel's evdev ioctls: wraps the request macros Swift cannot import.
+#ifndef RINGLOOP_CLIBEVDEV_SHIM_H
+#define RINGLOOP_CLIBEVDEV_SHIM_H
+// No _GNU_SOURCE: it renames fd_set's member and clashes with Swift's Glibc module.
+// The first include fixes glibc's feature macros before liburing.h defines its own.
+#include <libevdev/libevdev.h>
+#include <libevdev/libevdev-uinput.h>
+#include <linux/input.h>
+#include <sys/ioctl.h>
+
+static inline unsigned long ringloop_eviocgrab(void) { return EVIOCGRAB; }
+static inline unsigned long ringloop_eviocsclockid(void) { return EVIOCSCLOCKID; }
+static inline unsigned long ringloop_eviocgname(unsigned len) { return EVIOCGNAME(len); }
+static inline unsigned long ringloop_eviocgbit(unsigned type, unsigned len) { return EVIOCGBIT(type, len); }
+static inline unsigned long ringloop_eviocgabs(unsigned axis) { return EVIOCGABS(axis); }
+static inline long ringloop_input_event_sec(const struct input_event *e) { return e->input_event_sec; }
+static inline long ringloop_input_event_usec(const struct input_event *e) { return e->input_event_usec; }
+
+#endif

@@ -1,0 +1,69 @@
+// Shim for liburing: Swift imports liburing's static inline functions directly;
+// this header only adds what does not import (macros, raw syscalls liburing 2.3 lacks).
+#ifndef RINGLOOP_CLIBURING_SHIM_H
+#define RINGLOOP_CLIBURING_SHIM_H
+// No _GNU_SOURCE: it renames fd_set's member and clashes with Swift's Glibc module.
+// The first include fixes glibc's feature macros before liburing.h defines its own.
+#include <errno.h>
+// The kernel's own header first: it shares liburing's include guard and is a superset of
+// liburing 2.3's copy, and swift-system's CSystem module includes it too; one definition
+// of `struct io_uring_sqe` keeps the two modules importable side by side.
+#include <linux/io_uring.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/// `IORING_REGISTER_SEND_MSG_RING` (kernel 6.13): send a MSG_RING SQE without owning a ring.
+/// liburing 2.3 has neither the constant nor a wrapper.
+#define RINGLOOP_IORING_REGISTER_SEND_MSG_RING 31
+
+/// Sends `sqe` (prepared with io_uring_prep_msg_ring) through the "blind" register call:
+/// io_uring_register(-1, IORING_REGISTER_SEND_MSG_RING, sqe, 1).
+/// Returns 0 on success or -errno (EINVAL on kernels before 6.13).
+static inline int ringloop_send_msg_ring_blind(struct io_uring_sqe *sqe) {
+    long r = syscall(__NR_io_uring_register, -1, RINGLOOP_IORING_REGISTER_SEND_MSG_RING, sqe, 1);
+    return r < 0 ? -errno : (int)r;
+}
+
+#include <linux/futex.h>
+#include <stdint.h>
+
+/// futex(FUTEX_WAIT_PRIVATE) on `word` while it holds `expected`: the raw wake-up floor
+/// the benchmarks compare against. Returns 0 or -errno.
+static inline int ringloop_futex_wait(uint32_t *word, uint32_t expected) {
+    long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+    return r < 0 ? -errno : 0;
+}
+
+/// futex(FUTEX_WAKE_PRIVATE) waking one waiter on `word`.
+static inline int ringloop_futex_wake(uint32_t *word) {
+    long r = syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    return r < 0 ? -errno : (int)r;
+}
+
+/// Sequentially consistent load and store on a plain `uint32_t`, for futex words.
+static inline uint32_t ringloop_atomic_load_u32(uint32_t *word) {
+    return __atomic_load_n(word, __ATOMIC_SEQ_CST);
+}
+static inline void ringloop_atomic_store_u32(uint32_t *word, uint32_t value) {
+    __atomic_store_n(word, value, __ATOMIC_SEQ_CST);
+}
+
+/// prctl(PR_SET_TIMERSLACK): the thread's timer slack in nanoseconds.
+static inline int ringloop_set_timer_slack(unsigned long nanoseconds) {
+    return prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0) < 0 ? -errno : 0;
+}
+
+/// Names the calling thread (at most 15 bytes are kept), as `top -H` and gdb show it.
+static inline void ringloop_set_thread_name(const char *name) {
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+/// errno of the calling thread (Glibc's errno is a macro).
+static inline int ringloop_errno(void) { return errno; }
+
+#endif

@@ -1,0 +1,35 @@
+import CLibURing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A joinable POSIX thread running a closure: the smallest wrapper the package needs
+/// (Foundation's `Thread` is not used, so RingLoop does not depend on Foundation).
+final class PosixThread: @unchecked Sendable {
+    // @unchecked: `handle` is written once, by `start`, before any other thread reads it.
+    private var handle = pthread_t()
+    private let body: @Sendable () -> Void
+    private let name: String?
+
+    private init(name: String?, body: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.body = body
+    }
+
+    /// Starts a thread running `body`. Fails only if the system cannot create threads.
+    static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
+        let thread = PosixThread(name: name, body: body)
+        let context = Unmanaged.passRetained(thread).toOpaque()
+        let result = pthread_create(&thread.handle, nil, { context in
+            let thread = Unmanaged<PosixThread>.fromOpaque(context!).takeRetainedValue()
+            if let name = thread.name { ringloop_set_thread_name(name) }
+            thread.body()
+            return nil
+        }, context)
+        precondition(result == 0, "pthread_create failed: errno \(result)")
+        return thread
+    }
+
+    /// Waits for the thread to finish.
+    func join() { pthread_join(handle, nil) }
+}

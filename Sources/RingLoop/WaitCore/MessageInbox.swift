@@ -1,0 +1,106 @@
+import DequeModule
+import Synchronization
+
+/// A message posted to a loop's message port: a 64-bit payload and a 32-bit extra word,
+/// the shape of an `IORING_OP_MSG_RING` completion.
+public struct PortMessage: Sendable, Hashable {
+    /// The main payload.
+    public var payload: UInt64
+    /// A second, smaller word (a kind, a length, a count).
+    public var extra: UInt32
+
+    public init(payload: UInt64, extra: UInt32 = 0) {
+        self.payload = payload
+        self.extra = extra
+    }
+}
+
+/// The queue behind every message port of one wait core: senders on any thread append,
+/// the loop thread drains it whole after each wake.
+///
+/// Why a queue and a coalesced wake-up rather than one MSG_RING per message: a MSG_RING
+/// costs the sender a system call per message, and under load the target's completion
+/// queue can refuse it (`EOVERFLOW`), so keeping FIFO order with no loss would need
+/// retries that reorder. Appending under a lock costs tens of nanoseconds, one wake-up
+/// serves every message posted during a sleep, and none is posted while the loop is
+/// awake. Memory is the bound: the queue grows while the receiver lags.
+final class MessageInbox: Sendable {
+    struct Entry: Sendable {
+        var port: PortID
+        var message: PortMessage
+    }
+
+    private struct State {
+        var entries: Deque<Entry> = []
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    /// Set under the lock by a sender, cleared by the receiver when it drains: lets the
+    /// receiver skip the lock when nothing arrived.
+    private let hasEntries = Atomic<Bool>(false)
+    private let signal: WakeUpSignal
+
+    init(signal: WakeUpSignal) { self.signal = signal }
+
+    /// Appends a message for `port` and wakes the loop. Returns `false`, dropping
+    /// nothing else, when the receiving wait core is gone.
+    func post(_ message: PortMessage, to port: PortID) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            if state.closed { return false }
+            state.entries.append(Entry(port: port, message: message))
+            hasEntries.store(true, ordering: .releasing)
+            return true
+        }
+        if accepted { signal.wakeUp() }
+        return accepted
+    }
+
+    /// Loop thread: moves every queued entry into `spare` (which must be empty) in FIFO
+    /// order, reusing storage so a warm inbox allocates nothing.
+    func drain(into spare: inout Deque<Entry>) {
+        guard hasEntries.load(ordering: .acquiring) else { return }
+        state.withLock { state in
+            swap(&state.entries, &spare)
+            hasEntries.store(false, ordering: .relaxed)
+        }
+    }
+
+    /// Refuses further posts; what was queued is discarded with the wait core.
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.entries.removeAll()
+        }
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+}
+
+/// The sending side of a message port: hand it to any thread to post messages that the
+/// receiving loop's port handles in arrival order, none lost.
+public struct MessagePortSender: Sendable {
+    let inbox: MessageInbox
+    let port: PortID
+    let liveness: PortLiveness
+
+    /// Posts a message. Returns `false` when the port was removed or its loop is gone.
+    @discardableResult
+    public func send(_ message: PortMessage) -> Bool {
+        guard liveness.isOpen else { return false }
+        return inbox.post(message, to: port)
+    }
+
+    /// Posts a 64-bit payload and an optional 32-bit extra word.
+    @discardableResult
+    public func send(_ payload: UInt64, extra: UInt32 = 0) -> Bool {
+        send(PortMessage(payload: payload, extra: extra))
+    }
+}
+
+/// Shared between a message port and its senders: whether the port still accepts posts.
+final class PortLiveness: Sendable {
+    private let open = Atomic<Bool>(true)
+    var isOpen: Bool { open.load(ordering: .acquiring) }
+    func close() { open.store(false, ordering: .releasing) }
+}

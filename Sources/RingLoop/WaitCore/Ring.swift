@@ -1,0 +1,200 @@
+import CLibURing
+import SystemPackage
+
+/// The setup flags an io_uring was created with, probed at creation from the best the
+/// kernel accepts.
+public struct RingSetupFlags: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `IORING_SETUP_SINGLE_ISSUER` (6.0): only the creating thread submits.
+    public static let singleIssuer = RingSetupFlags(rawValue: UInt32(IORING_SETUP_SINGLE_ISSUER))
+    /// `IORING_SETUP_DEFER_TASKRUN` (6.1): completion work runs only when this thread
+    /// waits, never interrupting it.
+    public static let deferTaskrun = RingSetupFlags(rawValue: UInt32(IORING_SETUP_DEFER_TASKRUN))
+    /// `IORING_SETUP_COOP_TASKRUN` (5.19): no inter-processor interrupt for completion work.
+    public static let coopTaskrun = RingSetupFlags(rawValue: UInt32(IORING_SETUP_COOP_TASKRUN))
+    /// `IORING_SETUP_SUBMIT_ALL` (5.18): keep submitting a batch past a failed entry.
+    public static let submitAll = RingSetupFlags(rawValue: UInt32(IORING_SETUP_SUBMIT_ALL))
+
+    /// The combinations tried in order, best first; the first the kernel accepts wins.
+    static let probeOrder: [RingSetupFlags] = [
+        [.singleIssuer, .deferTaskrun, .submitAll],
+        [.singleIssuer, .coopTaskrun, .submitAll],
+        [.coopTaskrun, .submitAll],
+        [.submitAll],
+        [],
+    ]
+
+    public var description: String {
+        var names: [String] = []
+        if contains(.singleIssuer) { names.append("SINGLE_ISSUER") }
+        if contains(.deferTaskrun) { names.append("DEFER_TASKRUN") }
+        if contains(.coopTaskrun) { names.append("COOP_TASKRUN") }
+        if contains(.submitAll) { names.append("SUBMIT_ALL") }
+        return names.isEmpty ? "none" : names.joined(separator: "|")
+    }
+}
+
+/// One completion copied out of the completion queue: its tag, result and flags.
+///
+/// Completions are copied before anything is dispatched, so a callout may run the loop
+/// again (a nested run) and harvest the queue without invalidating what it was handed.
+struct Completion: Sendable, Hashable {
+    var tag: CompletionTag
+    var result: Int32
+    var flags: UInt32
+
+    /// Whether the operation stays armed (`IORING_CQE_F_MORE`): a multishot poll that
+    /// ends comes without it.
+    var hasMore: Bool { flags & UInt32(IORING_CQE_F_MORE) != 0 }
+}
+
+/// Owns one io_uring: the only type that touches liburing's `struct io_uring`.
+///
+/// Thread rules: confined to the thread that created it (the ring is set up with
+/// `SINGLE_ISSUER` when the kernel has it, so another thread's submit would fail with
+/// `EEXIST`). Nothing here is `Sendable`.
+final class Ring {
+    /// liburing's ring state; allocated once so its address never moves.
+    private let ring: UnsafeMutablePointer<io_uring>
+    /// Scratch array for `io_uring_peek_batch_cqe`.
+    private let batch: UnsafeMutablePointer<UnsafeMutablePointer<io_uring_cqe>?>
+    private let batchCapacity: UInt32
+
+    /// The flags the kernel accepted.
+    let setupFlags: RingSetupFlags
+    /// `IORING_FEAT_*` bits the kernel reported.
+    let features: UInt32
+    /// Submission-queue entries.
+    let submissionEntries: UInt32
+    /// Completion-queue entries.
+    let completionEntries: UInt32
+    /// The ring's file descriptor (valid until deinit).
+    let fileDescriptor: Int32
+
+    /// Calls into the kernel made through this ring (submit, wait, get-events).
+    private(set) var enterCount: UInt64 = 0
+
+    /// Creates a ring with `entries` submission entries (a power of two is used) and
+    /// four times as many completion entries.
+    init(entries: UInt32 = 256) throws(RingError) {
+        let ring = UnsafeMutablePointer<io_uring>.allocate(capacity: 1)
+        ring.initialize(to: io_uring())
+        var accepted: RingSetupFlags?
+        var params = io_uring_params()
+        var lastResult: Int32 = -EINVAL
+        for candidate in RingSetupFlags.probeOrder {
+            params = io_uring_params()
+            params.flags = candidate.rawValue | UInt32(IORING_SETUP_CQSIZE)
+            params.cq_entries = entries * 4
+            lastResult = io_uring_queue_init_params(entries, ring, &params)
+            if lastResult == 0 {
+                accepted = candidate
+                break
+            }
+            // Only an unknown flag is worth another try; anything else (ENOMEM, EPERM,
+            // ENOSYS under seccomp) fails the same way without it.
+            if lastResult != -EINVAL { break }
+        }
+        guard let accepted else {
+            ring.deallocate()
+            throw RingError(operation: "io_uring_queue_init_params", negatedErrno: lastResult)
+        }
+        self.ring = ring
+        self.setupFlags = accepted
+        self.features = params.features
+        self.submissionEntries = params.sq_entries
+        self.completionEntries = params.cq_entries
+        self.fileDescriptor = ring.pointee.ring_fd
+        self.batchCapacity = params.cq_entries
+        self.batch = .allocate(capacity: Int(params.cq_entries))
+        // Saves the kernel a file-table lookup per enter; optional, so a failure is ignored.
+        _ = io_uring_register_ring_fd(ring)
+    }
+
+    deinit {
+        // Closing the ring cancels every operation still in flight.
+        io_uring_queue_exit(ring)
+        ring.deallocate()
+        batch.deallocate()
+    }
+
+    /// Whether the kernel takes a wait's timeout in the enter call itself
+    /// (`IORING_FEAT_EXT_ARG`, 5.11), so a timed wait costs no submission entry.
+    var waitTakesTimeout: Bool { features & UInt32(IORING_FEAT_EXT_ARG) != 0 }
+
+    /// Submission entries queued and not yet handed to the kernel.
+    var queuedSubmissions: UInt32 { io_uring_sq_ready(ring) }
+
+    /// Returns a free submission entry, handing the queued ones to the kernel first when
+    /// the submission queue is full. The caller fills it in before the next call.
+    func nextSubmission() throws(RingError) -> UnsafeMutablePointer<io_uring_sqe> {
+        if let sqe = io_uring_get_sqe(ring) { return sqe }
+        try submit()
+        if let sqe = io_uring_get_sqe(ring) { return sqe }
+        throw RingError(operation: "io_uring_get_sqe", errno: EBUSY)
+    }
+
+    /// Hands every queued submission to the kernel and collects finished work
+    /// (`IORING_ENTER_GETEVENTS`) without waiting.
+    func submit() throws(RingError) {
+        enterCount &+= 1
+        var result: Int32
+        repeat {
+            result = io_uring_submit_and_get_events(ring)
+        } while result == -EINTR
+        if result < 0 { throw RingError(operation: "io_uring_submit", negatedErrno: result) }
+    }
+
+    /// Submits what is queued and sleeps until at least one completion is ready or
+    /// `deadline` passes. Returns `false` when it returned because of the deadline.
+    ///
+    /// The deadline travels in the enter call itself where the kernel supports it, so
+    /// no timeout entry is spent per wait. A signal interrupting the wait counts as a
+    /// (spurious) wake, as in `mach_msg`.
+    func submitAndWait(until deadline: MonotonicInstant) throws(RingError) -> Bool {
+        enterCount &+= 1
+        var cqe: UnsafeMutablePointer<io_uring_cqe>?
+        let result: Int32
+        if deadline == .distantFuture {
+            result = io_uring_submit_and_wait(ring, 1)
+        } else {
+            let now = MonotonicInstant.now
+            let remaining = deadline.nanoseconds > now.nanoseconds ? deadline.nanoseconds - now.nanoseconds : 0
+            if remaining == 0 {
+                enterCount &-= 1
+                try submit()
+                return io_uring_cq_ready(ring) > 0
+            }
+            var timeout = __kernel_timespec(
+                tv_sec: Int64(remaining / 1_000_000_000), tv_nsec: Int64(remaining % 1_000_000_000))
+            result = io_uring_submit_and_wait_timeout(ring, &cqe, 1, &timeout, nil)
+        }
+        if result >= 0 || result == -EINTR { return true }
+        if result == -ETIME { return io_uring_cq_ready(ring) > 0 }
+        throw RingError(operation: "io_uring_submit_and_wait", negatedErrno: result)
+    }
+
+    /// Copies every completion that is ready into `sink`, in arrival order, and releases
+    /// their queue entries. Returns how many it copied.
+    @discardableResult
+    func harvest(_ sink: (Completion) -> Void) -> Int {
+        var total = 0
+        while true {
+            let count = io_uring_peek_batch_cqe(ring, batch, batchCapacity)
+            if count == 0 { return total }
+            for index in 0..<Int(count) {
+                let cqe = batch[index]!.pointee
+                sink(Completion(tag: CompletionTag(rawValue: cqe.user_data), result: cqe.res, flags: cqe.flags))
+            }
+            io_uring_cq_advance(ring, count)
+            total += Int(count)
+        }
+    }
+
+    var debugDescription: String {
+        "io_uring fd \(fileDescriptor): \(submissionEntries) SQ / \(completionEntries) CQ entries, setup \(setupFlags)"
+            + (waitTakesTimeout ? ", EXT_ARG waits" : ", timeout-SQE waits")
+    }
+}

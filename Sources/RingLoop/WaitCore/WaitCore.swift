@@ -1,0 +1,276 @@
+import CLibURing
+import DequeModule
+
+/// Identifies a port registered on a wait core: a slot and the slot's generation.
+public struct PortID: Hashable, Sendable, CustomStringConvertible {
+    /// Index in the wait core's port table.
+    public let slot: UInt32
+    /// The slot's generation when the port was registered (24 bits).
+    public let generation: UInt32
+
+    public var description: String { "port \(slot).\(generation)" }
+}
+
+/// What the kernel reported for a port, routed to that port.
+public enum PortEvent: Sendable, Hashable {
+    /// The watched file descriptor is ready; `events` is the poll mask (`POLLIN`…).
+    case readiness(PortID, events: Int16)
+    /// Watching the descriptor failed (for example `EBADF` after it was closed). The
+    /// port is disarmed; remove it.
+    case failure(PortID, RingError)
+    /// A message posted through the port's ``MessagePortSender``.
+    case message(PortID, PortMessage)
+
+    /// The port the event is for.
+    public var port: PortID {
+        switch self {
+        case .readiness(let id, _), .failure(let id, _), .message(let id, _): return id
+        }
+    }
+}
+
+/// The wait core: one io_uring per loop. Every reason to wake is a completion; each is
+/// routed to the port that registered it, and every ready completion is handed over in
+/// one batch per wake.
+///
+/// Thread rules: confined to the thread that created it (it owns a `SINGLE_ISSUER`
+/// ring), except ``wakeUp()`` and ``MessagePortSender/send(_:)``, which any thread may
+/// call.
+final class WaitCore {
+    private enum SlotState {
+        case free
+        /// A readiness port; `armed` is false after a failure.
+        case readiness(fd: Int32, events: UInt32, armed: Bool)
+        /// A message port.
+        case message(PortLiveness)
+        /// A removed readiness port whose poll the kernel has not finished yet.
+        case cancelling
+    }
+
+    private struct Slot {
+        var generation: UInt32
+        var state: SlotState
+    }
+
+    let ring: Ring
+    let signal: WakeUpSignal
+    let inbox: MessageInbox
+
+    private var slots: [Slot] = []
+    private var freeSlots: [UInt32] = []
+    private var completions: Deque<Completion> = []
+    private var inboxSpare: Deque<MessageInbox.Entry> = []
+    private var events: Deque<PortEvent> = []
+
+    /// Waits that slept in the kernel (returned because of a completion, a wake-up or
+    /// the deadline). Polls that did not block are not counted.
+    private(set) var sleepCount: UInt64 = 0
+    /// Completions harvested so far, wake-ups included.
+    private(set) var completionCount: UInt64 = 0
+
+    /// Creates a ring and its wake-up on the calling thread.
+    init(entries: UInt32 = 256, wakeUp preferred: WakeUpMechanism = .messageRing) throws(RingError) {
+        ring = try Ring(entries: entries)
+        signal = try WakeUpSignal(ring: ring, preferred: preferred)
+        inbox = MessageInbox(signal: signal)
+    }
+
+    deinit {
+        inbox.close()
+        for slot in slots {
+            if case .message(let liveness) = slot.state { liveness.close() }
+        }
+        // The ring's deinit closes it, which cancels every operation still in flight.
+    }
+
+    /// Wakes the loop from any thread (coalesced; free when the loop is awake).
+    func wakeUp() { signal.wakeUp() }
+
+    /// The wake-up mechanism in use.
+    var wakeUpMechanism: WakeUpMechanism { signal.mechanism }
+
+    /// Ports currently registered.
+    var portCount: Int { slots.count - freeSlots.count }
+
+    var debugDescription: String {
+        "WaitCore(\(ring.debugDescription), wake-up \(signal.mechanism), \(portCount) ports)"
+    }
+
+    // MARK: Ports
+
+    private func allocateSlot(_ state: SlotState) -> PortID {
+        if let slot = freeSlots.popLast() {
+            slots[Int(slot)].state = state
+            return PortID(slot: slot, generation: slots[Int(slot)].generation)
+        }
+        slots.append(Slot(generation: 0, state: state))
+        return PortID(slot: UInt32(slots.count - 1), generation: 0)
+    }
+
+    private func releaseSlot(_ slot: UInt32) {
+        slots[Int(slot)].state = .free
+        slots[Int(slot)].generation = (slots[Int(slot)].generation &+ 1) & CompletionTag.generationMask
+        freeSlots.append(slot)
+    }
+
+    private func isCurrent(_ id: PortID) -> Bool {
+        Int(id.slot) < slots.count && slots[Int(id.slot)].generation == id.generation
+    }
+
+    private func armPoll(_ id: PortID, fd: Int32, events: UInt32) throws(RingError) {
+        let sqe = try ring.nextSubmission()
+        io_uring_prep_poll_multishot(sqe, fd, events)
+        io_uring_sqe_set_data64(sqe, CompletionTag(kind: .readiness, slot: id.slot, generation: id.generation).rawValue)
+    }
+
+    /// Watches `fd` for `events` (a `poll` mask such as `POLLIN`) with a multishot poll,
+    /// re-armed whenever the kernel ends it. The wait core does not own `fd`: remove the
+    /// port before closing it.
+    func addReadinessPort(fd: Int32, events: Int16 = Int16(POLLIN)) throws(RingError) -> PortID {
+        let mask = UInt32(UInt16(bitPattern: events))
+        let id = allocateSlot(.readiness(fd: fd, events: mask, armed: true))
+        do {
+            try armPoll(id, fd: fd, events: mask)
+        } catch {
+            releaseSlot(id.slot)
+            throw error
+        }
+        return id
+    }
+
+    /// Creates a message port and returns its sending side.
+    func addMessagePort() -> (PortID, MessagePortSender) {
+        let liveness = PortLiveness()
+        let id = allocateSlot(.message(liveness))
+        return (id, MessagePortSender(inbox: inbox, port: id, liveness: liveness))
+    }
+
+    /// Removes a port: nothing more is delivered for it, events already harvested for it
+    /// included. A readiness port's poll is cancelled; its slot is reused only after
+    /// the kernel confirms, so no late completion can reach another port.
+    func removePort(_ id: PortID) throws(RingError) {
+        guard isCurrent(id) else { return }
+        switch slots[Int(id.slot)].state {
+        case .free, .cancelling:
+            return
+        case .message(let liveness):
+            liveness.close()
+            releaseSlot(id.slot)
+        case .readiness(_, _, let armed):
+            guard armed else {
+                releaseSlot(id.slot)
+                return
+            }
+            slots[Int(id.slot)].state = .cancelling
+            let sqe = try ring.nextSubmission()
+            io_uring_prep_poll_remove(
+                sqe, CompletionTag(kind: .readiness, slot: id.slot, generation: id.generation).rawValue)
+            io_uring_sqe_set_data64(sqe, CompletionTag(kind: .cancellation, slot: id.slot).rawValue)
+        }
+        events.removeAll { $0.port == id }
+    }
+
+    // MARK: Waiting
+
+    /// Whether events are harvested and not yet taken with ``nextEvent()``.
+    var hasEvents: Bool { !events.isEmpty }
+
+    /// Submits what is queued, then sleeps until a completion arrives, a wake-up comes
+    /// or `deadline` passes (``MonotonicInstant/distantFuture`` for no deadline), and
+    /// harvests every completion that is ready. Does not sleep when events are already
+    /// waiting or a wake-up is pending. One call into the kernel.
+    ///
+    /// - Returns: `true` if it returned because of the deadline with nothing harvested.
+    @discardableResult
+    func wait(until deadline: MonotonicInstant) throws(RingError) -> Bool {
+        if !events.isEmpty {
+            try poll()
+            return false
+        }
+        if signal.prepareToSleep() {
+            defer { signal.didWake() }
+            sleepCount &+= 1
+            _ = try waitingInKernel(until: deadline)
+        } else {
+            try ring.submit()
+        }
+        let harvested = collect()
+        return harvested == 0 && MonotonicInstant.now >= deadline
+    }
+
+    /// Stable name for profiles: time here is time asleep.
+    @inline(never)
+    private func waitingInKernel(until deadline: MonotonicInstant) throws(RingError) -> Bool {
+        try ring.submitAndWait(until: deadline)
+    }
+
+    /// Submits what is queued and harvests what is ready, without sleeping.
+    func poll() throws(RingError) {
+        try ring.submit()
+        collect()
+    }
+
+    /// The next harvested event, in arrival order.
+    func nextEvent() -> PortEvent? { events.popFirst() }
+
+    /// Routes harvested completions and posted messages into `events`. Returns how many
+    /// deliverable events it added.
+    @discardableResult
+    private func collect() -> Int {
+        let before = events.count
+        ring.harvest { completions.append($0) }
+        completionCount &+= UInt64(completions.count)
+        while let completion = completions.popFirst() {
+            route(completion)
+        }
+        inbox.drain(into: &inboxSpare)
+        while let entry = inboxSpare.popFirst() {
+            guard isCurrent(entry.port), case .message = slots[Int(entry.port.slot)].state else { continue }
+            events.append(.message(entry.port, entry.message))
+        }
+        return events.count - before
+    }
+
+    private func route(_ completion: Completion) {
+        let tag = completion.tag
+        switch tag.kind {
+        case .wakeUp:
+            if signal.mechanism == .eventFD, !completion.hasMore {
+                // The kernel ended the eventfd's multishot poll; arm it again.
+                try? signal.armEventFDPoll(on: ring)
+            }
+        case .readiness:
+            let id = PortID(slot: tag.slot, generation: tag.generation)
+            guard isCurrent(id) else { return }
+            switch slots[Int(id.slot)].state {
+            case .cancelling:
+                if !completion.hasMore { releaseSlot(id.slot) }
+            case .readiness(let fd, let mask, true):
+                if completion.result >= 0 {
+                    events.append(.readiness(id, events: Int16(truncatingIfNeeded: completion.result)))
+                    if !completion.hasMore { rearm(id, fd: fd, events: mask) }
+                } else if completion.result == -ECANCELED {
+                    // Cancelled by the kernel, not by us (for example the poll was
+                    // pushed out by memory pressure): watch again.
+                    rearm(id, fd: fd, events: mask)
+                } else {
+                    slots[Int(id.slot)].state = .readiness(fd: fd, events: mask, armed: false)
+                    events.append(.failure(id, RingError(operation: "poll", negatedErrno: completion.result)))
+                }
+            default:
+                return
+            }
+        case .cancellation, .messageSent, nil:
+            return
+        }
+    }
+
+    private func rearm(_ id: PortID, fd: Int32, events mask: UInt32) {
+        do {
+            try armPoll(id, fd: fd, events: mask)
+        } catch {
+            slots[Int(id.slot)].state = .readiness(fd: fd, events: mask, armed: false)
+            events.append(.failure(id, error))
+        }
+    }
+}

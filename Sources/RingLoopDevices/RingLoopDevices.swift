@@ -1,0 +1,13 @@
+/// RingLoopDevices: recordings in the evemu format, virtual evdev devices (uinput and
+/// FUSE backends) and replay.
+///
+/// Built in the virtual-devices issue; this module exists so the package's layout and
+/// dependency arrows (libevdev and fuse3) hold from the start.
+import CFuse
+import CLibEvdev
+
+/// Versions of the system libraries this module links.
+public enum RingLoopDevicesLinkage {
+    /// libfuse3's version number (for example 314 for 3.14).
+    public static var fuseVersion: Int32 { fuse_version() }
+}

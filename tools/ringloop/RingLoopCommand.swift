@@ -1,0 +1,15 @@
+import ArgumentParser
+
+@main
+struct RingLoopCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ringloop",
+        abstract: "A CFRunLoop-faithful run loop on io_uring, and evdev input as HID events.",
+        discussion: """
+            Examples:
+              ringloop demo                 show the input chain on the bundled recordings
+              ringloop bench --only wakecore
+            """,
+        subcommands: [Demo.self, Bench.self]
+    )
+}
