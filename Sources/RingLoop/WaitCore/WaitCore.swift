@@ -67,6 +67,8 @@ final class WaitCore {
     private(set) var sleepCount: UInt64 = 0
     /// Completions harvested so far, wake-ups included.
     private(set) var completionCount: UInt64 = 0
+    /// Times a readiness poll was armed again after the kernel ended it.
+    private(set) var rearmCount: UInt64 = 0
 
     /// Creates a ring and its wake-up on the calling thread.
     init(entries: UInt32 = 256, wakeUp preferred: WakeUpMechanism = .messageRing) throws(RingError) {
@@ -162,12 +164,17 @@ final class WaitCore {
                 return
             }
             slots[Int(id.slot)].state = .cancelling
-            let sqe = try ring.nextSubmission()
-            io_uring_prep_poll_remove(
-                sqe, CompletionTag(kind: .readiness, slot: id.slot, generation: id.generation).rawValue)
-            io_uring_sqe_set_data64(sqe, CompletionTag(kind: .cancellation, slot: id.slot).rawValue)
+            try submitCancellation(id)
         }
         events.removeAll { $0.port == id }
+    }
+
+    private func submitCancellation(_ id: PortID) throws(RingError) {
+        let sqe = try ring.nextSubmission()
+        io_uring_prep_poll_remove(
+            sqe, CompletionTag(kind: .readiness, slot: id.slot, generation: id.generation).rawValue)
+        io_uring_sqe_set_data64(
+            sqe, CompletionTag(kind: .cancellation, slot: id.slot, generation: id.generation).rawValue)
     }
 
     // MARK: Waiting
@@ -260,12 +267,21 @@ final class WaitCore {
             default:
                 return
             }
-        case .cancellation, .messageSent, nil:
+        case .cancellation:
+            // EALREADY: the poll was running its completion when the removal reached it,
+            // and the kernel left it armed. Ask again until it is gone (its final
+            // completion, without F_MORE, frees the slot).
+            let id = PortID(slot: tag.slot, generation: tag.generation)
+            guard completion.result == -EALREADY, isCurrent(id), case .cancelling = slots[Int(id.slot)].state
+            else { return }
+            try? submitCancellation(id)
+        case .messageSent, nil:
             return
         }
     }
 
     private func rearm(_ id: PortID, fd: Int32, events mask: UInt32) {
+        rearmCount &+= 1
         do {
             try armPoll(id, fd: fd, events: mask)
         } catch {

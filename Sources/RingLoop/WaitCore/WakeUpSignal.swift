@@ -133,6 +133,9 @@ final class WakeUpSignal: Sendable {
     /// before sleeping that must not consume it).
     var isPending: Bool { state.load(ordering: .sequentiallyConsistent) & Self.pendingBit != 0 }
 
+    /// Whether the loop thread is inside (or about to enter) its wait.
+    var isSleeping: Bool { state.load(ordering: .sequentiallyConsistent) & Self.sleepingBit != 0 }
+
     /// System calls senders have made so far.
     var kickCount: UInt64 { kicks.load(ordering: .relaxed) }
 }
