@@ -167,7 +167,7 @@ struct WaitCoreTests {
             try core.poll()
             for pipe in pipes { pipe.writeByte() }
             let first = try core.waitForEvents(64)
-            #expect(Set(first.map(\.port)) == Set(ports), "no readiness lost to the overflow")
+            #expect(Set(first.compactMap(\.port)) == Set(ports), "no readiness lost to the overflow")
             #expect(core.rearmCount > 0, "the kernel never ended a multishot poll")
             for pipe in pipes { pipe.drain() }
             try core.poll()
@@ -175,7 +175,7 @@ struct WaitCoreTests {
             // Every port is still watched after the re-arm.
             for pipe in pipes { pipe.writeByte() }
             let second = try core.waitForEvents(64)
-            #expect(Set(second.map(\.port)) == Set(ports))
+            #expect(Set(second.compactMap(\.port)) == Set(ports))
             for port in ports { try core.removePort(port) }
         }
     }
@@ -188,7 +188,7 @@ struct WaitCoreTests {
             let ports = try pipes.map { try core.addReadinessPort(fd: $0.readEnd) }
             for pipe in pipes { pipe.writeByte() }
             let events = try core.waitForEvents(100)
-            #expect(Set(events.map(\.port)) == Set(ports))
+            #expect(Set(events.compactMap(\.port)) == Set(ports))
             #expect(events.count == 100)
             for port in ports { try core.removePort(port) }
         }
@@ -199,7 +199,8 @@ struct WaitCoreTests {
         try DescriptorAudit.shared {
             let total = 100_000
             let core = try WaitCore()
-            let (port, sender) = core.addMessagePort()
+            let port = core.makeMessagePort()
+            let sender = port
             let senderLoop = PosixThread.start(name: "sender-loop") {
                 // The sending side is a loop of its own, as in the two-loop pattern.
                 guard let own = try? WaitCore() else { return }
@@ -214,7 +215,7 @@ struct WaitCoreTests {
             while received < total, MonotonicInstant.now < limit {
                 try core.wait(until: limit)
                 while let event = core.nextEvent() {
-                    guard case .message(let id, let message) = event, id == port else { continue }
+                    guard case .message(let target, let message) = event, target === port else { continue }
                     if message.payload != UInt64(received) || message.extra != UInt32(received % 7) { inOrder = false }
                     received += 1
                 }
@@ -222,8 +223,8 @@ struct WaitCoreTests {
             senderLoop.join()
             #expect(received == total)
             #expect(inOrder)
-            try core.removePort(port)
-            #expect(!sender.send(1), "a removed port refuses messages")
+            port.close()
+            #expect(!sender.send(1), "a closed port refuses messages")
         }
     }
 
@@ -233,12 +234,12 @@ struct WaitCoreTests {
             let before = DescriptorAudit.openDescriptorCount()
             do {
                 let pipes = (0..<4).map { _ in TestPipe() }
-                var sender: MessagePortSender?
+                var sender: MessagePort?
                 do {
                     let core = try WaitCore(wakeUp: mechanism)
                     for pipe in pipes { _ = try core.addReadinessPort(fd: pipe.readEnd) }
                     pipes[0].writeByte()
-                    let (_, messages) = core.addMessagePort()
+                    let messages = core.makeMessagePort()
                     messages.send(42)
                     sender = messages
                     try core.poll()

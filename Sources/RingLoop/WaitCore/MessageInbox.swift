@@ -15,18 +15,18 @@ public struct PortMessage: Sendable, Hashable {
     }
 }
 
-/// The queue behind every message port of one wait core: senders on any thread append,
-/// the loop thread drains it whole after each wake.
+/// The queue behind every message port of one loop: senders on any thread append, the
+/// loop thread drains it whole after each wake.
 ///
 /// Why a queue and a coalesced wake-up rather than one MSG_RING per message: a MSG_RING
 /// costs the sender a system call per message, and under load the target's completion
 /// queue can refuse it (`EOVERFLOW`), so keeping FIFO order with no loss would need
 /// retries that reorder. Appending under a lock costs tens of nanoseconds, one wake-up
-/// serves every message posted during a sleep, and none is posted while the loop is
+/// serves every message posted during a sleep, and none is needed while the loop is
 /// awake. Memory is the bound: the queue grows while the receiver lags.
 final class MessageInbox: Sendable {
     struct Entry: Sendable {
-        var port: PortID
+        var port: MessagePort
         var message: PortMessage
     }
 
@@ -43,9 +43,9 @@ final class MessageInbox: Sendable {
 
     init(signal: WakeUpSignal) { self.signal = signal }
 
-    /// Appends a message for `port` and wakes the loop. Returns `false`, dropping
-    /// nothing else, when the receiving wait core is gone.
-    func post(_ message: PortMessage, to port: PortID) -> Bool {
+    /// Appends a message for `port` and wakes the loop. Returns `false` when the
+    /// receiving loop is gone.
+    func post(_ message: PortMessage, to port: MessagePort) -> Bool {
         let accepted = state.withLock { state -> Bool in
             if state.closed { return false }
             state.entries.append(Entry(port: port, message: message))
@@ -66,41 +66,47 @@ final class MessageInbox: Sendable {
         }
     }
 
-    /// Refuses further posts; what was queued is discarded with the wait core.
+    /// Refuses further posts and discards what is queued (the loop is going away).
     func close() {
         state.withLock { state in
             state.closed = true
             state.entries.removeAll()
         }
     }
-
-    var isClosed: Bool { state.withLock { $0.closed } }
 }
 
-/// The sending side of a message port: hand it to any thread to post messages that the
-/// receiving loop's port handles in arrival order, none lost.
-public struct MessagePortSender: Sendable {
+/// A port that any thread sends messages to and one loop receives, in order, none lost:
+/// the counterpart of a Mach port with a receive right held by a run loop.
+///
+/// Create it for a loop, hand it to other threads, and schedule a ``LoopPortSource`` for
+/// it on that loop; each message becomes one perform of the source. Messages sent while
+/// no source for the port is in the running mode wait, like messages in a Mach port's
+/// queue.
+public final class MessagePort: Sendable, Hashable {
     let inbox: MessageInbox
-    let port: PortID
-    let liveness: PortLiveness
+    private let open = Atomic<Bool>(true)
 
-    /// Posts a message. Returns `false` when the port was removed or its loop is gone.
+    init(inbox: MessageInbox) { self.inbox = inbox }
+
+    /// Sends a message. Returns `false` when the port was closed or its loop is gone.
     @discardableResult
     public func send(_ message: PortMessage) -> Bool {
-        guard liveness.isOpen else { return false }
-        return inbox.post(message, to: port)
+        guard open.load(ordering: .acquiring) else { return false }
+        return inbox.post(message, to: self)
     }
 
-    /// Posts a 64-bit payload and an optional 32-bit extra word.
+    /// Sends a 64-bit payload and an optional 32-bit extra word.
     @discardableResult
     public func send(_ payload: UInt64, extra: UInt32 = 0) -> Bool {
         send(PortMessage(payload: payload, extra: extra))
     }
-}
 
-/// Shared between a message port and its senders: whether the port still accepts posts.
-final class PortLiveness: Sendable {
-    private let open = Atomic<Bool>(true)
-    var isOpen: Bool { open.load(ordering: .acquiring) }
-    func close() { open.store(false, ordering: .releasing) }
+    /// Refuses further messages. Messages already sent are still delivered.
+    public func close() { open.store(false, ordering: .releasing) }
+
+    /// Whether the port accepts messages.
+    public var isOpen: Bool { open.load(ordering: .acquiring) }
+
+    public static func == (lhs: MessagePort, rhs: MessagePort) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

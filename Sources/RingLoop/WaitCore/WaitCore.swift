@@ -18,13 +18,14 @@ public enum PortEvent: Sendable, Hashable {
     /// Watching the descriptor failed (for example `EBADF` after it was closed). The
     /// port is disarmed; remove it.
     case failure(PortID, RingError)
-    /// A message posted through the port's ``MessagePortSender``.
-    case message(PortID, PortMessage)
+    /// A message sent to a ``MessagePort`` of this loop.
+    case message(MessagePort, PortMessage)
 
-    /// The port the event is for.
-    public var port: PortID {
+    /// The readiness port the event is for (`nil` for messages).
+    public var port: PortID? {
         switch self {
-        case .readiness(let id, _), .failure(let id, _), .message(let id, _): return id
+        case .readiness(let id, _), .failure(let id, _): return id
+        case .message: return nil
         }
     }
 }
@@ -34,15 +35,12 @@ public enum PortEvent: Sendable, Hashable {
 /// one batch per wake.
 ///
 /// Thread rules: confined to the thread that created it (it owns a `SINGLE_ISSUER`
-/// ring), except ``wakeUp()`` and ``MessagePortSender/send(_:)``, which any thread may
-/// call.
+/// ring), except ``wakeUp()`` and ``MessagePort/send(_:)``, which any thread may call.
 final class WaitCore {
     private enum SlotState {
         case free
         /// A readiness port; `armed` is false after a failure.
         case readiness(fd: Int32, events: UInt32, armed: Bool)
-        /// A message port.
-        case message(PortLiveness)
         /// A removed readiness port whose poll the kernel has not finished yet.
         case cancelling
     }
@@ -60,6 +58,7 @@ final class WaitCore {
     private var freeSlots: [UInt32] = []
     private var completions: Deque<Completion> = []
     private var inboxSpare: Deque<MessageInbox.Entry> = []
+    private let ownsInbox: Bool
     private var events: Deque<PortEvent> = []
 
     /// Waits that slept in the kernel (returned because of a completion, a wake-up or
@@ -70,32 +69,39 @@ final class WaitCore {
     /// Times a readiness poll was armed again after the kernel ended it.
     private(set) var rearmCount: UInt64 = 0
 
-    /// Creates a ring and its wake-up on the calling thread.
-    init(entries: UInt32 = 256, wakeUp preferred: WakeUpMechanism = .messageRing) throws(RingError) {
+    /// Creates a ring on the calling thread and attaches `signal` to it (a new one by
+    /// default); messages posted to `inbox` (a new one by default) are harvested with
+    /// every wait.
+    init(
+        entries: UInt32 = 256, wakeUp preferred: WakeUpMechanism = .messageRing,
+        signal: WakeUpSignal = WakeUpSignal(), inbox: MessageInbox? = nil
+    ) throws(RingError) {
         ring = try Ring(entries: entries)
-        signal = try WakeUpSignal(ring: ring, preferred: preferred)
-        inbox = MessageInbox(signal: signal)
+        try signal.attach(to: ring, preferred: preferred)
+        self.signal = signal
+        self.inbox = inbox ?? MessageInbox(signal: signal)
+        ownsInbox = inbox == nil
     }
 
     deinit {
-        inbox.close()
-        for slot in slots {
-            if case .message(let liveness) = slot.state { liveness.close() }
-        }
+        if ownsInbox { inbox.close() }
         // The ring's deinit closes it, which cancels every operation still in flight.
     }
+
+    /// Creates a message port whose messages this wait core harvests.
+    func makeMessagePort() -> MessagePort { MessagePort(inbox: inbox) }
 
     /// Wakes the loop from any thread (coalesced; free when the loop is awake).
     func wakeUp() { signal.wakeUp() }
 
     /// The wake-up mechanism in use.
-    var wakeUpMechanism: WakeUpMechanism { signal.mechanism }
+    var wakeUpMechanism: WakeUpMechanism { signal.mechanism ?? .eventFD }
 
     /// Ports currently registered.
     var portCount: Int { slots.count - freeSlots.count }
 
     var debugDescription: String {
-        "WaitCore(\(ring.debugDescription), wake-up \(signal.mechanism), \(portCount) ports)"
+        "WaitCore(\(ring.debugDescription), wake-up \(wakeUpMechanism), \(portCount) ports)"
     }
 
     // MARK: Ports
@@ -140,13 +146,6 @@ final class WaitCore {
         return id
     }
 
-    /// Creates a message port and returns its sending side.
-    func addMessagePort() -> (PortID, MessagePortSender) {
-        let liveness = PortLiveness()
-        let id = allocateSlot(.message(liveness))
-        return (id, MessagePortSender(inbox: inbox, port: id, liveness: liveness))
-    }
-
     /// Removes a port: nothing more is delivered for it, events already harvested for it
     /// included. A readiness port's poll is cancelled; its slot is reused only after
     /// the kernel confirms, so no late completion can reach another port.
@@ -155,9 +154,6 @@ final class WaitCore {
         switch slots[Int(id.slot)].state {
         case .free, .cancelling:
             return
-        case .message(let liveness):
-            liveness.close()
-            releaseSlot(id.slot)
         case .readiness(_, _, let armed):
             guard armed else {
                 releaseSlot(id.slot)
@@ -232,7 +228,6 @@ final class WaitCore {
         }
         inbox.drain(into: &inboxSpare)
         while let entry = inboxSpare.popFirst() {
-            guard isCurrent(entry.port), case .message = slots[Int(entry.port.slot)].state else { continue }
             events.append(.message(entry.port, entry.message))
         }
         return events.count - before

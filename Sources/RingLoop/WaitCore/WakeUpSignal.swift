@@ -1,4 +1,5 @@
 import CLibURing
+import Glibc
 import Synchronization
 
 /// How a wake-up reaches a sleeping ring from another thread.
@@ -41,42 +42,59 @@ final class WakeUpSignal: Sendable {
     /// System calls senders made (for tests and benchmarks).
     private let kicks = Atomic<UInt64>(0)
 
-    /// The mechanism in use.
-    let mechanism: WakeUpMechanism
-    /// A duplicate of the ring's fd for `.messageRing` (so the ring outlives every sender
-    /// holding this object), or the eventfd for `.eventFD`. Closed in deinit.
-    let fileDescriptor: Int32
+    /// The mechanism (raw value of ``WakeUpMechanism``'s index; 0 until attached) and the
+    /// file descriptor the sender uses: a duplicate of the ring's fd for `.messageRing`
+    /// (so the ring outlives every sender holding this object), or the eventfd for
+    /// `.eventFD`. Written once by ``attach(to:preferred:)`` before the loop first sleeps,
+    /// so a sender that sees `sleeping` sees them; closed in deinit.
+    private let attachedMechanism = Atomic<UInt8>(0)
+    private let attachedDescriptor = Atomic<Int32>(-1)
 
-    /// Creates the wake-up for `ring`, preferring `preferred` and falling back to the
-    /// eventfd when the kernel refuses ringless MSG_RING. Arms what the mechanism needs.
-    init(ring: Ring, preferred: WakeUpMechanism = .messageRing) throws(RingError) {
+    /// Creates an unattached wake-up. Until ``attach(to:preferred:)`` the loop never
+    /// sleeps, so wake-ups only set the pending flag.
+    init() {}
+
+    /// The mechanism in use, or `nil` before the ring exists.
+    var mechanism: WakeUpMechanism? {
+        switch attachedMechanism.load(ordering: .acquiring) {
+        case 1: .messageRing
+        case 2: .eventFD
+        default: nil
+        }
+    }
+
+    /// The descriptor senders use (see ``mechanism``); -1 before attachment.
+    var fileDescriptor: Int32 { attachedDescriptor.load(ordering: .acquiring) }
+
+    /// Binds the wake-up to `ring` (loop thread, once), preferring `preferred` and falling
+    /// back to the eventfd when the kernel refuses ringless MSG_RING. Arms what the
+    /// mechanism needs.
+    func attach(to ring: Ring, preferred: WakeUpMechanism = .messageRing) throws(RingError) {
+        precondition(mechanism == nil, "a wake-up is attached to one ring")
         if preferred == .messageRing {
-            let duplicate = dup(ring.fileDescriptor)
+            let duplicate = fcntl(ring.fileDescriptor, F_DUPFD_CLOEXEC, 0)
             guard duplicate >= 0 else { throw RingError(operation: "dup", errno: ringloop_errno()) }
             // Probe with a real kick to ourselves: EINVAL means a kernel before 6.13.
             var sqe = io_uring_sqe()
             io_uring_prep_msg_ring(&sqe, duplicate, 0, CompletionTag(kind: .wakeUp).rawValue, 0)
-            let result = ringloop_send_msg_ring_blind(&sqe)
-            if result >= 0 {
-                mechanism = .messageRing
-                fileDescriptor = duplicate
+            if ringloop_send_msg_ring_blind(&sqe) >= 0 {
+                attachedDescriptor.store(duplicate, ordering: .releasing)
+                attachedMechanism.store(1, ordering: .releasing)
                 return
             }
             close(duplicate)
         }
         let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard fd >= 0 else { throw RingError(operation: "eventfd", errno: ringloop_errno()) }
-        mechanism = .eventFD
-        fileDescriptor = fd
-        do {
-            try armEventFDPoll(on: ring)
-        } catch {
-            close(fd)
-            throw error
-        }
+        attachedDescriptor.store(fd, ordering: .releasing)
+        attachedMechanism.store(2, ordering: .releasing)
+        try armEventFDPoll(on: ring)
     }
 
-    deinit { close(fileDescriptor) }
+    deinit {
+        let fd = attachedDescriptor.load(ordering: .acquiring)
+        if fd >= 0 { close(fd) }
+    }
 
     /// Arms (or re-arms, after the kernel ended it) the eventfd's multishot poll.
     func armEventFDPoll(on ring: Ring) throws(RingError) {
@@ -100,6 +118,8 @@ final class WakeUpSignal: Sendable {
     private func kick() {
         kicks.add(1, ordering: .relaxed)
         switch mechanism {
+        case nil:
+            return
         case .messageRing:
             var sqe = io_uring_sqe()
             io_uring_prep_msg_ring(&sqe, fileDescriptor, 0, CompletionTag(kind: .wakeUp).rawValue, 0)
@@ -113,7 +133,7 @@ final class WakeUpSignal: Sendable {
 
     /// Loop thread, just before waiting: announces the sleep. Returns `false` when a
     /// wake-up is already pending, in which case the loop must not block (and the flag
-    /// is consumed).
+    /// is consumed). Must not be called before ``attach(to:preferred:)``.
     func prepareToSleep() -> Bool {
         let old = state.bitwiseOr(Self.sleepingBit, ordering: .sequentiallyConsistent).oldValue
         if old & Self.pendingBit != 0 {
