@@ -38,11 +38,15 @@ let package = Package(
             providers: [.apt(["libfuse3-dev", "fuse3"])]
         ),
 
+        // libdispatch's main-queue hooks for run loops (declared; libdispatch exports them).
+        .systemLibrary(name: "CDispatchHooks", path: "Sources/CDispatchHooks"),
+
         // The run loop: wait core, loop, modes, sources, ports, timers, observers, blocks.
         .target(
             name: "RingLoop",
             dependencies: [
                 "CLibURing",
+                "CDispatchHooks",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -72,6 +76,9 @@ let package = Package(
         ),
 
         .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing"]),
+        // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
+        // RingRunLoop, with the callout traces compared.
+        .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
         .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID"]),
         .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices"]),
     ]

@@ -81,6 +81,10 @@ final class WaitCore {
         self.signal = signal
         self.inbox = inbox ?? MessageInbox(signal: signal)
         ownsInbox = inbox == nil
+        // Consume the completion of the wake-up probe (a kick MSG_RING sends to itself),
+        // so the first wait does not return for nothing.
+        try ring.submit()
+        ring.harvest { _ in }
     }
 
     deinit {

@@ -1,0 +1,223 @@
+import Synchronization
+
+/// Which loop an item belongs to and in which of its modes it is, shared by sources,
+/// observers and timers.
+///
+/// Thread rules: `loop` is set once, on the loop's thread, when the item is first added;
+/// any thread reads it under the lock (to route an `invalidate()` to the loop).
+/// `modeMask` is read and written on the loop's thread only.
+final class LoopMembership: @unchecked Sendable {
+    private struct Owner {
+        weak var loop: RingRunLoop?
+    }
+
+    private let owner = Mutex(Owner())
+    /// Bit `i` set: the item is in the loop's mode with index `i` (loop thread only).
+    var modeMask: UInt64 = 0
+
+    var loop: RingRunLoop? { owner.withLock { $0.loop } }
+
+    /// Binds the item to `loop`; returns `false` if it already belongs to another loop.
+    func bind(to loop: RingRunLoop) -> Bool {
+        owner.withLock { owner in
+            if let current = owner.loop { return current === loop }
+            owner.loop = loop
+            return true
+        }
+    }
+
+    /// Releases the binding once the item is in no mode (so it can join another loop).
+    func unbindIfUnused() {
+        if modeMask == 0 { owner.withLock { $0.loop = nil } }
+    }
+}
+
+/// A version-0 source (`CFRunLoopSource` with a version 0 context): signalled by hand from
+/// any thread, performed by its loop in the sources phase, by `order` and then by the
+/// time it was signalled.
+///
+/// ```swift
+/// let source = LoopSource(order: 0) { print("performed") }
+/// loop.add(source, to: .default)
+/// source.signal()      // from any thread
+/// loop.wakeUp()        // if the loop may be asleep
+/// ```
+///
+/// Callbacks run on the loop's thread. Signalling does not wake the loop, as in
+/// CoreFoundation: call ``RingRunLoop/wakeUp()`` after signalling from another thread.
+public final class LoopSource: @unchecked Sendable {
+    // @unchecked: the closures are called on the loop's thread only; the flags are atomic.
+
+    /// Lower orders are performed first.
+    public let order: Int
+    let perform: () -> Void
+    let schedule: ((RingRunLoop, RingRunLoop.Mode) -> Void)?
+    let cancel: ((RingRunLoop, RingRunLoop.Mode) -> Void)?
+
+    private let signalled = Atomic<Bool>(false)
+    private let valid = Atomic<Bool>(true)
+    /// When the source was last signalled (monotonic nanoseconds), for ordering ties.
+    let signalTime = Atomic<UInt64>(0)
+    let membership = LoopMembership()
+
+    /// Creates a source.
+    /// - Parameters:
+    ///   - order: Sources with lower orders are performed first in one pass.
+    ///   - schedule: Called on the loop's thread when the source is added to a mode.
+    ///   - cancel: Called on the loop's thread when the source leaves a mode (removal or
+    ///     invalidation).
+    ///   - perform: Called on the loop's thread when the loop performs the signalled source.
+    public init(
+        order: Int = 0,
+        schedule: ((RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
+        cancel: ((RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
+        perform: @escaping () -> Void
+    ) {
+        self.order = order
+        self.schedule = schedule
+        self.cancel = cancel
+        self.perform = perform
+    }
+
+    /// Marks the source ready to perform. Safe from any thread; does not wake the loop.
+    public func signal() {
+        if !signalled.load(ordering: .relaxed) {
+            signalTime.store(MonotonicInstant.now.nanoseconds, ordering: .relaxed)
+        }
+        signalled.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    /// Whether the source is signalled and not yet performed.
+    public var isSignalled: Bool { signalled.load(ordering: .sequentiallyConsistent) }
+
+    /// Clears the signal; returns whether it was set (loop thread).
+    func consumeSignal() -> Bool {
+        signalled.load(ordering: .relaxed) && signalled.exchange(false, ordering: .sequentiallyConsistent)
+    }
+
+    /// Removes the source from every mode of its loop, calling `cancel` for each, and
+    /// keeps it from ever performing again. Safe from any thread.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        membership.loop?.removeEverywhere(.source(self))
+    }
+
+    /// Whether the source can still be scheduled and performed.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+}
+
+/// A port-backed source (`CFRunLoopSource` version 1): performed by its loop in the
+/// handle-message phase, once per message or readiness report, with what the port
+/// delivered.
+///
+/// Two kinds of port:
+/// - **readiness** of a file descriptor, watched by a multishot poll on the loop's ring;
+///   reports arrive like `EPOLLET` (one per change), so drain the descriptor in the callout;
+/// - **messages** of a ``MessagePort``, sent from any thread, delivered in order, none
+///   lost; messages that arrive while the source is not in the running mode wait for it.
+public final class LoopPortSource: @unchecked Sendable {
+    // @unchecked: callbacks and the pending state are used on the loop's thread only.
+
+    /// What the source watches.
+    public enum Port: Sendable {
+        /// Readiness of a file descriptor for a `poll` event mask.
+        case readiness(fileDescriptor: Int32, events: Int16)
+        /// Messages of a message port.
+        case messages(MessagePort)
+    }
+
+    /// Lower orders are listed first; performs follow arrival order.
+    public let order: Int
+    /// The port the source watches.
+    public let port: Port
+
+    let onReadiness: ((Int16) -> Void)?
+    let onMessage: ((PortMessage) -> Void)?
+    private let valid = Atomic<Bool>(true)
+    let membership = LoopMembership()
+
+    /// The ring registration while the source is in a mode of its loop (loop thread).
+    var readinessPort: PortID?
+    /// Readiness reported and not yet performed, OR-ed together (loop thread).
+    var pendingReadiness: Int16 = 0
+
+    /// A source performed whenever `fileDescriptor` reports `events` (default `POLLIN`).
+    /// `perform` receives the reported `poll` mask; `POLLNVAL` means the descriptor is
+    /// no longer watchable (for example closed), and the source stops watching it.
+    /// The loop does not own the descriptor: invalidate the source before closing it.
+    public init(fileDescriptor: Int32, events: Int16 = 0x001, order: Int = 0, perform: @escaping (_ events: Int16) -> Void) {
+        self.order = order
+        self.port = .readiness(fileDescriptor: fileDescriptor, events: events)
+        self.onReadiness = perform
+        self.onMessage = nil
+    }
+
+    /// A source performed once per message sent to `port`, in order.
+    public init(port: MessagePort, order: Int = 0, perform: @escaping (PortMessage) -> Void) {
+        self.order = order
+        self.port = .messages(port)
+        self.onReadiness = nil
+        self.onMessage = perform
+    }
+
+    /// Removes the source from every mode of its loop and stops watching its port.
+    /// Safe from any thread.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        membership.loop?.removeEverywhere(.portSource(self))
+    }
+
+    /// Whether the source can still be scheduled and performed.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    var messagePort: MessagePort? {
+        if case .messages(let port) = port { return port }
+        return nil
+    }
+}
+
+/// An observer of a loop's activities (`CFRunLoopObserver`): called at the stages in
+/// `activities` of every run in the modes it is in, by `order`.
+///
+/// ```swift
+/// let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
+///     print(activity)
+/// }
+/// loop.add(observer, to: .common)
+/// ```
+public final class LoopObserver: @unchecked Sendable {
+    // @unchecked: the callback runs on the loop's thread only; the flag is atomic.
+
+    /// The stages the observer is called for.
+    public let activities: RingRunLoop.Activity
+    /// Whether it is called more than once; a non-repeating observer is invalidated after
+    /// its first call.
+    public let repeats: Bool
+    /// Lower orders are called first; equal orders in the order they were added.
+    public let order: Int
+    let callback: (LoopObserver, RingRunLoop.Activity) -> Void
+    private let valid = Atomic<Bool>(true)
+    let membership = LoopMembership()
+    /// Set while the callback runs, so a nested run does not call it again (loop thread).
+    var firing = false
+
+    /// Creates an observer.
+    public init(
+        activities: RingRunLoop.Activity, repeats: Bool = true, order: Int = 0,
+        _ callback: @escaping (LoopObserver, RingRunLoop.Activity) -> Void
+    ) {
+        self.activities = activities
+        self.repeats = repeats
+        self.order = order
+        self.callback = callback
+    }
+
+    /// Removes the observer from its loop; it is never called again. Safe from any thread.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        membership.loop?.removeEverywhere(.observer(self))
+    }
+
+    /// Whether the observer can still be called.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+}

@@ -1,0 +1,108 @@
+import Synchronization
+
+/// A timer of a run loop (`CFRunLoopTimer`): fires its callback on the loop's thread once
+/// its fire date has passed, while the loop runs in a mode the timer is in.
+///
+/// A repeating timer never drifts: its next fire date is the last scheduled one plus the
+/// interval, and fires missed while the loop was busy are skipped, not bunched. A timer
+/// fires at most once per pass of the loop; timers due together fire in fire-date order.
+///
+/// ```swift
+/// let tick = LoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { timer in
+///     print("tick")
+/// }
+/// loop.add(tick, to: .common)
+/// ```
+public final class LoopTimer: @unchecked Sendable {
+    // @unchecked: the callback and the scheduling state are used on the loop's thread;
+    // the fire date and validity are atomic for readers elsewhere.
+
+    /// The repeat interval in nanoseconds; 0 for a one-shot timer.
+    let intervalNanoseconds: UInt64
+    /// How late the timer may fire so the loop can serve several timers with one wake-up.
+    public let tolerance: Duration
+    let callback: (LoopTimer) -> Void
+    private let fireDate: Atomic<UInt64>
+    private let valid = Atomic<Bool>(true)
+    let membership = LoopMembership()
+    /// Changes whenever the timer is (re)scheduled; heap entries with an older stamp are
+    /// stale (loop thread).
+    var stamp: UInt32 = 0
+    /// Set while the callback runs (loop thread).
+    var firing = false
+
+    /// Creates a timer that first fires at `fireDate`.
+    /// - Parameters:
+    ///   - fireDate: When the timer first fires.
+    ///   - interval: The repeat interval; `nil` or zero for a one-shot timer, which is
+    ///     invalidated after it fires.
+    ///   - tolerance: How late it may fire (zero: as close to the date as the loop can).
+    ///   - callback: Called on the loop's thread with the timer.
+    public init(
+        fireDate: MonotonicInstant, interval: Duration? = nil, tolerance: Duration = .zero,
+        _ callback: @escaping (LoopTimer) -> Void
+    ) {
+        self.fireDate = Atomic(fireDate.nanoseconds)
+        let interval = interval?.nanosecondsClamped ?? 0
+        self.intervalNanoseconds = interval > 0 ? UInt64(interval) : 0
+        self.tolerance = tolerance < .zero ? .zero : tolerance
+        self.callback = callback
+    }
+
+    /// Creates a timer that first fires `delay` from now, then every `interval` if given.
+    public convenience init(
+        after delay: Duration, repeating interval: Duration? = nil, tolerance: Duration = .zero,
+        _ callback: @escaping (LoopTimer) -> Void
+    ) {
+        self.init(fireDate: .now + delay, interval: interval, tolerance: tolerance, callback)
+    }
+
+    /// The repeat interval, or `nil` for a one-shot timer.
+    public var interval: Duration? {
+        intervalNanoseconds == 0 ? nil : .nanoseconds(Int64(clamping: intervalNanoseconds))
+    }
+
+    /// Whether the timer repeats.
+    public var repeats: Bool { intervalNanoseconds != 0 }
+
+    /// When the timer fires next. Setting it reschedules the timer in every mode it is in;
+    /// from inside the timer's own callback, a later date replaces the repeat.
+    /// Safe from any thread.
+    public var nextFireDate: MonotonicInstant {
+        get { MonotonicInstant(nanoseconds: fireDate.load(ordering: .acquiring)) }
+        set {
+            fireDate.store(newValue.nanoseconds, ordering: .releasing)
+            membership.loop?.timerWasRescheduled(self)
+        }
+    }
+
+    var fireNanoseconds: UInt64 {
+        get { fireDate.load(ordering: .relaxed) }
+        set { fireDate.store(newValue, ordering: .releasing) }
+    }
+
+    /// Stops the timer and removes it from every mode. Safe from any thread.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        membership.loop?.removeEverywhere(.timer(self))
+    }
+
+    /// Whether the timer will still fire.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+}
+
+/// One scheduling of a timer in one mode's heap.
+struct TimerEntry: Comparable {
+    var fire: UInt64
+    var sequence: UInt64
+    var stamp: UInt32
+    let timer: LoopTimer
+
+    static func < (lhs: TimerEntry, rhs: TimerEntry) -> Bool {
+        lhs.fire != rhs.fire ? lhs.fire < rhs.fire : lhs.sequence < rhs.sequence
+    }
+
+    static func == (lhs: TimerEntry, rhs: TimerEntry) -> Bool {
+        lhs.fire == rhs.fire && lhs.sequence == rhs.sequence
+    }
+}

@@ -1,0 +1,333 @@
+import CDispatchHooks
+import CLibURing
+import DequeModule
+import Glibc
+
+extension RingRunLoop {
+    // MARK: Running
+
+    /// Runs the loop in `mode` until `deadline`, a stop, or (with
+    /// `returnAfterSourceHandled`) the first pass that handled a source
+    /// (`CFRunLoopRunInMode`). Runs nest: a callout may run the loop again, in the same or
+    /// another mode. Loop thread only.
+    ///
+    /// A mode with no sources, timers or blocks returns ``RunResult/finished`` at once;
+    /// observers alone do not keep a run alive. A deadline already passed makes one pass
+    /// without sleeping.
+    @discardableResult
+    public func run(
+        mode: Mode = .default, until deadline: MonotonicInstant, returnAfterSourceHandled: Bool = false
+    ) -> RunResult {
+        preconditionOnLoopThread("run(mode:until:returnAfterSourceHandled:)")
+        if mode == .common { return .finished }
+        applyRequests()
+        guard let state = modeStateForRun(mode), !isEmpty(state), waitCore() != nil else { return .finished }
+        let run = RunState()
+        let previousRun = swapCurrentRun(run)
+        let previousMode = currentModeState
+        currentModeState = state
+        defer {
+            currentModeState = previousMode
+            _ = swapCurrentRun(previousRun)
+        }
+        doObservers(.entry, state)
+        let result = runPasses(state, run, deadline: deadline, stopAfterHandle: returnAfterSourceHandled)
+        doObservers(.exit, state)
+        return result
+    }
+
+    /// Runs the loop in `mode` for `duration` (see ``run(mode:until:returnAfterSourceHandled:)``).
+    @discardableResult
+    public func run(mode: Mode = .default, for duration: Duration, returnAfterSourceHandled: Bool = false) -> RunResult {
+        run(mode: mode, until: .now + duration, returnAfterSourceHandled: returnAfterSourceHandled)
+    }
+
+    /// Runs the loop in the default mode until it is stopped or has nothing left to wait
+    /// for (`CFRunLoopRun`). Loop thread only.
+    public func run() {
+        while true {
+            let result = run(mode: .default, until: .distantFuture)
+            if result == .stopped || result == .finished { return }
+        }
+    }
+
+    private func modeStateForRun(_ mode: Mode) -> ModeState? {
+        modeState(mode)
+    }
+
+    private func runPasses(_ state: ModeState, _ run: RunState, deadline: MonotonicInstant, stopAfterHandle: Bool)
+        -> RunResult
+    {
+        if run.stopped.load(ordering: .acquiring) { return .stopped }
+        let pollOnly = deadline <= .now
+        while true {
+            passCount &+= 1
+            doObservers(.beforeTimers, state)
+            doObservers(.beforeSources, state)
+            doBlocks(state)
+            var handled = doSources0(state, stopAfterHandle: stopAfterHandle)
+            if handled { doBlocks(state) }
+
+            let poll = handled || pollOnly || hasDeliverablePortEvents(state)
+            if !poll { doObservers(.beforeWaiting, state) }
+            // No user callout from here until the wait returns.
+            waitForEvents(state, poll: poll, deadline: deadline)
+            if !poll { doObservers(.afterWaiting, state) }
+
+            doTimers(state)
+            if deliverPortEvents(state, stopAfterHandle: stopAfterHandle) { handled = true }
+            doBlocks(state)
+
+            if handled && stopAfterHandle { return .handledSource }
+            if deadline < .now { return .timedOut }
+            if run.stopped.load(ordering: .acquiring) { return .stopped }
+            if isEmpty(state) { return .finished }
+        }
+    }
+
+    /// Sleeps until a completion, a wake-up, the earliest timer of the mode or the run's
+    /// deadline; polls without sleeping when `poll`.
+    private func waitForEvents(_ state: ModeState, poll: Bool, deadline: MonotonicInstant) {
+        guard let core = waitCore() else { return }
+        if servesMainQueueHere, commonModes.contains(state.mode) { armMainQueue(core) }
+        do {
+            if poll {
+                try core.poll()
+            } else {
+                var wakeAt = deadline
+                if let timer = nextTimerDeadline(state), timer < wakeAt.nanoseconds {
+                    wakeAt = MonotonicInstant(nanoseconds: timer)
+                }
+                try core.wait(until: wakeAt)
+            }
+        } catch {
+            Self.logger.error("wait failed: \(error)")
+        }
+        while let event = core.nextEvent() { route(event) }
+    }
+
+    // MARK: Source0
+
+    private func doSources0(_ state: ModeState, stopAfterHandle: Bool) -> Bool {
+        guard !state.sources0.isEmpty else { return false }
+        var signalled = source0Scratch
+        source0Scratch = []
+        defer {
+            signalled.removeAll(keepingCapacity: true)
+            source0Scratch = signalled
+        }
+        for source in state.sources0 where source.isSignalled && source.isValid {
+            signalled.append(source)
+        }
+        if signalled.isEmpty { return false }
+        if signalled.count > 1 {
+            signalled.sort {
+                $0.order != $1.order
+                    ? $0.order < $1.order
+                    : $0.signalTime.load(ordering: .relaxed) < $1.signalTime.load(ordering: .relaxed)
+            }
+        }
+        var handled = false
+        for source in signalled {
+            if source.consumeSignal(), source.isValid {
+                Callout.toSource0Perform(source)
+                handled = true
+                if stopAfterHandle { break }
+            }
+        }
+        return handled
+    }
+
+    // MARK: Observers
+
+    private func doObservers(_ activity: Activity, _ state: ModeState) {
+        guard state.observerMask.contains(activity) else { return }
+        var due = observerScratch
+        observerScratch = []
+        defer {
+            due.removeAll(keepingCapacity: true)
+            observerScratch = due
+        }
+        for observer in state.observers
+        where observer.activities.contains(activity) && observer.isValid && !observer.firing {
+            due.append(observer)
+        }
+        for observer in due where observer.isValid {
+            observer.firing = true
+            Callout.toObserverCallback(observer, activity)
+            observer.firing = false
+            if !observer.repeats { observer.invalidate() }
+        }
+    }
+
+    // MARK: Timers
+
+    private func doTimers(_ state: ModeState) {
+        guard state.timerCount > 0 else { return }
+        let now = MonotonicInstant.now.nanoseconds
+        guard let first = state.earliestTimer(), first.fire <= now else { return }
+        var due = timerScratch
+        timerScratch = []
+        defer {
+            due.removeAll(keepingCapacity: true)
+            timerScratch = due
+        }
+        var skipped: [TimerEntry] = []
+        while let top = state.earliestTimer(), top.fire <= now {
+            state.timers.removeMin()
+            if top.timer.firing { skipped.append(top) } else { due.append(top) }
+        }
+        for entry in skipped { state.timers.insert(entry) }
+        for entry in due {
+            let timer = entry.timer
+            guard entry.stamp == timer.stamp, timer.isValid, !timer.firing,
+                timer.membership.modeMask & state.bit != 0
+            else { continue }
+            let scheduled = timer.fireNanoseconds
+            guard scheduled <= MonotonicInstant.now.nanoseconds else {
+                state.timers.insert(entry)
+                continue
+            }
+            timer.firing = true
+            Callout.toTimerCallback(timer)
+            timer.firing = false
+            guard timer.isValid else { continue }
+            if !timer.repeats {
+                timer.invalidate()
+                continue
+            }
+            if timer.fireNanoseconds > scheduled {
+                // The callout set a later fire date: honoured (already rescheduled).
+                continue
+            }
+            // Next = last scheduled + k × interval, the first such date after now:
+            // never drifts, and fires missed while busy are skipped, not bunched.
+            let interval = timer.intervalNanoseconds
+            let current = MonotonicInstant.now.nanoseconds
+            var next = scheduled &+ interval
+            if next <= current {
+                let missed = (current - scheduled) / interval
+                next = scheduled &+ (missed &+ 1) &* interval
+            }
+            timer.fireNanoseconds = next
+            reschedule(timer)
+        }
+        state.compactTimersIfNeeded()
+    }
+
+    // MARK: Source1 and the main queue
+
+    private func route(_ event: PortEvent) {
+        switch event {
+        case .readiness(let id, let events):
+            if id == mainQueuePort {
+                if !mainQueuePending {
+                    mainQueuePending = true
+                    pendingPortEvents.append(.mainQueue)
+                }
+                return
+            }
+            guard let source = readinessSources[id] else { return }
+            if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
+            source.pendingReadiness |= events
+        case .failure(let id, _):
+            guard let source = readinessSources[id] else { return }
+            if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
+            source.pendingReadiness |= Int16(POLLNVAL)
+        case .message(let port, let message):
+            if let source = messageSources[port] {
+                pendingPortEvents.append(.message(source, message))
+            } else {
+                orphanMessages[port, default: []].append(message)
+            }
+        }
+    }
+
+    private func deliverable(_ event: PendingPortEvent, _ state: ModeState) -> Bool {
+        switch event {
+        case .readiness(let source), .message(let source, _):
+            return source.membership.modeMask & state.bit != 0
+        case .mainQueue:
+            return servesMainQueueHere && commonModes.contains(state.mode)
+        }
+    }
+
+    private func hasDeliverablePortEvents(_ state: ModeState) -> Bool {
+        pendingPortEvents.contains { deliverable($0, state) }
+    }
+
+    private func deliverPortEvents(_ state: ModeState, stopAfterHandle: Bool) -> Bool {
+        guard !pendingPortEvents.isEmpty else { return false }
+        var events = pendingPortEvents
+        pendingPortEvents = keptPortEvents
+        keptPortEvents = []
+        var kept: Deque<PendingPortEvent> = []
+        var handled = false
+        while let event = events.popFirst() {
+            switch event {
+            case .readiness(let source):
+                guard source.isValid else {
+                    source.pendingReadiness = 0
+                    continue
+                }
+                guard deliverable(event, state) else {
+                    kept.append(event)
+                    continue
+                }
+                let mask = source.pendingReadiness
+                source.pendingReadiness = 0
+                guard mask != 0, let perform = source.onReadiness else { continue }
+                Callout.toSource1Perform { perform(mask) }
+                handled = true
+            case .message(let source, let message):
+                guard source.isValid else { continue }
+                guard deliverable(event, state) else {
+                    kept.append(event)
+                    continue
+                }
+                guard let perform = source.onMessage else { continue }
+                Callout.toSource1Perform { perform(message) }
+                handled = true
+            case .mainQueue:
+                guard deliverable(event, state) else {
+                    kept.append(event)
+                    continue
+                }
+                mainQueuePending = false
+                serviceMainQueue()
+                handled = true
+            }
+        }
+        // Events kept for other modes stay ahead of those that arrived meanwhile.
+        if !kept.isEmpty {
+            kept.append(contentsOf: pendingPortEvents)
+            pendingPortEvents = kept
+        }
+        events.removeAll(keepingCapacity: true)
+        keptPortEvents = events
+        return handled
+    }
+
+    private func armMainQueue(_ core: WaitCore) {
+        guard mainQueuePort == nil else { return }
+        let fd = _dispatch_get_main_queue_handle_4CF()
+        guard fd >= 0 else { return }
+        do {
+            mainQueuePort = try core.addReadinessPort(fd: fd)
+            // Work enqueued before the port existed has already poked the eventfd; the
+            // poll reports it at once since the eventfd is still readable.
+        } catch {
+            Self.logger.error("cannot watch the main dispatch queue: \(error)")
+        }
+    }
+
+    private func serviceMainQueue() {
+        let fd = _dispatch_get_main_queue_handle_4CF()
+        var value: UInt64 = 0
+        // Acknowledge the wake-up, as CFRunLoop does, before draining.
+        while read(fd, &value, 8) < 0, errno == EINTR {}
+        inMainQueueCallout = true
+        Callout.servicingTheMainDispatchQueue { _dispatch_main_queue_callback_4CF(nil) }
+        inMainQueueCallout = false
+    }
+}
