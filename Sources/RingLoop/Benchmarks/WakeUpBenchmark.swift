@@ -45,8 +45,8 @@ public enum WakeUpBenchmark {
         let sentAt = Atomic<UInt64>(0)
         let acknowledged = Atomic<Int>(0)
         let stop = Atomic<Bool>(false)
-        let latencies = Mutex<[Double]>([])
-        let receiver = Mutex<(WakeUpSignal?, Int32, String?)>((nil, -1, nil))
+        let latencies = ThreadLock<[Double]>([])
+        let receiver = ThreadLock<(WakeUpSignal?, Int32, String?)>((nil, -1, nil))
         let ready = Atomic<Bool>(false)
     }
 

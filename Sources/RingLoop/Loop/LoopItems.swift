@@ -11,7 +11,7 @@ final class LoopMembership: @unchecked Sendable {
         weak var loop: RingRunLoop?
     }
 
-    private let owner = Mutex(Owner())
+    private let owner = ThreadLock(Owner())
     /// Bit `i` set: the item is in the loop's mode with index `i` (loop thread only).
     var modeMask: UInt64 = 0
 

@@ -91,9 +91,9 @@ public final class RingRunLoop: @unchecked Sendable {
     let inbox: MessageInbox
     /// `pthread_self()` of the loop's thread; 0 until the thread first uses the loop.
     private let ownerThread = Atomic<UInt>(0)
-    private let requests = Mutex<[@Sendable (RingRunLoop) -> Void]>([])
+    private let requests = ThreadLock<[@Sendable (RingRunLoop) -> Void]>([])
     private let hasRequests = Atomic<Bool>(false)
-    private let currentRun = Mutex<RunState?>(nil)
+    private let currentRun = ThreadLock<RunState?>(nil)
 
     func swapCurrentRun(_ run: RunState?) -> RunState? {
         currentRun.withLock { current in
@@ -152,7 +152,7 @@ public final class RingRunLoop: @unchecked Sendable {
         return key
     }()
 
-    private static let mainStorage = Mutex<RingRunLoop?>(nil)
+    private static let mainStorage = ThreadLock<RingRunLoop?>(nil)
 
     /// The calling thread's loop, created on first use.
     public static var current: RingRunLoop {
@@ -598,16 +598,17 @@ public final class RingRunLoop: @unchecked Sendable {
     }
 }
 
-/// Whether the calling thread is the main thread, cached per thread.
+/// The main thread's `pthread_self()`, once a call on the main thread has seen it (0 before).
+private let knownMainThread = Atomic<UInt>(0)
+
+/// Whether the calling thread is the main thread. One system call until the main thread
+/// has been seen, a load after.
 private func ringloop_is_main_thread_cached() -> Bool {
-    // The main thread's pthread_t is fixed for the process's life.
-    struct Cache {
-        static let mainThread = Mutex<UInt?>(nil)
-    }
     let me = UInt(pthread_self())
-    if let known = Cache.mainThread.withLock({ $0 }) { return known == me }
+    let known = knownMainThread.load(ordering: .relaxed)
+    if known != 0 { return known == me }
     if ringloop_is_main_thread() != 0 {
-        Cache.mainThread.withLock { $0 = me }
+        knownMainThread.store(me, ordering: .relaxed)
         return true
     }
     return false

@@ -35,7 +35,7 @@ final class MessageInbox: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = ThreadLock(State())
     /// Set under the lock by a sender, cleared by the receiver when it drains: lets the
     /// receiver skip the lock when nothing arrived.
     private let hasEntries = Atomic<Bool>(false)
