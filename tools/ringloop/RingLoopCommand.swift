@@ -8,8 +8,9 @@ struct RingLoopCommand: ParsableCommand {
         discussion: """
             Examples:
               ringloop demo                 show the input chain on the bundled recordings
+              ringloop doctor               what works on this machine
               ringloop bench --only wakecore
             """,
-        subcommands: [Demo.self, Bench.self]
+        subcommands: [Demo.self, Doctor.self, Bench.self]
     )
 }

@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+/// The main loop must run on the main thread, which the test runner owns, so the check
+/// runs in a child process: `ringloop doctor --json` runs `RingRunLoop.main` on its main
+/// thread until a `DispatchQueue.main.async` block and a `@MainActor` task have run there.
+@Suite("Main dispatch queue")
+struct MainQueueTests {
+    /// The `ringloop` executable built beside the test bundle.
+    static var ringloopExecutable: URL {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("ringloop")
+    }
+
+    @Test("RingRunLoop.main services DispatchQueue.main and @MainActor on the main thread")
+    func mainQueueServiced() throws {
+        let executable = Self.ringloopExecutable
+        try #require(
+            FileManager.default.isExecutableFile(atPath: executable.path),
+            "build the command first (swift build): \(executable.path)")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["doctor", "--json"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(report["mainQueueServiced"] as? Bool == true)
+        #expect(report["mainActorServiced"] as? Bool == true)
+        #expect(report["waitCoreError"] == nil)
+        #expect(process.terminationStatus == 0)
+    }
+}

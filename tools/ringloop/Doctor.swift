@@ -1,0 +1,108 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import RingLoop
+
+/// What this machine gives RingLoop: io_uring, the main queue, input and virtual devices.
+struct Doctor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check what this machine offers RingLoop (io_uring, main queue, input, FUSE, uinput).",
+        discussion: """
+            Runs each check for real: creates the main thread's loop, runs it until work sent
+            with DispatchQueue.main.async and a @MainActor task has run, and probes the
+            device nodes. Exits 0 when the loop works, 1 otherwise.
+
+            Examples:
+              ringloop doctor
+              ringloop doctor --json
+            """
+    )
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    struct Report: Codable {
+        var kernel: String
+        var waitCore: String
+        var waitCoreError: String?
+        var mainQueueServiced: Bool
+        var mainActorServiced: Bool
+        var inputDevices: Int
+        var inputDirectory: String
+        var fuse: String
+        var uinput: String
+    }
+
+    func run() throws {
+        var name = utsname()
+        uname(&name)
+        let kernel = withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+
+        let loop = RingRunLoop.main
+        var waitCoreError: String?
+        do { try loop.prepare() } catch { waitCoreError = "\(error)" }
+
+        let (dispatchRan, actorRan) = Self.checkMainQueue(loop)
+
+        let inputDirectory = "/dev/input"
+        let inputDevices = (try? FileManager.default.contentsOfDirectory(atPath: inputDirectory))?
+            .filter { $0.hasPrefix("event") && access("\(inputDirectory)/\($0)", R_OK) == 0 }.count ?? 0
+
+        let report = Report(
+            kernel: kernel,
+            waitCore: loop.waitCoreDescription,
+            waitCoreError: waitCoreError,
+            mainQueueServiced: dispatchRan,
+            mainActorServiced: actorRan,
+            inputDevices: inputDevices,
+            inputDirectory: inputDirectory,
+            fuse: Self.nodeStatus("/dev/fuse"),
+            uinput: Self.nodeStatus("/dev/uinput")
+        )
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print("kernel            \(report.kernel)")
+            print("wait core         \(report.waitCore)")
+            if let waitCoreError { print("wait core error   \(waitCoreError)") }
+            print("main queue        \(dispatchRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
+            print("@MainActor        \(actorRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
+            print("input devices     \(inputDevices) readable in \(inputDirectory)")
+            print("FUSE              \(report.fuse)")
+            print("uinput            \(report.uinput)")
+        }
+        if waitCoreError != nil || !dispatchRan || !actorRan { throw ExitCode(1) }
+    }
+
+    /// Runs the main loop until a `DispatchQueue.main.async` block and a `@MainActor`
+    /// task have both run (or 5 s pass).
+    static func checkMainQueue(_ loop: RingRunLoop) -> (dispatch: Bool, actor: Bool) {
+        final class Flags: @unchecked Sendable {
+            var dispatch = false
+            var actor = false
+        }
+        let flags = Flags()
+        // Each counts only if it ran on the main thread, inside the loop's run.
+        DispatchQueue.main.async {
+            flags.dispatch = Thread.isMainThread && RingRunLoop.main.currentMode != nil
+            if flags.actor { RingRunLoop.main.stop() }
+        }
+        Task { @MainActor in
+            flags.actor = Thread.isMainThread && RingRunLoop.main.currentMode != nil
+            if flags.dispatch { RingRunLoop.main.stop() }
+        }
+        let deadline = MonotonicInstant.now + .seconds(5)
+        while !(flags.dispatch && flags.actor), MonotonicInstant.now < deadline {
+            loop.run(mode: .default, until: deadline)
+        }
+        return (flags.dispatch, flags.actor)
+    }
+
+    static func nodeStatus(_ path: String) -> String {
+        if access(path, F_OK) != 0 { return "absent (\(path))" }
+        if access(path, R_OK | W_OK) != 0 { return "present, not accessible (\(path): needs root or group rights)" }
+        return "available (\(path))"
+    }
+}
