@@ -215,9 +215,9 @@ final class CFDriver: LoopDriver, @unchecked Sendable {
         return Handle(name: name, kind: .observer, object: observer!)
     }
 
-    private func cfTimer(_ handle: Handle) -> CFRunLoopTimer { unsafeBitCast(handle.object, to: CFRunLoopTimer.self) }
-    private func cfObserver(_ handle: Handle) -> CFRunLoopObserver { unsafeBitCast(handle.object, to: CFRunLoopObserver.self) }
-    private func cfSource(_ handle: Handle) -> CFRunLoopSource { unsafeBitCast(handle.object, to: CFRunLoopSource.self) }
+    private func cfTimer(_ handle: Handle) -> CFRunLoopTimer { Unmanaged<CFRunLoopTimer>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue() }
+    private func cfObserver(_ handle: Handle) -> CFRunLoopObserver { Unmanaged<CFRunLoopObserver>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue() }
+    private func cfSource(_ handle: Handle) -> CFRunLoopSource { Unmanaged<CFRunLoopSource>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue() }
 
     func add(_ handle: Handle, _ mode: String) {
         switch handle.kind {

@@ -170,7 +170,7 @@ struct RunLoopTests {
                 }
                 let state = loop.modeState(.default)!
                 #expect(state.timerCount == 0)
-                #expect(state.timers.count <= 64, "heap holds \(state.timers.count) stale entries")
+                #expect(state.timers.storedEntries <= 64, "heaps hold \(state.timers.storedEntries) stale entries")
             }
         }
     }

@@ -19,9 +19,10 @@ public final class LoopTimer: @unchecked Sendable {
 
     /// The repeat interval in nanoseconds; 0 for a one-shot timer.
     let intervalNanoseconds: UInt64
-    /// How late the timer may fire so the loop can serve several timers with one wake-up.
-    public let tolerance: Duration
     let callback: (LoopTimer) -> Void
+    private let tolerance_ = Atomic<UInt64>(0)
+    /// Whether the timer is in precise mode (see ``init(fireDate:interval:tolerance:precise:_:)``).
+    public let isPrecise: Bool
     private let fireDate: Atomic<UInt64>
     private let valid = Atomic<Bool>(true)
     let membership = LoopMembership()
@@ -38,24 +39,52 @@ public final class LoopTimer: @unchecked Sendable {
     ///     invalidated after it fires.
     ///   - tolerance: How late it may fire (zero: as close to the date as the loop can).
     ///   - callback: Called on the loop's thread with the timer.
+    ///   - precise: Precise mode: the loop wakes ``RingRunLoop/preciseSpinWindow`` early
+    ///     and spins to the fire date, trading that much CPU per fire for accuracy the
+    ///     kernel's wake-up alone does not give. Tolerance is ignored in precise mode.
     public init(
-        fireDate: MonotonicInstant, interval: Duration? = nil, tolerance: Duration = .zero,
+        fireDate: MonotonicInstant, interval: Duration? = nil, tolerance: Duration = .zero, precise: Bool = false,
         _ callback: @escaping (LoopTimer) -> Void
     ) {
         self.fireDate = Atomic(fireDate.nanoseconds)
         let interval = interval?.nanosecondsClamped ?? 0
         self.intervalNanoseconds = interval > 0 ? UInt64(interval) : 0
-        self.tolerance = tolerance < .zero ? .zero : tolerance
+        self.isPrecise = precise
         self.callback = callback
+        tolerance_.store(UInt64(max(0, tolerance.nanosecondsClamped)), ordering: .relaxed)
     }
 
     /// Creates a timer that first fires `delay` from now, then every `interval` if given.
     public convenience init(
-        after delay: Duration, repeating interval: Duration? = nil, tolerance: Duration = .zero,
+        after delay: Duration, repeating interval: Duration? = nil, tolerance: Duration = .zero, precise: Bool = false,
         _ callback: @escaping (LoopTimer) -> Void
     ) {
-        self.init(fireDate: .now + delay, interval: interval, tolerance: tolerance, callback)
+        self.init(fireDate: .now + delay, interval: interval, tolerance: tolerance, precise: precise, callback)
     }
+
+    /// Creates a timer that calls `action` on `target` (held strongly until the timer is
+    /// invalidated, as `Timer`'s target is).
+    public convenience init<Target: AnyObject>(
+        after delay: Duration, repeating interval: Duration? = nil, tolerance: Duration = .zero,
+        target: Target, action: @escaping (Target) -> (LoopTimer) -> Void
+    ) {
+        self.init(fireDate: .now + delay, interval: interval, tolerance: tolerance) { timer in
+            action(target)(timer)
+        }
+    }
+
+    /// How late the timer may fire, so that one wake-up of the loop can serve several
+    /// timers (the loop wakes by the earliest end of a window, and serves every timer
+    /// whose window has opened). Setting it reschedules the timer. Safe from any thread.
+    public var tolerance: Duration {
+        get { .nanoseconds(Int64(clamping: tolerance_.load(ordering: .relaxed))) }
+        set {
+            tolerance_.store(UInt64(max(0, newValue.nanosecondsClamped)), ordering: .relaxed)
+            membership.loop?.timerWasRescheduled(self)
+        }
+    }
+
+    var toleranceNanoseconds: UInt64 { isPrecise ? 0 : tolerance_.load(ordering: .relaxed) }
 
     /// The repeat interval, or `nil` for a one-shot timer.
     public var interval: Duration? {

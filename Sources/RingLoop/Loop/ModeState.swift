@@ -1,5 +1,3 @@
-import HeapModule
-
 /// One mode's items (loop thread only).
 final class ModeState {
     let mode: RingRunLoop.Mode
@@ -15,12 +13,13 @@ final class ModeState {
     var observers: [LoopObserver] = []
     /// The union of the observers' activities, to skip observer passes quickly.
     var observerMask: RingRunLoop.Activity = []
-    /// Timers by fire date. Entries go stale when their timer is rescheduled, removed or
-    /// invalidated; stale entries are dropped when they reach the top, and the heap is
-    /// rebuilt when they outnumber the live ones, so garbage never grows without bound.
-    var timers = Heap<TimerEntry>()
+    /// The mode's timers (see ``TimerQueue``).
+    var timers = TimerQueue()
     /// Timers in this mode.
-    var timerCount = 0
+    var timerCount: Int {
+        get { timers.count }
+        set { timers.count = newValue }
+    }
 
     init(mode: RingRunLoop.Mode, index: Int) {
         self.mode = mode
@@ -31,19 +30,12 @@ final class ModeState {
         entry.stamp == entry.timer.stamp && entry.timer.membership.modeMask & bit != 0 && entry.timer.isValid
     }
 
-    /// The earliest live timer entry, dropping stale ones on the way.
-    func earliestTimer() -> TimerEntry? {
-        while let top = timers.min {
-            if isLive(top) { return top }
-            timers.removeMin()
-        }
-        return nil
-    }
-
-    /// Rebuilds the heap without stale entries when they dominate it.
+    /// Rebuilds the timer heaps without stale entries when they dominate them.
     func compactTimersIfNeeded() {
-        guard timers.count > 2 * timerCount + 64 else { return }
-        timers = Heap(timers.unordered.filter(isLive))
+        let bit = self.bit
+        timers.compactIfNeeded { entry in
+            entry.stamp == entry.timer.stamp && entry.timer.membership.modeMask & bit != 0 && entry.timer.isValid
+        }
     }
 
     /// Whether the mode has anything that keeps a run in it alive (blocks are checked by
