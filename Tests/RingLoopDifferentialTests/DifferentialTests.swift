@@ -288,6 +288,45 @@ let scenarios: [Scenario] = [
         _ = d.run("a", milliseconds: 40)
         _ = d.run("b", milliseconds: 1000)
     },
+    Scenario("timers due together fire in fire-date order, in one pass", contains: ["timer t1", "timer t3"]) { d in
+        d.add(d.observer("o", [.beforeWaiting]), "default")
+        d.add(d.timer("t3", afterMilliseconds: 30), "default")
+        d.add(d.timer("t1", afterMilliseconds: 10), "default")
+        d.add(d.timer("t2", afterMilliseconds: 20), "default")
+        usleep(60_000)  // all three are due before the run starts
+        _ = d.run(milliseconds: 5000)
+    },
+    Scenario("a repeating timer late by several intervals fires once and skips to the future", contains: ["timer r", "future true"]) { d in
+        let box = Mutex<Handle?>(nil)
+        let fires = Atomic<Int>(0)
+        let r = d.timer("r", afterMilliseconds: 5, intervalMilliseconds: 10) { d in
+            let count = fires.add(1, ordering: .relaxed).newValue
+            if count == 1 {
+                usleep(45_000)  // miss four intervals
+            } else if count == 2, let me = box.withLock({ $0 }) {
+                d.invalidate(me)
+            }
+        }
+        box.withLock { $0 = r }
+        d.add(r, "default")
+        d.add(
+            d.observer("o", activities: [.beforeWaiting], repeats: false, order: 0) { d, _ in
+                d.trace.record("future \(d.nextFireIsInFuture(r))")
+            }, "default")
+        _ = d.run(milliseconds: 5000)
+    },
+    Scenario("a timer fires at most once per pass", contains: ["timer r"]) { d in
+        let fires = Atomic<Int>(0)
+        let box = Mutex<Handle?>(nil)
+        let r = d.timer("r", afterMilliseconds: 1, intervalMilliseconds: 2) { d in
+            if fires.add(1, ordering: .relaxed).newValue == 3, let me = box.withLock({ $0 }) { d.invalidate(me) }
+        }
+        box.withLock { $0 = r }
+        d.add(r, "default")
+        d.add(d.observer("o", [.beforeTimers]), "default")
+        usleep(20_000)  // ten intervals overdue
+        _ = d.run(milliseconds: 5000)
+    },
     Scenario("running the common pseudo-mode finishes", contains: ["run common → finished"]) { d in
         d.add(d.source("keep"), "common")
         _ = d.run("common", milliseconds: 10)

@@ -74,6 +74,8 @@ protocol LoopDriver: AnyObject, Sendable {
     func isValid(_ handle: Handle) -> Bool
     func perform(_ name: String, modes: [String], action: (@Sendable (LoopDriver) -> Void)?)
     func setNextFire(_ handle: Handle, millisecondsFromNow: Double)
+    /// Whether the timer's next fire date lies in the future.
+    func nextFireIsInFuture(_ handle: Handle) -> Bool
     var currentMode: String? { get }
     /// Operations on the loop from another thread go through this handle.
     var isWaiting: Bool { get }
@@ -290,6 +292,10 @@ final class CFDriver: LoopDriver, @unchecked Sendable {
         CFRunLoopTimerSetNextFireDate(cfTimer(handle), CFAbsoluteTimeGetCurrent() + millisecondsFromNow / 1000)
     }
 
+    func nextFireIsInFuture(_ handle: Handle) -> Bool {
+        CFRunLoopTimerGetNextFireDate(cfTimer(handle)) > CFAbsoluteTimeGetCurrent()
+    }
+
     var currentMode: String? {
         guard let mode = CFRunLoopCopyCurrentMode(loop) else { return nil }
         let name = String(describing: mode)
@@ -433,6 +439,10 @@ final class RingDriver: LoopDriver, @unchecked Sendable {
 
     func setNextFire(_ handle: Handle, millisecondsFromNow: Double) {
         (handle.object as! LoopTimer).nextFireDate = .now + .nanoseconds(Int64(millisecondsFromNow * 1_000_000))
+    }
+
+    func nextFireIsInFuture(_ handle: Handle) -> Bool {
+        (handle.object as! LoopTimer).nextFireDate > .now
     }
 
     var currentMode: String? {

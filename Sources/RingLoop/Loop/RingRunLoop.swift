@@ -548,6 +548,19 @@ public final class RingRunLoop: @unchecked Sendable {
         blocks.append(BlockItem(modes: modes, block: block))
     }
 
+    /// Performs `block` on the loop's thread once `delay` has passed, while the loop runs
+    /// in one of `modes` (`perform(_:with:afterDelay:)`). Returns the timer: invalidate
+    /// it to cancel. Safe from any thread.
+    @discardableResult
+    public func perform(
+        after delay: Duration, inModes modes: [Mode] = [.default], tolerance: Duration = .zero,
+        _ block: @escaping @Sendable () -> Void
+    ) -> LoopTimer {
+        let timer = LoopTimer(after: delay, tolerance: tolerance) { _ in block() }
+        for mode in modes { add(timer, to: mode) }
+        return timer
+    }
+
     private func blockMatches(_ item: BlockItem, _ mode: Mode) -> Bool {
         for candidate in item.modes {
             if candidate == mode { return true }
