@@ -53,11 +53,6 @@ static inline void ringloop_atomic_store_u32(uint32_t *word, uint32_t value) {
     __atomic_store_n(word, value, __ATOMIC_SEQ_CST);
 }
 
-/// prctl(PR_SET_TIMERSLACK): the thread's timer slack in nanoseconds.
-static inline int ringloop_set_timer_slack(unsigned long nanoseconds) {
-    return prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0) < 0 ? -errno : 0;
-}
-
 /// Names the calling thread (at most 15 bytes are kept), as `top -H` and gdb show it.
 static inline void ringloop_set_thread_name(const char *name) {
     prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);

@@ -218,3 +218,32 @@ struct RunLoopTests {
         }
     }
 }
+
+@Suite("Loop lifetime")
+struct LoopLifetimeTests {
+    @Test("A thread's loop and the items still in it go away when the thread exits")
+    func loopGoesAwayWithItsThread() {
+        final class Weak: @unchecked Sendable {
+            weak var loop: RingRunLoop?
+            weak var timer: LoopTimer?
+            weak var source: LoopSource?
+        }
+        let refs = Weak()
+        DescriptorAudit.shared {
+            onFreshLoopThread {
+                let loop = RingRunLoop.current
+                let timer = LoopTimer(after: .seconds(3600)) { _ in }
+                let source = LoopSource {}
+                loop.add(timer, to: .common)
+                loop.add(source, to: .default)
+                loop.run(mode: .default, for: .zero)
+                refs.loop = loop
+                refs.timer = timer
+                refs.source = source
+            }
+        }
+        #expect(refs.loop == nil)
+        #expect(refs.timer == nil)
+        #expect(refs.source == nil)
+    }
+}

@@ -1,86 +1,178 @@
 import ArgumentParser
+import Foundation
 @_spi(Benchmarks) import RingLoop
+
+/// One figure of a benchmark: ours, Foundation's where it has the same thing, and the
+/// ratio ours / Foundation's.
+struct BenchResult: Codable {
+    var name: String
+    var unit: String
+    var ours: Double
+    var foundation: Double?
+    var ratio: Double?
+
+    init(_ name: String, _ unit: String, ours: Double, foundation: Double? = nil) {
+        self.name = name
+        self.unit = unit
+        self.ours = ours
+        self.foundation = foundation
+        self.ratio = foundation.flatMap { $0 == 0 ? nil : ours / $0 }
+    }
+}
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure RingLoop's performance (release builds only give meaningful figures).",
+        abstract: "Measure RingLoop side by side with Foundation's RunLoop, in one run.",
         discussion: """
-            Benchmarks available so far:
-              wakecore   cross-thread wake-up of a sleeping wait core: eventfd + multishot
-                         poll, ringless MSG_RING and MSG_RING from the sender's own ring,
-                         against the raw futex floor, with the loop recently busy (50 µs
-                         between wake-ups) and idle (300 µs).
+            Each benchmark runs ours and Foundation's (CFRunLoop on Linux) interleaved in the
+            same process, A B A B for several rounds, and prints medians and the ratio
+            ours / Foundation. Build in release mode for meaningful figures.
 
-            Example:
-              swift run -c release ringloop bench --only wakecore
+            Benchmarks: \(Bench.all.joined(separator: ", "))
+
+            Examples:
+              swift run -c release ringloop bench
+              swift run -c release ringloop bench --only timer --json
+              swift run -c release ringloop bench --quick
             """
     )
 
-    @Option(help: "Run only this benchmark. Valid: wakecore.")
+    static let all = ["wakecore", "timer.lateness", "timers.schedule", "timers.cancel", "idle"]
+
+    @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
     var only: String?
 
-    @Flag(help: "Fewer samples (finishes in a few seconds).")
+    @Flag(help: "Smaller sizes and fewer rounds (under a minute).")
     var quick = false
 
-    @Option(help: "Rounds per mechanism; the medians of the rounds' percentiles are printed.")
-    var rounds = 3
+    @Flag(help: "Print one JSON object: {\"results\": [...], \"machine\": {...}}.")
+    var json = false
+
+    @Option(help: "Rounds per benchmark (A B A B …); medians over rounds are reported.")
+    var rounds: Int?
 
     func validate() throws {
-        if let only, only != "wakecore" {
-            throw ValidationError("unknown benchmark '\(only)'; valid: wakecore")
+        if let only, !Bench.all.contains(where: { $0.hasPrefix(only) }) {
+            throw ValidationError("no benchmark starts with '\(only)'; valid: \(Bench.all.joined(separator: ", "))")
         }
-        if rounds < 1 || rounds > 100 {
+        if let rounds, rounds < 1 || rounds > 100 {
             throw ValidationError("--rounds must be between 1 and 100, got \(rounds)")
         }
     }
 
+    func selected(_ name: String) -> Bool { only.map { name.hasPrefix($0) } ?? true }
+
     func run() throws {
-        let samples = quick ? 500 : 5000
-        print("wakecore: \(samples) wake-ups per round, \(rounds) rounds interleaved; µs, median over rounds")
-        print("regime  mechanism              p50      p99      max   sender p50")
-        for (regime, gap) in [("busy", Duration.microseconds(50)), ("idle", Duration.microseconds(300))] {
-            var table: [WakeUpBenchmark.Variant: [WakeUpBenchmark.Result]] = [:]
-            for _ in 0..<rounds {
-                for variant in WakeUpBenchmark.Variant.allCases {
-                    do {
-                        table[variant, default: []].append(try WakeUpBenchmark.run(variant, samples: samples, gap: gap))
-                    } catch {
-                        print("  \(variant.rawValue): \(error)")
-                    }
-                }
+        let rounds = self.rounds ?? (quick ? 2 : 3)
+        var results: [BenchResult] = []
+        func emit(_ new: [BenchResult]) {
+            results += new
+            if !json { for result in new { print(Self.row(result)) } }
+        }
+        if !json {
+            print("benchmark                                 unit          ours   Foundation    ratio")
+        }
+        if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
+        if selected("timer.lateness") { emit(TimerBench.lateness(quick: quick, rounds: rounds)) }
+        if selected("timers.schedule") { emit(try TimerBench.schedule(quick: quick, rounds: quick ? 1 : rounds)) }
+        if selected("timers.cancel") { emit(try TimerBench.cancel(quick: quick, rounds: quick ? 1 : rounds)) }
+        if selected("idle") { emit(TimerBench.idle(quick: quick)) }
+        if json {
+            struct Output: Codable {
+                var results: [BenchResult]
+                var machine: [String: String]
             }
-            for variant in WakeUpBenchmark.Variant.allCases {
-                guard let results = table[variant], !results.isEmpty else { continue }
-                func median(_ f: (WakeUpBenchmark.Result) -> Double) -> Double {
-                    let values = results.map(f).sorted()
-                    return values[values.count / 2]
-                }
-                let p50 = median { percentile($0.latencies, 0.50) }
-                let p99 = median { percentile($0.latencies, 0.99) }
-                let max = median { $0.latencies.max() ?? 0 }
-                let cost = median { percentile($0.senderCosts, 0.50) }
-                print(
-                    "\(regime.padding(7)) \(variant.rawValue.padding(20)) \(format(p50)) \(format(p99)) \(format(max))   \(format(cost))"
-                )
-            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(Output(results: results, machine: Self.machine())), as: UTF8.self))
         }
     }
+
+    static func row(_ result: BenchResult) -> String {
+        let foundation = result.foundation.map { format($0) } ?? "—"
+        let ratio = result.ratio.map { format($0, digits: 2) } ?? ""
+        return result.name.padding(42) + result.unit.padding(8) + format(result.ours).padding(12, left: true)
+            + foundation.padding(13, left: true) + ratio.padding(9, left: true)
+    }
+
+    static func machine() -> [String: String] {
+        var name = utsname()
+        uname(&name)
+        let kernel = withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return [
+            "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
+            "kernel": kernel,
+            "date": ISO8601DateFormatter().string(from: Date()),
+        ]
+    }
+}
+
+func format(_ value: Double, digits: Int = 1) -> String {
+    if value.isNaN { return "nan" }
+    if value == 0 { return "0" }
+    if abs(value) >= 100_000 || abs(value) < 0.1 { return String(format: "%.3g", value) }
+    return String(format: "%.\(digits)f", value)
 }
 
 func percentile(_ values: [Double], _ fraction: Double) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()
-    let index = min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.down)))
-    return sorted[index]
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
 }
 
-func format(_ value: Double) -> String {
-    let rounded = (value * 10).rounded() / 10
-    return "\(rounded)".padding(8, left: true)
+func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+
+/// Hands a closure and its result between two threads that run one after the other.
+final class ThreadHandoff<T>: @unchecked Sendable {
+    // @unchecked: written by one thread, read by the other after a semaphore.
+    var body: (() -> T)?
+    var value: T?
+}
+
+/// Runs `body` on a new thread (so it gets a fresh loop of each kind) and returns its value.
+func onFreshThread<T>(_ body: @escaping () -> T) -> T {
+    let handoff = ThreadHandoff<T>()
+    handoff.body = body
+    let done = DispatchSemaphore(value: 0)
+    let runner = Thread {
+        handoff.value = handoff.body!()
+        done.signal()
+    }
+    runner.stackSize = 8 << 20
+    runner.start()
+    done.wait()
+    return handoff.value!
 }
 
 extension String {
     func padding(_ width: Int, left: Bool = false) -> String {
-        count >= width ? self : (left ? String(repeating: " ", count: width - count) + self : self + String(repeating: " ", count: width - count))
+        count >= width
+            ? self
+            : (left ? String(repeating: " ", count: width - count) + self : self + String(repeating: " ", count: width - count))
+    }
+}
+
+/// The wait core's wake-up mechanisms against the futex floor (no Foundation equivalent).
+enum WakeCoreBench {
+    static func run(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let samples = quick ? 500 : 5000
+        var results: [BenchResult] = []
+        for (regime, gap) in [("busy", Duration.microseconds(50)), ("idle", Duration.microseconds(300))] {
+            var table: [WakeUpBenchmark.Variant: [WakeUpBenchmark.Result]] = [:]
+            for _ in 0..<rounds {
+                for variant in WakeUpBenchmark.Variant.allCases {
+                    table[variant, default: []].append(try WakeUpBenchmark.run(variant, samples: samples, gap: gap))
+                }
+            }
+            for variant in WakeUpBenchmark.Variant.allCases {
+                let runs = table[variant] ?? []
+                let prefix = "wakecore.\(variant.rawValue).\(regime)"
+                results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(runs.map { percentile($0.latencies, 0.5) })))
+                results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(runs.map { percentile($0.latencies, 0.99) })))
+                results.append(
+                    BenchResult("\(prefix).sender_us", "µs", ours: median(runs.map { percentile($0.senderCosts, 0.5) })))
+            }
+        }
+        return results
     }
 }

@@ -1,34 +1,50 @@
 import Synchronization
 
-/// Which loop an item belongs to and in which of its modes it is, shared by sources,
-/// observers and timers.
+/// What every loop item (source, port source, observer, timer) has: validity, the loop it
+/// belongs to, and the modes of that loop it is in.
 ///
-/// Thread rules: `loop` is set once, on the loop's thread, when the item is first added;
-/// any thread reads it under the lock (to route an `invalidate()` to the loop).
-/// `modeMask` is read and written on the loop's thread only.
-final class LoopMembership: @unchecked Sendable {
-    private struct Owner {
-        weak var loop: RingRunLoop?
-    }
-
-    private let owner = ThreadLock(Owner())
+/// Thread rules: the loop reference is set and cleared on the loop's thread and read from
+/// any thread (to route `invalidate()` and reschedules); while set it holds the loop
+/// strongly, as CFRunLoop's items retain their run loop. `modeMask` is read and written
+/// on the loop's thread only.
+public class LoopItem: @unchecked Sendable {
+    private let owner = Atomic<Unmanaged<RingRunLoop>?>(nil)
+    private let valid = Atomic<Bool>(true)
     /// Bit `i` set: the item is in the loop's mode with index `i` (loop thread only).
     var modeMask: UInt64 = 0
 
-    var loop: RingRunLoop? { owner.withLock { $0.loop } }
+    init() {}
+
+    deinit {
+        owner.exchange(nil, ordering: .acquiringAndReleasing)?.release()
+    }
+
+    /// Whether the item can still be scheduled and called.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Marks the item invalid; returns `false` if it already was.
+    func markInvalid() -> Bool { valid.exchange(false, ordering: .sequentiallyConsistent) }
+
+    /// The loop the item belongs to, if any.
+    var loop: RingRunLoop? { owner.load(ordering: .acquiring)?.takeUnretainedValue() }
+
+    /// The item itself, as the record of its loop membership.
+    var membership: LoopItem { self }
 
     /// Binds the item to `loop`; returns `false` if it already belongs to another loop.
     func bind(to loop: RingRunLoop) -> Bool {
-        owner.withLock { owner in
-            if let current = owner.loop { return current === loop }
-            owner.loop = loop
-            return true
-        }
+        if let current = owner.load(ordering: .acquiring) { return current.takeUnretainedValue() === loop }
+        let retained = Unmanaged.passRetained(loop)
+        let (exchanged, current) = owner.compareExchange(
+            expected: nil, desired: retained, ordering: .acquiringAndReleasing)
+        if exchanged { return true }
+        retained.release()
+        return current?.takeUnretainedValue() === loop
     }
 
     /// Releases the binding once the item is in no mode (so it can join another loop).
     func unbindIfUnused() {
-        if modeMask == 0 { owner.withLock { $0.loop = nil } }
+        if modeMask == 0 { owner.exchange(nil, ordering: .acquiringAndReleasing)?.release() }
     }
 }
 
@@ -45,7 +61,7 @@ final class LoopMembership: @unchecked Sendable {
 ///
 /// Callbacks run on the loop's thread. Signalling does not wake the loop, as in
 /// CoreFoundation: call ``RingRunLoop/wakeUp()`` after signalling from another thread.
-public final class LoopSource: @unchecked Sendable {
+public final class LoopSource: LoopItem, @unchecked Sendable {
     // @unchecked: the closures are called on the loop's thread only; the flags are atomic.
 
     /// Lower orders are performed first.
@@ -55,10 +71,8 @@ public final class LoopSource: @unchecked Sendable {
     let cancel: ((RingRunLoop, RingRunLoop.Mode) -> Void)?
 
     private let signalled = Atomic<Bool>(false)
-    private let valid = Atomic<Bool>(true)
     /// When the source was last signalled (monotonic nanoseconds), for ordering ties.
     let signalTime = Atomic<UInt64>(0)
-    let membership = LoopMembership()
 
     /// Creates a source.
     /// - Parameters:
@@ -98,12 +112,9 @@ public final class LoopSource: @unchecked Sendable {
     /// Removes the source from every mode of its loop, calling `cancel` for each, and
     /// keeps it from ever performing again. Safe from any thread.
     public func invalidate() {
-        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
-        membership.loop?.removeEverywhere(.source(self))
+        guard markInvalid() else { return }
+        loop?.removeEverywhere(.source(self))
     }
-
-    /// Whether the source can still be scheduled and performed.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
 }
 
 /// A port-backed source (`CFRunLoopSource` version 1): performed by its loop in the
@@ -115,7 +126,7 @@ public final class LoopSource: @unchecked Sendable {
 ///   reports arrive like `EPOLLET` (one per change), so drain the descriptor in the callout;
 /// - **messages** of a ``MessagePort``, sent from any thread, delivered in order, none
 ///   lost; messages that arrive while the source is not in the running mode wait for it.
-public final class LoopPortSource: @unchecked Sendable {
+public final class LoopPortSource: LoopItem, @unchecked Sendable {
     // @unchecked: callbacks and the pending state are used on the loop's thread only.
 
     /// What the source watches.
@@ -133,8 +144,6 @@ public final class LoopPortSource: @unchecked Sendable {
 
     let onReadiness: ((Int16) -> Void)?
     let onMessage: ((PortMessage) -> Void)?
-    private let valid = Atomic<Bool>(true)
-    let membership = LoopMembership()
 
     /// The ring registration while the source is in a mode of its loop (loop thread).
     var readinessPort: PortID?
@@ -163,12 +172,9 @@ public final class LoopPortSource: @unchecked Sendable {
     /// Removes the source from every mode of its loop and stops watching its port.
     /// Safe from any thread.
     public func invalidate() {
-        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
-        membership.loop?.removeEverywhere(.portSource(self))
+        guard markInvalid() else { return }
+        loop?.removeEverywhere(.portSource(self))
     }
-
-    /// Whether the source can still be scheduled and performed.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     var messagePort: MessagePort? {
         if case .messages(let port) = port { return port }
@@ -185,7 +191,7 @@ public final class LoopPortSource: @unchecked Sendable {
 /// }
 /// loop.add(observer, to: .common)
 /// ```
-public final class LoopObserver: @unchecked Sendable {
+public final class LoopObserver: LoopItem, @unchecked Sendable {
     // @unchecked: the callback runs on the loop's thread only; the flag is atomic.
 
     /// The stages the observer is called for.
@@ -196,8 +202,6 @@ public final class LoopObserver: @unchecked Sendable {
     /// Lower orders are called first; equal orders in the order they were added.
     public let order: Int
     let callback: (LoopObserver, RingRunLoop.Activity) -> Void
-    private let valid = Atomic<Bool>(true)
-    let membership = LoopMembership()
     /// Set while the callback runs, so a nested run does not call it again (loop thread).
     var firing = false
 
@@ -214,10 +218,7 @@ public final class LoopObserver: @unchecked Sendable {
 
     /// Removes the observer from its loop; it is never called again. Safe from any thread.
     public func invalidate() {
-        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
-        membership.loop?.removeEverywhere(.observer(self))
+        guard markInvalid() else { return }
+        loop?.removeEverywhere(.observer(self))
     }
-
-    /// Whether the observer can still be called.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
 }

@@ -13,7 +13,7 @@ import Synchronization
 /// }
 /// loop.add(tick, to: .common)
 /// ```
-public final class LoopTimer: @unchecked Sendable {
+public final class LoopTimer: LoopItem, @unchecked Sendable {
     // @unchecked: the callback and the scheduling state are used on the loop's thread;
     // the fire date and validity are atomic for readers elsewhere.
 
@@ -24,8 +24,6 @@ public final class LoopTimer: @unchecked Sendable {
     /// Whether the timer is in precise mode (see ``init(fireDate:interval:tolerance:precise:_:)``).
     public let isPrecise: Bool
     private let fireDate: Atomic<UInt64>
-    private let valid = Atomic<Bool>(true)
-    let membership = LoopMembership()
     /// Changes whenever the timer is (re)scheduled; heap entries with an older stamp are
     /// stale (loop thread).
     var stamp: UInt32 = 0
@@ -80,7 +78,7 @@ public final class LoopTimer: @unchecked Sendable {
         get { .nanoseconds(Int64(clamping: tolerance_.load(ordering: .relaxed))) }
         set {
             tolerance_.store(UInt64(max(0, newValue.nanosecondsClamped)), ordering: .relaxed)
-            membership.loop?.timerWasRescheduled(self)
+            loop?.timerWasRescheduled(self)
         }
     }
 
@@ -101,7 +99,7 @@ public final class LoopTimer: @unchecked Sendable {
         get { MonotonicInstant(nanoseconds: fireDate.load(ordering: .acquiring)) }
         set {
             fireDate.store(newValue.nanoseconds, ordering: .releasing)
-            membership.loop?.timerWasRescheduled(self)
+            loop?.timerWasRescheduled(self)
         }
     }
 
@@ -112,12 +110,9 @@ public final class LoopTimer: @unchecked Sendable {
 
     /// Stops the timer and removes it from every mode. Safe from any thread.
     public func invalidate() {
-        guard valid.exchange(false, ordering: .sequentiallyConsistent) else { return }
-        membership.loop?.removeEverywhere(.timer(self))
+        guard markInvalid() else { return }
+        loop?.removeEverywhere(.timer(self))
     }
-
-    /// Whether the timer will still fire.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
 }
 
 /// One scheduling of a timer in one mode's heap.

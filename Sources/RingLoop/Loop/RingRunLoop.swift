@@ -47,7 +47,7 @@ public final class RingRunLoop: @unchecked Sendable {
             }
         }
 
-        var membership: LoopMembership {
+        var membership: LoopItem {
             switch self {
             case .source(let item): item.membership
             case .portSource(let item): item.membership
@@ -112,7 +112,8 @@ public final class RingRunLoop: @unchecked Sendable {
     private var modeTable: [Mode: ModeState] = [:]
     private var modeList: [ModeState] = []
     private var commonModeSet: Set<Mode> = [.default]
-    private var commonItems: [Item] = []
+    /// Items added to the common modes (a set, as CFRunLoop's `_commonModeItems`).
+    private var commonItems: [ObjectIdentifier: Item] = [:]
     private var blocks: Deque<BlockItem> = []
     var currentModeState: ModeState?
     var readinessSources: [PortID: LoopPortSource] = [:]
@@ -156,7 +157,9 @@ public final class RingRunLoop: @unchecked Sendable {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
             guard let pointer else { return }
-            Unmanaged<RingRunLoop>.fromOpaque(pointer).release()
+            let loop = Unmanaged<RingRunLoop>.fromOpaque(pointer)
+            loop.takeUnretainedValue().finalizeOnThreadExit()
+            loop.release()
         }
         return key
     }()
@@ -203,6 +206,34 @@ public final class RingRunLoop: @unchecked Sendable {
 
     func preconditionOnLoopThread(_ what: @autoclosure () -> String) {
         precondition(isOnLoopThread, "\(what()) must be called on the loop's own thread")
+    }
+
+    /// The loop's thread is exiting: items hold their loop strongly (as in CFRunLoop), so
+    /// unbind them all and drop the modes, letting the loop and its items go away with
+    /// the thread. The main loop lives as long as the process and is left alone.
+    func finalizeOnThreadExit() {
+        guard !isMain else { return }
+        func release(_ item: LoopItem) {
+            item.modeMask = 0
+            item.unbindIfUnused()
+        }
+        for state in modeList {
+            state.sources0.forEach(release)
+            state.sources1.forEach(release)
+            state.observers.forEach(release)
+            state.timers.forEachTimer(release)
+        }
+        for item in commonItems.values { release(item.membership) }
+        modeTable = [:]
+        modeList = []
+        commonItems = [:]
+        blocks = []
+        pendingPortEvents = []
+        keptPortEvents = []
+        readinessSources = [:]
+        messageSources = [:]
+        orphanMessages = [:]
+        inbox.close()
     }
 
     // MARK: Cross-thread requests
@@ -294,7 +325,7 @@ public final class RingRunLoop: @unchecked Sendable {
         }
         guard mode != .common, !commonModeSet.contains(mode), modeState(mode, create: true) != nil else { return }
         commonModeSet.insert(mode)
-        for item in commonItems { addItem(item, toConcrete: mode) }
+        for item in commonItems.values { addItem(item, toConcrete: mode) }
     }
 
     // MARK: Adding and removing items
@@ -344,8 +375,7 @@ public final class RingRunLoop: @unchecked Sendable {
         }
         guard item.isValid else { return }
         if mode == .common {
-            guard !commonItems.contains(where: { $0.identity == item.identity }) else { return }
-            commonItems.append(item)
+            guard commonItems.updateValue(item, forKey: item.identity) == nil else { return }
             for common in commonModeSet.sorted(by: { $0.rawValue < $1.rawValue }) {
                 addItem(item, toConcrete: common)
             }
@@ -394,8 +424,7 @@ public final class RingRunLoop: @unchecked Sendable {
             return
         }
         if mode == .common {
-            guard let index = commonItems.firstIndex(where: { $0.identity == item.identity }) else { return }
-            commonItems.remove(at: index)
+            guard commonItems.removeValue(forKey: item.identity) != nil else { return }
             for common in commonModeSet { removeItem(item, fromConcrete: common) }
         } else {
             removeItem(item, fromConcrete: mode)
@@ -429,7 +458,7 @@ public final class RingRunLoop: @unchecked Sendable {
 
     private func containsItem(_ item: Item, in mode: Mode) -> Bool {
         preconditionOnLoopThread("contains(_:in:)")
-        if mode == .common { return commonItems.contains { $0.identity == item.identity } }
+        if mode == .common { return commonItems[item.identity] != nil }
         guard let state = modeTable[mode], item.membership.loop === self else { return false }
         return item.membership.modeMask & state.bit != 0
     }
@@ -440,7 +469,7 @@ public final class RingRunLoop: @unchecked Sendable {
             onLoopThread { $0.removeEverywhere(item) }
             return
         }
-        commonItems.removeAll { $0.identity == item.identity }
+        commonItems.removeValue(forKey: item.identity)
         for state in modeList where item.membership.modeMask & state.bit != 0 {
             removeItem(item, fromConcrete: state.mode)
         }
@@ -604,6 +633,13 @@ public final class RingRunLoop: @unchecked Sendable {
         currentRun.withLock { $0?.stopped.store(true, ordering: .releasing) }
         signal.wakeUp()
     }
+
+    /// Times the loop slept in the kernel (woken by a completion, a wake-up or a
+    /// deadline); polls that did not block are not counted. Loop thread.
+    @_spi(Benchmarks) public var sleepCount: UInt64 { core?.sleepCount ?? 0 }
+
+    /// Calls into the kernel through the loop's ring. Loop thread.
+    @_spi(Benchmarks) public var enterCount: UInt64 { core?.ring.enterCount ?? 0 }
 
     /// Whether the loop sleeps in the kernel right now. Safe from any thread.
     public var isWaiting: Bool { signal.isSleeping }

@@ -91,6 +91,13 @@ struct TimerQueue {
         }
     }
 
+    /// Every timer with an entry (stale ones included), for teardown.
+    func forEachTimer(_ body: (LoopTimer) -> Void) {
+        for entry in exact.unordered { body(entry.timer) }
+        for entry in tolerant.unordered { body(entry.timer) }
+        for entry in precise.unordered { body(entry.timer) }
+    }
+
     /// Rebuilds the heaps without stale entries once those outnumber the live timers.
     mutating func compactIfNeeded(isLive: (TimerEntry) -> Bool) {
         guard storedEntries > 2 * count + 64 else { return }

@@ -76,6 +76,11 @@ final class WaitCore {
         entries: UInt32 = 256, wakeUp preferred: WakeUpMechanism = .messageRing,
         signal: WakeUpSignal = WakeUpSignal(), inbox: MessageInbox? = nil
     ) throws(RingError) {
+        // The thread's timer slack is left as it is, deliberately: the kernel applies no
+        // slack to an io_uring wait's timeout (measured here: 1 kHz lateness p50/p99 the
+        // same with the default 50 µs slack and with 1 ns), so lowering it would only
+        // change the precision, and power, of sleeps the application makes itself on the
+        // loop's thread. Accuracy beyond the kernel's wake-up is the precise mode's job.
         ring = try Ring(entries: entries)
         try signal.attach(to: ring, preferred: preferred)
         self.signal = signal

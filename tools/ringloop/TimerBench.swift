@@ -1,0 +1,270 @@
+import ArgumentParser
+import CoreFoundation
+import Foundation
+@_spi(Benchmarks) import RingLoop
+
+/// Timer benchmarks: lateness at 1 kHz, scheduling and cancelling at scale, idle wake-ups.
+enum TimerBench {
+    // MARK: Lateness
+
+    /// Lateness (µs) of each fire of a 1 kHz repeating timer on our loop.
+    static func oursLateness(fires: Int, precise: Bool) -> [Double] {
+        onFreshThread {
+            let loop = RingRunLoop.current
+            var samples: [Double] = []
+            samples.reserveCapacity(fires)
+            let timer = LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1), precise: precise) { timer in
+                let now = MonotonicInstant.now
+                samples.append(Double((now - timer.nextFireDate).nanosecondsValue) / 1000)
+                if samples.count == fires { timer.invalidate() }
+            }
+            loop.add(timer, to: .default)
+            loop.run(mode: .default, for: .milliseconds(fires * 2 + 1000))
+            return samples
+        }
+    }
+
+    /// Lateness (µs) of each fire of a 1 kHz repeating Foundation `Timer`.
+    static func foundationLateness(fires: Int) -> [Double] {
+        onFreshThread {
+            let samples = SampleBox(capacity: fires)
+            let timer = Timer(fire: Date(timeIntervalSinceNow: 0.001), interval: 0.001, repeats: true) { timer in
+                samples.values.append(Date().timeIntervalSince(timer.fireDate) * 1_000_000)
+                if samples.values.count == fires { timer.invalidate() }
+            }
+            RunLoop.current.add(timer, forMode: .default)
+            _ = RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: Double(fires) * 0.002 + 1))
+            while timer.isValid {
+                _ = RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: 1))
+            }
+            return samples.values
+        }
+    }
+
+    static func lateness(quick: Bool, rounds: Int) -> [BenchResult] {
+        let fires = quick ? 500 : 3000
+        var ours: [[Double]] = []
+        var precise: [[Double]] = []
+        var foundation: [[Double]] = []
+        for _ in 0..<rounds {
+            ours.append(oursLateness(fires: fires, precise: false))
+            foundation.append(foundationLateness(fires: fires))
+            precise.append(oursLateness(fires: fires, precise: true))
+        }
+        func stat(_ runs: [[Double]], _ f: ([Double]) -> Double) -> Double { median(runs.map(f)) }
+        let p50: ([Double]) -> Double = { percentile($0, 0.5) }
+        let p99: ([Double]) -> Double = { percentile($0, 0.99) }
+        let maximum: ([Double]) -> Double = { $0.max() ?? .nan }
+        return [
+            BenchResult("timer.lateness.p50_us", "µs", ours: stat(ours, p50), foundation: stat(foundation, p50)),
+            BenchResult("timer.lateness.p99_us", "µs", ours: stat(ours, p99), foundation: stat(foundation, p99)),
+            BenchResult("timer.lateness.max_us", "µs", ours: stat(ours, maximum), foundation: stat(foundation, maximum)),
+            BenchResult("timer.lateness.precise.p50_us", "µs", ours: stat(precise, p50), foundation: stat(foundation, p50)),
+            BenchResult("timer.lateness.precise.p99_us", "µs", ours: stat(precise, p99), foundation: stat(foundation, p99)),
+            BenchResult("timer.lateness.precise.max_us", "µs", ours: stat(precise, maximum), foundation: stat(foundation, maximum)),
+        ]
+    }
+
+    // MARK: Scheduling and cancelling
+
+    struct ScheduleFigures: Codable {
+        var seconds: Double
+        var bytesEach: Double
+        var cancelMicroseconds: Double
+    }
+
+    /// Schedules `count` one-shot timers far in the future on a fresh loop, then cancels
+    /// `cancels` of them spread over the set, one at a time.
+    static func oursSchedule(count: Int, cancels: Int) -> ScheduleFigures {
+        onFreshThread {
+            let loop = RingRunLoop.current
+            let base = MonotonicInstant.now + .seconds(3600)
+            var kept: [LoopTimer] = []
+            let stride = max(1, count / cancels)
+            kept.reserveCapacity(cancels + 1)
+            let rssBefore = residentBytes()
+            let start = MonotonicInstant.now
+            for index in 0..<count {
+                let timer = LoopTimer(fireDate: base + .microseconds(index)) { _ in }
+                loop.add(timer, to: .default)
+                if index % stride == stride / 2 { kept.append(timer) }
+            }
+            let elapsed = MonotonicInstant.now - start
+            let bytes = Double(residentBytes() - rssBefore)
+            var cancelTimes: [Double] = []
+            for timer in kept {
+                let begin = MonotonicInstant.now
+                timer.invalidate()
+                cancelTimes.append(Double((MonotonicInstant.now - begin).nanosecondsValue) / 1000)
+            }
+            // Let the loop drop what it no longer needs, as it would while running.
+            loop.run(mode: .default, for: .zero)
+            return ScheduleFigures(
+                seconds: elapsed.secondsValue, bytesEach: bytes / Double(count),
+                cancelMicroseconds: median(cancelTimes))
+        }
+    }
+
+    static func foundationSchedule(count: Int, cancels: Int) -> ScheduleFigures {
+        onFreshThread {
+            let loop = RunLoop.current
+            let base = Date(timeIntervalSinceNow: 3600)
+            var kept: [Timer] = []
+            let stride = max(1, count / cancels)
+            kept.reserveCapacity(cancels + 1)
+            let rssBefore = residentBytes()
+            let start = MonotonicInstant.now
+            for index in 0..<count {
+                let timer = Timer(fire: base.addingTimeInterval(Double(index) / 1_000_000), interval: 0, repeats: false) { _ in }
+                loop.add(timer, forMode: .default)
+                if index % stride == stride / 2 { kept.append(timer) }
+            }
+            let elapsed = MonotonicInstant.now - start
+            let bytes = Double(residentBytes() - rssBefore)
+            var cancelTimes: [Double] = []
+            for timer in kept {
+                let begin = MonotonicInstant.now
+                timer.invalidate()
+                cancelTimes.append(Double((MonotonicInstant.now - begin).nanosecondsValue) / 1000)
+            }
+            return ScheduleFigures(
+                seconds: elapsed.secondsValue, bytesEach: bytes / Double(count),
+                cancelMicroseconds: median(cancelTimes))
+        }
+    }
+
+    /// Runs one scheduling measurement in a child process (`ringloop bench-child`), so
+    /// that each side's resident-memory growth is its own.
+    static func scheduleInChild(_ side: String, count: Int, cancels: Int) throws -> ScheduleFigures {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["bench-child", "timers.schedule", side, "\(count)", "\(cancels)"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchChild.Failure.child(side) }
+        return try JSONDecoder().decode(ScheduleFigures.self, from: data)
+    }
+
+    static func schedule(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let count = quick ? 100_000 : 1_000_000
+        var ours: [ScheduleFigures] = []
+        var foundation: [ScheduleFigures] = []
+        for _ in 0..<rounds {
+            ours.append(try scheduleInChild("ours", count: count, cancels: 100))
+            foundation.append(try scheduleInChild("foundation", count: count, cancels: 100))
+        }
+        return [
+            BenchResult(
+                "timers.schedule.s", "s", ours: median(ours.map(\.seconds)), foundation: median(foundation.map(\.seconds))),
+            BenchResult(
+                "timers.bytes_each", "bytes", ours: median(ours.map(\.bytesEach)),
+                foundation: median(foundation.map(\.bytesEach))),
+        ]
+    }
+
+    static func cancel(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let count = 100_000
+        let cancels = quick ? 50 : 200
+        var ours: [Double] = []
+        var foundation: [Double] = []
+        for _ in 0..<rounds {
+            ours.append(try scheduleInChild("ours", count: count, cancels: cancels).cancelMicroseconds)
+            foundation.append(try scheduleInChild("foundation", count: count, cancels: cancels).cancelMicroseconds)
+        }
+        return [
+            BenchResult("timers.cancel_one_of_100k_us", "µs", ours: median(ours), foundation: median(foundation))
+        ]
+    }
+
+    // MARK: Idle
+
+    /// Wake-ups per second of a loop whose only timer is far away.
+    static func idle(quick: Bool) -> [BenchResult] {
+        let seconds = quick ? 1.0 : 2.0
+        let ours: Double = onFreshThread {
+            let loop = RingRunLoop.current
+            var wakes = 0
+            loop.add(LoopObserver(activities: .afterWaiting) { _, _ in wakes += 1 }, to: .default)
+            loop.add(LoopTimer(after: .seconds(3600)) { _ in }, to: .default)
+            loop.run(mode: .default, for: .seconds(seconds))
+            // The wake at the run's own deadline is not an idle wake-up.
+            return Double(max(0, wakes - 1)) / seconds
+        }
+        let foundation: Double = onFreshThread {
+            let counter = SampleBox(capacity: 0)
+            let observer = CFRunLoopObserverCreateWithHandler(nil, CFOptionFlags(CFRunLoopActivity.afterWaiting.rawValue), true, 0) { _, _ in
+                counter.count += 1
+            }
+            CFRunLoopAddObserver(CFRunLoopGetCurrent(), observer, kCFRunLoopDefaultMode)
+            RunLoop.current.add(Timer(fire: Date(timeIntervalSinceNow: 3600), interval: 0, repeats: false) { _ in }, forMode: .default)
+            _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, seconds, false)
+            return Double(max(0, counter.count - 1)) / seconds
+        }
+        return [BenchResult("idle.wakeups_per_s", "1/s", ours: ours, foundation: foundation)]
+    }
+}
+
+/// The process's resident memory in bytes (`/proc/self/statm`).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
+
+/// Measurements that need a process of their own; run by `ringloop bench`, not by hand.
+struct BenchChild: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-child", abstract: "Run one benchmark measurement in this process (used by bench).",
+        shouldDisplay: false)
+
+    enum Failure: Error, CustomStringConvertible {
+        case child(String)
+        var description: String {
+            switch self {
+            case .child(let side): "the \(side) measurement process failed"
+            }
+        }
+    }
+
+    @Argument(help: "The measurement: timers.schedule.")
+    var measurement: String
+    @Argument(help: "ours or foundation.")
+    var side: String
+    @Argument(help: "How many timers.")
+    var count: Int
+    @Argument(help: "How many of them to cancel, one at a time.")
+    var cancels: Int
+
+    func validate() throws {
+        guard measurement == "timers.schedule" else { throw ValidationError("unknown measurement '\(measurement)'; valid: timers.schedule") }
+        guard side == "ours" || side == "foundation" else { throw ValidationError("side must be ours or foundation, got '\(side)'") }
+        guard count > 0, cancels > 0, cancels <= count else { throw ValidationError("need 0 < cancels <= count") }
+    }
+
+    func run() throws {
+        let figures = side == "ours"
+            ? TimerBench.oursSchedule(count: count, cancels: cancels)
+            : TimerBench.foundationSchedule(count: count, cancels: cancels)
+        print(String(decoding: try JSONEncoder().encode(figures), as: UTF8.self))
+    }
+}
+
+/// Samples collected on one thread by callbacks the compiler must treat as `@Sendable`.
+final class SampleBox: @unchecked Sendable {
+    // @unchecked: filled and read on the one thread that runs the loop.
+    var values: [Double] = []
+    var count = 0
+    init(capacity: Int) { values.reserveCapacity(capacity) }
+}
+
+extension Duration {
+    var nanosecondsValue: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    var secondsValue: Double { Double(nanosecondsValue) / 1e9 }
+}
