@@ -58,6 +58,12 @@ static inline void ringloop_set_thread_name(const char *name) {
     prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }
 
+/// The submission ring's flags as the kernel last set them (IORING_SQ_TASKRUN,
+/// IORING_SQ_CQ_OVERFLOW…), read with acquire ordering.
+static inline unsigned ringloop_sq_flags(const struct io_uring *ring) {
+    return __atomic_load_n(ring->sq.kflags, __ATOMIC_ACQUIRE);
+}
+
 /// errno of the calling thread (Glibc's errno is a macro).
 static inline int ringloop_errno(void) { return errno; }
 

@@ -37,7 +37,9 @@ struct Bench: ParsableCommand {
             """
     )
 
-    static let all = ["wakecore", "timer.lateness", "timers.schedule", "timers.cancel", "idle"]
+    static let all = [
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "wakecore",
+    ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
     var only: String?
@@ -70,13 +72,15 @@ struct Bench: ParsableCommand {
             if !json { for result in new { print(Self.row(result)) } }
         }
         if !json {
-            print("benchmark                                 unit          ours   Foundation    ratio")
+            print("benchmark                                     unit          ours   Foundation    ratio")
         }
-        if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
+        if selected("wake") && !(only ?? "").hasPrefix("wakecore") { emit(try LoopBench.wake(quick: quick, rounds: rounds)) }
+        if selected("source0") { emit(LoopBench.throughput(quick: quick, rounds: rounds)) }
         if selected("timer.lateness") { emit(TimerBench.lateness(quick: quick, rounds: rounds)) }
         if selected("timers.schedule") { emit(try TimerBench.schedule(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("timers.cancel") { emit(try TimerBench.cancel(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("idle") { emit(TimerBench.idle(quick: quick)) }
+        if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
         if json {
             struct Output: Codable {
                 var results: [BenchResult]
@@ -91,7 +95,7 @@ struct Bench: ParsableCommand {
     static func row(_ result: BenchResult) -> String {
         let foundation = result.foundation.map { format($0) } ?? "—"
         let ratio = result.ratio.map { format($0, digits: 2) } ?? ""
-        return result.name.padding(42) + result.unit.padding(8) + format(result.ours).padding(12, left: true)
+        return result.name.padding(46) + result.unit.padding(8) + format(result.ours).padding(12, left: true)
             + foundation.padding(13, left: true) + ratio.padding(9, left: true)
     }
 

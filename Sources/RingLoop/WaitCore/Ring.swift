@@ -16,11 +16,16 @@ public struct RingSetupFlags: OptionSet, Sendable, Hashable, CustomStringConvert
     public static let coopTaskrun = RingSetupFlags(rawValue: UInt32(IORING_SETUP_COOP_TASKRUN))
     /// `IORING_SETUP_SUBMIT_ALL` (5.18): keep submitting a batch past a failed entry.
     public static let submitAll = RingSetupFlags(rawValue: UInt32(IORING_SETUP_SUBMIT_ALL))
+    /// `IORING_SETUP_TASKRUN_FLAG` (5.19): the kernel flags pending completion work in the
+    /// shared ring, so a poll that finds nothing pending skips the system call.
+    public static let taskrunFlag = RingSetupFlags(rawValue: UInt32(IORING_SETUP_TASKRUN_FLAG))
 
     /// The combinations tried in order, best first; the first the kernel accepts wins.
     static let probeOrder: [RingSetupFlags] = [
+        [.singleIssuer, .deferTaskrun, .taskrunFlag, .submitAll],
         [.singleIssuer, .deferTaskrun, .submitAll],
-        [.singleIssuer, .coopTaskrun, .submitAll],
+        [.singleIssuer, .coopTaskrun, .taskrunFlag, .submitAll],
+        [.coopTaskrun, .taskrunFlag, .submitAll],
         [.coopTaskrun, .submitAll],
         [.submitAll],
         [],
@@ -31,6 +36,7 @@ public struct RingSetupFlags: OptionSet, Sendable, Hashable, CustomStringConvert
         if contains(.singleIssuer) { names.append("SINGLE_ISSUER") }
         if contains(.deferTaskrun) { names.append("DEFER_TASKRUN") }
         if contains(.coopTaskrun) { names.append("COOP_TASKRUN") }
+        if contains(.taskrunFlag) { names.append("TASKRUN_FLAG") }
         if contains(.submitAll) { names.append("SUBMIT_ALL") }
         return names.isEmpty ? "none" : names.joined(separator: "|")
     }
@@ -145,6 +151,21 @@ final class Ring {
             result = io_uring_submit_and_get_events(ring)
         } while result == -EINTR
         if result < 0 { throw RingError(operation: "io_uring_submit", negatedErrno: result) }
+    }
+
+    /// Hands queued submissions to the kernel and collects finished work, but only when
+    /// there is something to hand over or the kernel flagged pending completion work
+    /// (`IORING_SQ_TASKRUN`, `IORING_SQ_CQ_OVERFLOW`). Without the task-run flag every
+    /// call enters the kernel. Returns whether it entered.
+    @discardableResult
+    func submitIfNeeded() throws(RingError) -> Bool {
+        if setupFlags.contains(.taskrunFlag), io_uring_sq_ready(ring) == 0,
+            ringloop_sq_flags(ring) & UInt32(IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW) == 0
+        {
+            return false
+        }
+        try submit()
+        return true
     }
 
     /// Submits what is queued and sleeps until at least one completion is ready or

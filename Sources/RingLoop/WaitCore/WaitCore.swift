@@ -204,7 +204,7 @@ final class WaitCore {
             sleepCount &+= 1
             _ = try waitingInKernel(until: deadline)
         } else {
-            try ring.submit()
+            try ring.submitIfNeeded()
         }
         let harvested = collect()
         return harvested == 0 && MonotonicInstant.now >= deadline
@@ -216,9 +216,10 @@ final class WaitCore {
         try ring.submitAndWait(until: deadline)
     }
 
-    /// Submits what is queued and harvests what is ready, without sleeping.
+    /// Submits what is queued and harvests what is ready, without sleeping. Makes no
+    /// system call when nothing is queued and the kernel flags no pending work.
     func poll() throws(RingError) {
-        try ring.submit()
+        try ring.submitIfNeeded()
         collect()
     }
 

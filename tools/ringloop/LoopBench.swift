@@ -1,0 +1,273 @@
+import CoreFoundation
+import Foundation
+@_spi(Benchmarks) import RingLoop
+import Synchronization
+
+/// Loop benchmarks: cross-thread wake-up to callout, same-thread source0 and block
+/// throughput, and system calls per pass.
+enum LoopBench {
+    // MARK: Cross-thread wake
+
+    final class WakeState: Sendable {
+        let sentAt = Atomic<UInt64>(0)
+        let acknowledged = Atomic<Int>(0)
+        let latencies = ThreadLockBox<[Double]>([])
+    }
+
+    /// Latencies (µs) from signal + wake-up on this thread to the source's callout on the
+    /// receiver's loop, and the sender's cost per signal.
+    static func oursWake(samples: Int, gap: Duration) -> (latency: [Double], cost: [Double]) {
+        let state = WakeState()
+        let ready = DispatchSemaphore(value: 0)
+        let handoff = ThreadLockBox<(RingRunLoop, LoopSource)?>(nil)
+        let receiver = Thread {
+            let loop = RingRunLoop.current
+            var local: [Double] = []
+            local.reserveCapacity(samples)
+            let source = LoopSource {
+                let sent = state.sentAt.exchange(0, ordering: .sequentiallyConsistent)
+                if sent != 0 {
+                    local.append(Double(MonotonicInstant.now.nanoseconds &- sent) / 1000)
+                    state.acknowledged.add(1, ordering: .sequentiallyConsistent)
+                }
+            }
+            loop.add(source, to: .default)
+            handoff.set((loop, source))
+            ready.signal()
+            while state.acknowledged.load(ordering: .acquiring) < samples {
+                loop.run(mode: .default, until: .now + .seconds(1))
+            }
+            state.latencies.set(local)
+            ready.signal()
+        }
+        receiver.start()
+        ready.wait()
+        let (loop, source) = handoff.get()!
+        var costs: [Double] = []
+        costs.reserveCapacity(samples)
+        for sample in 0..<samples {
+            spin(gap)
+            let start = MonotonicInstant.now
+            state.sentAt.store(start.nanoseconds, ordering: .sequentiallyConsistent)
+            source.signal()
+            loop.wakeUp()
+            costs.append(Double((MonotonicInstant.now - start).nanosecondsValue) / 1000)
+            let limit = MonotonicInstant.now + .seconds(2)
+            while state.acknowledged.load(ordering: .acquiring) <= sample, MonotonicInstant.now < limit {}
+        }
+        ready.wait()
+        return (state.latencies.get(), costs)
+    }
+
+    final class CFWakeBox: @unchecked Sendable {
+        var local: [Double] = []
+        let state: WakeState
+        init(state: WakeState) { self.state = state }
+    }
+
+    /// The same on Foundation's CFRunLoop: CFRunLoopSourceSignal + CFRunLoopWakeUp.
+    static func foundationWake(samples: Int, gap: Duration) -> (latency: [Double], cost: [Double]) {
+        let state = WakeState()
+        let box = CFWakeBox(state: state)
+        box.local.reserveCapacity(samples)
+        let ready = DispatchSemaphore(value: 0)
+        let handoff = ThreadLockBox<(CFRunLoop, CFRunLoopSource)?>(nil)
+        let receiver = Thread {
+            var context = CFRunLoopSourceContext(
+                version: 0, info: Unmanaged.passUnretained(box).toOpaque(), retain: nil, release: nil,
+                copyDescription: nil, equal: nil, hash: nil, schedule: nil, cancel: nil,
+                perform: { info in
+                    let box = Unmanaged<CFWakeBox>.fromOpaque(info!).takeUnretainedValue()
+                    let sent = box.state.sentAt.exchange(0, ordering: .sequentiallyConsistent)
+                    if sent != 0 {
+                        box.local.append(Double(MonotonicInstant.now.nanoseconds &- sent) / 1000)
+                        box.state.acknowledged.add(1, ordering: .sequentiallyConsistent)
+                    }
+                })
+            let source = CFRunLoopSourceCreate(nil, 0, &context)!
+            let loop = CFRunLoopGetCurrent()!
+            CFRunLoopAddSource(loop, source, kCFRunLoopDefaultMode)
+            handoff.set((loop, source))
+            ready.signal()
+            while state.acknowledged.load(ordering: .acquiring) < samples {
+                _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 1, false)
+            }
+            state.latencies.set(box.local)
+            ready.signal()
+        }
+        receiver.start()
+        ready.wait()
+        let (loop, source) = handoff.get()!
+        var costs: [Double] = []
+        costs.reserveCapacity(samples)
+        for sample in 0..<samples {
+            spin(gap)
+            let start = MonotonicInstant.now
+            state.sentAt.store(start.nanoseconds, ordering: .sequentiallyConsistent)
+            CFRunLoopSourceSignal(source)
+            CFRunLoopWakeUp(loop)
+            costs.append(Double((MonotonicInstant.now - start).nanosecondsValue) / 1000)
+            let limit = MonotonicInstant.now + .seconds(2)
+            while state.acknowledged.load(ordering: .acquiring) <= sample, MonotonicInstant.now < limit {}
+        }
+        ready.wait()
+        return (state.latencies.get(), costs)
+    }
+
+    static func spin(_ duration: Duration) {
+        let until = MonotonicInstant.now + duration
+        while MonotonicInstant.now < until {}
+    }
+
+    static func wake(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let samples = quick ? 1000 : 5000
+        var results: [BenchResult] = []
+        for (regime, gap) in [("busy", Duration.microseconds(50)), ("idle", Duration.microseconds(300))] {
+            var ours: [(latency: [Double], cost: [Double])] = []
+            var foundation: [(latency: [Double], cost: [Double])] = []
+            var floor: [WakeUpBenchmark.Result] = []
+            for _ in 0..<rounds {
+                ours.append(oursWake(samples: samples, gap: gap))
+                foundation.append(foundationWake(samples: samples, gap: gap))
+                floor.append(try WakeUpBenchmark.run(.futex, samples: samples, gap: gap))
+            }
+            for (label, fraction) in [("p50", 0.5), ("p99", 0.99)] {
+                results.append(
+                    BenchResult(
+                        "wake.\(regime).\(label)_us", "µs", ours: median(ours.map { percentile($0.latency, fraction) }),
+                        foundation: median(foundation.map { percentile($0.latency, fraction) })))
+            }
+            results.append(
+                BenchResult(
+                    "wake.\(regime).max_us", "µs", ours: median(ours.map { $0.latency.max() ?? .nan }),
+                    foundation: median(foundation.map { $0.latency.max() ?? .nan })))
+            results.append(
+                BenchResult(
+                    "wake.\(regime).sender_us", "µs", ours: median(ours.map { percentile($0.cost, 0.5) }),
+                    foundation: median(foundation.map { percentile($0.cost, 0.5) })))
+            results.append(
+                BenchResult("wake.\(regime).futex_floor.p50_us", "µs", ours: median(floor.map { percentile($0.latencies, 0.5) })))
+            results.append(
+                BenchResult("wake.\(regime).futex_floor.p99_us", "µs", ours: median(floor.map { percentile($0.latencies, 0.99) })))
+        }
+        return results
+    }
+
+    // MARK: Same-thread throughput
+
+    /// Signal → perform cycles per second of one source that re-signals itself, and the
+    /// kernel entries per pass it took.
+    static func oursSource0(count: Int) -> (perSecond: Double, entersPerPass: Double) {
+        onFreshThread {
+            let loop = RingRunLoop.current
+            var performed = 0
+            var source: LoopSource?
+            source = LoopSource {
+                performed += 1
+                if performed < count { source!.signal() } else { loop.stop() }
+            }
+            loop.add(source!, to: .default)
+            try? loop.prepare()
+            source!.signal()
+            let passes = loop.passCount
+            let enters = loop.enterCount
+            let start = MonotonicInstant.now
+            loop.run(mode: .default, until: .distantFuture)
+            let elapsed = (MonotonicInstant.now - start).secondsValue
+            let passCount = Double(loop.passCount - passes)
+            return (Double(performed) / elapsed, Double(loop.enterCount - enters) / passCount)
+        }
+    }
+
+    final class CFSourceBox: @unchecked Sendable {
+        var performed = 0
+        var count = 0
+        var source: CFRunLoopSource?
+    }
+
+    static func foundationSource0(count: Int) -> Double {
+        onFreshThread {
+            let box = CFSourceBox()
+            box.count = count
+            var context = CFRunLoopSourceContext(
+                version: 0, info: Unmanaged.passUnretained(box).toOpaque(), retain: nil, release: nil,
+                copyDescription: nil, equal: nil, hash: nil, schedule: nil, cancel: nil,
+                perform: { info in
+                    let box = Unmanaged<CFSourceBox>.fromOpaque(info!).takeUnretainedValue()
+                    box.performed += 1
+                    if box.performed < box.count { CFRunLoopSourceSignal(box.source) } else { CFRunLoopStop(CFRunLoopGetCurrent()) }
+                })
+            box.source = CFRunLoopSourceCreate(nil, 0, &context)
+            CFRunLoopAddSource(CFRunLoopGetCurrent(), box.source, kCFRunLoopDefaultMode)
+            CFRunLoopSourceSignal(box.source)
+            let start = MonotonicInstant.now
+            _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 1e9, false)
+            return Double(box.performed) / (MonotonicInstant.now - start).secondsValue
+        }
+    }
+
+    /// Blocks per second: `count` blocks enqueued on the loop's thread, then run.
+    static func oursBlocks(count: Int) -> Double {
+        onFreshThread {
+            let loop = RingRunLoop.current
+            let counter = SampleBox(capacity: 0)
+            let start = MonotonicInstant.now
+            for _ in 0..<count {
+                loop.perform(inModes: [.default]) {
+                    counter.count += 1
+                    if counter.count == count { RingRunLoop.current.stop() }
+                }
+            }
+            loop.add(LoopSource {}, to: .default)
+            loop.run(mode: .default, until: .distantFuture)
+            return Double(counter.count) / (MonotonicInstant.now - start).secondsValue
+        }
+    }
+
+    static func foundationBlocks(count: Int) -> Double {
+        onFreshThread {
+            let loop = RunLoop.current
+            let counter = SampleBox(capacity: 0)
+            let start = MonotonicInstant.now
+            for _ in 0..<count {
+                loop.perform(inModes: [.default]) {
+                    counter.count += 1
+                    if counter.count == count { CFRunLoopStop(CFRunLoopGetCurrent()) }
+                }
+            }
+            _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 1e9, false)
+            return Double(counter.count) / (MonotonicInstant.now - start).secondsValue
+        }
+    }
+
+    static func throughput(quick: Bool, rounds: Int) -> [BenchResult] {
+        let count = quick ? 200_000 : 1_000_000
+        var ours: [Double] = []
+        var enters: [Double] = []
+        var foundation: [Double] = []
+        var oursBlocks: [Double] = []
+        var foundationBlocks: [Double] = []
+        for _ in 0..<rounds {
+            let result = oursSource0(count: count)
+            ours.append(result.perSecond)
+            enters.append(result.entersPerPass)
+            foundation.append(foundationSource0(count: count))
+            oursBlocks.append(Self.oursBlocks(count: count))
+            foundationBlocks.append(Self.foundationBlocks(count: count))
+        }
+        return [
+            BenchResult("source0.per_s", "1/s", ours: median(ours), foundation: median(foundation)),
+            BenchResult("blocks.per_s", "1/s", ours: median(oursBlocks), foundation: median(foundationBlocks)),
+            BenchResult("enter.per_pass.source0", "calls", ours: median(enters)),
+        ]
+    }
+}
+
+/// A value shared between two threads under a lock.
+final class ThreadLockBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func set(_ new: Value) { lock.withLock { value = new } }
+    func get() -> Value { lock.withLock { value } }
+}
