@@ -18,6 +18,16 @@ struct BenchResult: Codable {
         self.foundation = foundation
         self.ratio = foundation.flatMap { $0 == 0 ? nil : ours / $0 }
     }
+
+    /// Writes `foundation` and `ratio` as `null` when absent, so every result has the same keys.
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(unit, forKey: .unit)
+        try container.encode(ours, forKey: .ours)
+        try container.encode(foundation, forKey: .foundation)
+        try container.encode(ratio, forKey: .ratio)
+    }
 }
 
 struct Bench: ParsableCommand {
