@@ -1,18 +1,48 @@
-// Shim for libfuse3: FUSE_USE_VERSION must precede <fuse.h>, and the entry points are
-// macros that pick a versioned symbol, so they are wrapped here as static inline functions.
+// Shim for libfuse3's low-level API: FUSE_USE_VERSION must precede the header, and the
+// loop entry point is a macro that picks a versioned symbol, so it is wrapped here, as
+// are a few kernel facilities Swift's Glibc module does not import.
 #ifndef RINGLOOP_CFUSE_SHIM_H
 #define RINGLOOP_CFUSE_SHIM_H
 // No _GNU_SOURCE: it renames fd_set's member and clashes with Swift's Glibc module.
-// The first include fixes glibc's feature macros before liburing.h defines its own.
+#include <errno.h>
 #define FUSE_USE_VERSION 35
-#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <linux/input.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
 
-static inline struct fuse *ringloop_fuse_new(struct fuse_args *args, const struct fuse_operations *op,
-                                            size_t op_size, void *private_data) {
-    return fuse_new(args, op, op_size, private_data);
+/// Runs the session's multi-threaded loop until it is exited or unmounted.
+static inline int ringloop_fuse_session_loop_mt(struct fuse_session *se, unsigned max_idle_threads) {
+    struct fuse_loop_config config = { .clone_fd = 0, .max_idle_threads = max_idle_threads };
+    return fuse_session_loop_mt(se, &config);
 }
-static inline int ringloop_fuse_loop_mt(struct fuse *f, struct fuse_loop_config *config) {
-    return fuse_loop_mt(f, config);
+
+/// Sets the open-file flags a FUSE server cannot set from Swift (they are bitfields).
+static inline void ringloop_fuse_file_info_set_stream(struct fuse_file_info *fi) {
+    fi->direct_io = 1;
+    fi->nonseekable = 1;
+    fi->keep_cache = 0;
 }
+
+/// Reads `len` bytes at `address` in process `pid` (process_vm_readv). Returns bytes read
+/// or -errno. Used for the one evdev ioctl whose input travels in its output buffer
+/// (EVIOCGMTSLOTS), which FUSE does not forward.
+static inline long ringloop_read_process_memory(pid_t pid, const void *address, void *buffer, size_t len) {
+    struct iovec local = { .iov_base = buffer, .iov_len = len };
+    struct iovec remote = { .iov_base = (void *)address, .iov_len = len };
+    long r = syscall(SYS_process_vm_readv, pid, &local, 1UL, &remote, 1UL, 0UL);
+    return r < 0 ? -errno : r;
+}
+
+/// Lazily detaches a mount (umount2 MNT_DETACH), for stale mounts of a crashed run.
+static inline int ringloop_lazy_unmount(const char *path) {
+    return umount2(path, MNT_DETACH) < 0 ? -errno : 0;
+}
+
+/// Size of `struct input_event` on this platform.
+static inline size_t ringloop_input_event_size(void) { return sizeof(struct input_event); }
 
 #endif

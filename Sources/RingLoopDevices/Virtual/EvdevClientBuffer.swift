@@ -1,0 +1,128 @@
+/// One event with the three clocks it is stamped with at emission; each reader sees the
+/// clock it chose with `EVIOCSCLOCKID`.
+struct StampedEvent {
+    var realtime: timespec
+    var monotonic: timespec
+    var boottime: timespec
+    var type: UInt16
+    var code: UInt16
+    var value: Int32
+}
+
+/// A reader's event buffer with the kernel's evdev semantics (drivers/input/evdev.c):
+/// a power-of-two ring; readers see only complete frames (up to the last
+/// `SYN_REPORT`); when a write would catch up with the reader, everything unread is
+/// dropped and replaced by `SYN_DROPPED` followed by the newest event.
+struct EvdevClientBuffer {
+    private var storage: [InputEventRecord]
+    private var head = 0
+    private var tail = 0
+    private var packetHead = 0
+    private let mask: Int
+
+    /// Events dropped by overflows, for tests and reports.
+    private(set) var droppedEvents = 0
+    /// Overflows so far (each yields one `SYN_DROPPED`).
+    private(set) var overflowCount = 0
+
+    init(capacity: Int) {
+        var size = 8
+        while size < capacity { size <<= 1 }
+        storage = Array(repeating: InputEventRecord(), count: size)
+        mask = size - 1
+    }
+
+    var capacity: Int { storage.count }
+
+    /// Whether complete frames wait to be read.
+    var hasReadableEvents: Bool { packetHead != tail }
+
+    /// Appends one event; returns `true` when it completed a frame (wake readers).
+    mutating func push(_ event: InputEventRecord) -> Bool {
+        storage[head] = event
+        head = (head + 1) & mask
+        if head == tail {
+            // Full: drop all unconsumed events, leaving SYN_DROPPED and the newest event.
+            droppedEvents += storage.count - 2
+            overflowCount += 1
+            tail = (head - 2) & mask
+            storage[tail] = InputEventRecord(
+                seconds: event.seconds, microseconds: event.microseconds, type: 0, code: 3, value: 0)
+            packetHead = tail
+        }
+        if event.type == 0, event.code == 0 {
+            packetHead = head
+            return true
+        }
+        return false
+    }
+
+    /// Moves up to `maximum` complete-frame events into `out`; returns how many.
+    mutating func pop(into out: inout [InputEventRecord], maximum: Int) -> Int {
+        var count = 0
+        while count < maximum, packetHead != tail {
+            out.append(storage[tail])
+            tail = (tail + 1) & mask
+            count += 1
+        }
+        return count
+    }
+
+    /// Whether nothing at all is buffered (complete frames or not).
+    var isEmptyIgnoringPackets: Bool { head == tail }
+
+    /// Makes everything pushed so far readable.
+    mutating func markPacketBoundary() { packetHead = head }
+
+    /// Drops everything (a grab by another reader, a revoke).
+    mutating func clear() {
+        head = 0
+        tail = 0
+        packetHead = 0
+    }
+}
+
+/// `struct input_event` as it crosses the file boundary (24 bytes on 64-bit Linux).
+struct InputEventRecord {
+    var seconds: Int = 0
+    var microseconds: Int = 0
+    var type: UInt16 = 0
+    var code: UInt16 = 0
+    var value: Int32 = 0
+
+    static let size = 24
+
+    /// Writes the record's bytes at `pointer`.
+    func store(to pointer: UnsafeMutableRawPointer) {
+        pointer.storeBytes(of: seconds, toByteOffset: 0, as: Int.self)
+        pointer.storeBytes(of: microseconds, toByteOffset: 8, as: Int.self)
+        pointer.storeBytes(of: type, toByteOffset: 16, as: UInt16.self)
+        pointer.storeBytes(of: code, toByteOffset: 18, as: UInt16.self)
+        pointer.storeBytes(of: value, toByteOffset: 20, as: Int32.self)
+    }
+
+    /// Reads a record from `pointer` (which may be unaligned).
+    static func load(from pointer: UnsafeRawPointer) -> InputEventRecord {
+        InputEventRecord(
+            seconds: pointer.loadUnaligned(fromByteOffset: 0, as: Int.self),
+            microseconds: pointer.loadUnaligned(fromByteOffset: 8, as: Int.self),
+            type: pointer.loadUnaligned(fromByteOffset: 16, as: UInt16.self),
+            code: pointer.loadUnaligned(fromByteOffset: 18, as: UInt16.self),
+            value: pointer.loadUnaligned(fromByteOffset: 20, as: Int32.self))
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension EvdevClientBuffer {
+    /// Drops everything unread and queues a readable `SYN_DROPPED` (a clock change, as
+    /// the kernel's `evdev_set_clk_type` does when events were pending).
+    mutating func resetWithSynDropped(seconds: Int, microseconds: Int) {
+        guard hasReadableEvents || !isEmptyIgnoringPackets else { return }
+        clear()
+        _ = push(InputEventRecord(seconds: seconds, microseconds: microseconds, type: 0, code: 3, value: 0))
+        markPacketBoundary()
+    }
+}

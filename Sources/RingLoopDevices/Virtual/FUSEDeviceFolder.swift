@@ -1,0 +1,401 @@
+import CFuse
+import Dispatch
+import Logging
+import RingLoop
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a virtual device could not be created or served.
+public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The folder could not be created or prepared.
+    case folder(path: String, errno: Int32)
+    /// libfuse refused to create the session or to mount (no `/dev/fuse`, not root…).
+    case mount(path: String, reason: String)
+    /// The device was removed.
+    case removed(String)
+    /// Neither uinput nor FUSE can be used here.
+    case noBackend(String)
+    /// A uinput call failed.
+    case uinput(operation: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .folder(let path, let errno): "\(path): \(String(cString: strerror(errno)))"
+        case .mount(let path, let reason): "cannot mount virtual devices at \(path): \(reason)"
+        case .removed(let path): "\(path): the device was removed"
+        case .noBackend(let reason): reason
+        case .uinput(let operation, let errno): "uinput \(operation) failed: \(String(cString: strerror(errno)))"
+        }
+    }
+}
+
+/// A mounted folder of `eventN` files that behave like the kernel's evdev nodes, served
+/// by libfuse from threads of this process: `libevdev_new_from_fd` works on them, reads
+/// return `struct input_event` records, and poll (so io_uring poll) wakes readers.
+///
+/// Each node keeps a buffer per open file with the kernel's overflow behaviour, honours
+/// `EVIOCGRAB`, `EVIOCSCLOCKID`, `EVIOCREVOKE` and `EV_LED` writes, and answers every
+/// `EVIOCG*` query `libevdev_new_from_fd` makes, from the device's current state. A
+/// removed node answers `ENODEV` and disappears from the folder.
+///
+/// Running as root, the folder mounts without the setuid helper. A stale mount left by
+/// a crashed run at the same path is detached first.
+public final class FUSEDeviceFolder: @unchecked Sendable {
+    // @unchecked: `session` is set once in init and only handed to libfuse after;
+    // everything else shared is behind `state`.
+
+    /// Where the nodes appear.
+    public let path: String
+    fileprivate let session: OpaquePointer
+    private let thread: Thread
+    fileprivate let state = FolderLock()
+    private let closed = Atomic<Bool>(false)
+    static let logger = Logger(label: "RingLoop.FUSEDeviceFolder")
+
+    /// Mounts a new folder at `path` (created if missing) and starts serving it.
+    public init(path: String) throws(VirtualDeviceError) {
+        self.path = path
+        try Self.prepareMountPoint(path)
+        var ops = fuse_lowlevel_ops()
+        FUSEOperations.install(&ops)
+        let arguments = ["ringloop-devices", "-o", "allow_other,fsname=ringloop-evdev,subtype=evdev"]
+        var cStrings = arguments.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        let retained = Unmanaged.passRetained(ServerContext())
+        let context = retained.takeUnretainedValue()
+        let created: OpaquePointer? = cStrings.withUnsafeMutableBufferPointer { argv in
+            var args = fuse_args(argc: Int32(argv.count), argv: argv.baseAddress, allocated: 0)
+            return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, retained.toOpaque())
+        }
+        guard let session = created else {
+            retained.release()
+            throw .mount(path: path, reason: "fuse_session_new failed (is libfuse3 installed?)")
+        }
+        guard fuse_session_mount(session, path) == 0 else {
+            fuse_session_destroy(session)
+            retained.release()
+            let reason = access("/dev/fuse", R_OK | W_OK) == 0
+                ? "mount refused (mounting FUSE without the setuid helper needs root)"
+                : "/dev/fuse is missing or not accessible (install fuse3, load the fuse module, or run as root)"
+            throw .mount(path: path, reason: reason)
+        }
+        self.session = session
+        let done = DispatchSemaphore(value: 0)
+        thread = Thread(name: "fuse-evdev") {
+            _ = ringloop_fuse_session_loop_mt(session, 4)
+            done.signal()
+        }
+        self.loopDone = done
+        self.context = retained
+        context.folder = self
+        thread.start()
+    }
+
+    private let loopDone: DispatchSemaphore
+    private let context: Unmanaged<ServerContext>
+
+    deinit { close() }
+
+    /// Removes every node, unmounts the folder and stops serving. Safe to call twice.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for node in state.withLock({ Array($0.nodes.values) }) { node.markRemoved() }
+        fuse_session_exit(session)
+        fuse_session_unmount(session)
+        loopDone.wait()
+        fuse_session_destroy(session)
+        context.takeUnretainedValue().folder = nil
+        context.release()
+        rmdir(path)
+    }
+
+    /// Adds a node for `description`; returns it once it is visible in the folder.
+    /// - Parameter bufferSize: Events each reader's buffer holds before it overflows
+    ///   (the kernel picks 64 or 8 frames' worth, rounded up to a power of two).
+    public func addDevice(_ description: InputDeviceDescription, bufferSize: Int? = nil) throws(VirtualDeviceError)
+        -> FUSEEvdevNode
+    {
+        guard !closed.load(ordering: .acquiring) else { throw .removed(path) }
+        return state.withLock { state in
+            let index = state.nextIndex
+            state.nextIndex += 1
+            let inode = UInt64(index) + 2
+            let node = FUSEEvdevNode(
+                folder: self, name: "event\(index)", inode: inode, description: description,
+                bufferSize: bufferSize ?? Self.kernelBufferSize(description))
+            state.nodes[inode] = node
+            return node
+        }
+    }
+
+    /// The kernel's choice: 8 packets of the device's typical frame, at least 64 events.
+    static func kernelBufferSize(_ description: InputDeviceDescription) -> Int {
+        var perPacket = 2
+        if description.slotCount > 0 { perPacket += description.slotCount * 7 + 10 }
+        perPacket += (description.codes[0x03]?.count ?? 0) + (description.codes[0x02]?.count ?? 0)
+        var size = max(64, perPacket * 8)
+        var power = 1
+        while power < size { power <<= 1 }
+        size = power
+        return size
+    }
+
+    /// Tells the kernel the node's directory entry is gone (fires inotify's IN_DELETE).
+    func notifyDeleted(_ node: FUSEEvdevNode) {
+        guard !closed.load(ordering: .acquiring) else { return }
+        let status = node.name.withCString { name in
+            fuse_lowlevel_notify_delete(session, 1, node.inode, name, strlen(name))
+        }
+        if status != 0, status != -ENOENT {
+            Self.logger.debug("notify_delete for \(node.name) returned \(status)")
+        }
+    }
+
+    func node(_ inode: UInt64) -> FUSEEvdevNode? { state.withLock { $0.nodes[inode] } }
+
+    func node(named name: String) -> FUSEEvdevNode? {
+        state.withLock { state in state.nodes.values.first { $0.name == name && !$0.isRemoved } }
+    }
+
+    func liveNodes() -> [FUSEEvdevNode] {
+        state.withLock { state in state.nodes.values.filter { !$0.isRemoved }.sorted { $0.inode < $1.inode } }
+    }
+
+    func forget(_ node: FUSEEvdevNode) {
+        state.withLock { $0.nodes[node.inode] = nil }
+    }
+
+    // MARK: Mount point
+
+    /// Creates the folder, detaching a stale mount of a crashed run first.
+    static func prepareMountPoint(_ path: String) throws(VirtualDeviceError) {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            if errno == ENOTCONN || errno == EIO {
+                // A FUSE mount whose server died: detach it.
+                _ = ringloop_lazy_unmount(path)
+            } else if errno != ENOENT {
+                throw .folder(path: path, errno: errno)
+            }
+        } else if isMountPoint(path) {
+            _ = ringloop_lazy_unmount(path)
+        }
+        if mkdir(path, 0o755) != 0, errno != EEXIST { throw .folder(path: path, errno: errno) }
+    }
+
+    static func isMountPoint(_ path: String) -> Bool {
+        guard let file = fopen("/proc/self/mountinfo", "r") else { return false }
+        defer { fclose(file) }
+        var target = path
+        if let resolved = realpath(path, nil) {
+            target = String(cString: resolved)
+            free(resolved)
+        }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0 {
+            let fields = String(cString: line!).split(separator: " ")
+            if fields.count > 4, fields[4] == target { return true }
+        }
+        return false
+    }
+}
+
+/// Folder state shared by libfuse's threads and the API.
+final class FolderLock: @unchecked Sendable {
+    struct State {
+        var nodes: [UInt64: FUSEEvdevNode] = [:]
+        var nextIndex = 0
+    }
+    private let lock = NSLockLike()
+    private var state = State()
+    func withLock<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+}
+
+/// A pthread mutex (ThreadSanitizer sees it; see RingLoop's ThreadLock).
+final class NSLockLike: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+}
+
+/// What libfuse hands back to the callbacks as user data.
+final class ServerContext: @unchecked Sendable {
+    // @unchecked: `folder` is set before the loop starts and cleared after it ended.
+    weak var folder: FUSEDeviceFolder?
+}
+
+/// A thread running one closure (libfuse's loop), joined through a semaphore.
+final class Thread: @unchecked Sendable {
+    private let body: () -> Void
+    private let name: String
+    init(name: String, _ body: @escaping () -> Void) {
+        self.name = name
+        self.body = body
+    }
+    func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var handle = pthread_t()
+        let result = pthread_create(&handle, nil, { context in
+            let thread = Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue()
+            thread.body()
+            return nil
+        }, context)
+        precondition(result == 0, "pthread_create failed: \(result)")
+        pthread_detach(handle)
+    }
+}
+
+// MARK: - libfuse callbacks
+
+enum FUSEOperations {
+    static func folder(_ req: fuse_req_t?) -> FUSEDeviceFolder? {
+        guard let req, let data = fuse_req_userdata(req) else { return nil }
+        return Unmanaged<ServerContext>.fromOpaque(data).takeUnretainedValue().folder
+    }
+
+    static func attributes(inode: UInt64) -> stat {
+        var info = stat()
+        info.st_ino = UInt(inode)
+        if inode == 1 {
+            info.st_mode = S_IFDIR | 0o755
+            info.st_nlink = 2
+        } else {
+            info.st_mode = S_IFREG | 0o660
+            info.st_nlink = 1
+        }
+        info.st_uid = getuid()
+        info.st_gid = getgid()
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        info.st_atim = now
+        info.st_mtim = now
+        info.st_ctim = now
+        return info
+    }
+
+    static func install(_ ops: inout fuse_lowlevel_ops) {
+        ops.lookup = { req, parent, name in
+            guard let folder = FUSEOperations.folder(req), parent == 1, let name,
+                let node = folder.node(named: String(cString: name))
+            else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            var entry = fuse_entry_param()
+            entry.ino = node.inode
+            entry.generation = 1
+            entry.attr = FUSEOperations.attributes(inode: node.inode)
+            entry.attr_timeout = 0
+            entry.entry_timeout = 0
+            fuse_reply_entry(req, &entry)
+        }
+        ops.getattr = { req, inode, _ in
+            guard let folder = FUSEOperations.folder(req) else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            if inode != 1 {
+                guard let node = folder.node(inode), !node.isRemoved else {
+                    fuse_reply_err(req, ENOENT)
+                    return
+                }
+            }
+            var info = FUSEOperations.attributes(inode: inode)
+            fuse_reply_attr(req, &info, 0)
+        }
+        ops.readdir = { req, inode, size, offset, _ in
+            guard let folder = FUSEOperations.folder(req), inode == 1 else {
+                fuse_reply_err(req, ENOTDIR)
+                return
+            }
+            var buffer: [UInt8] = []
+            var entries: [(String, UInt64)] = [(".", 1), ("..", 1)]
+            entries += folder.liveNodes().map { ($0.name, $0.inode) }
+            for (index, entry) in entries.enumerated() {
+                var info = FUSEOperations.attributes(inode: entry.1)
+                let needed = fuse_add_direntry(req, nil, 0, entry.0, nil, 0)
+                let start = buffer.count
+                buffer += [UInt8](repeating: 0, count: needed)
+                buffer.withUnsafeMutableBufferPointer { pointer in
+                    _ = fuse_add_direntry(
+                        req, UnsafeMutableRawPointer(pointer.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+                        needed, entry.0, &info, off_t(index + 1))
+                }
+            }
+            if offset < buffer.count {
+                let end = min(buffer.count, Int(offset) + size)
+                buffer[Int(offset)..<end].withUnsafeBytes { bytes in
+                    _ = fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+                }
+            } else {
+                fuse_reply_buf(req, nil, 0)
+            }
+        }
+        ops.open = { req, inode, info in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode), !node.isRemoved else {
+                fuse_reply_err(req, inode == 1 ? EISDIR : ENODEV)
+                return
+            }
+            let nonblocking = info.pointee.flags & O_NONBLOCK != 0
+            info.pointee.fh = node.openClient(nonblocking: nonblocking)
+            ringloop_fuse_file_info_set_stream(info)
+            fuse_reply_open(req, info)
+        }
+        ops.release = { req, inode, info in
+            if let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) {
+                node.closeClient(info.pointee.fh)
+                if node.isRemoved, node.clientCount == 0 { folder.forget(node) }
+            }
+            fuse_reply_err(req, 0)
+        }
+        ops.read = { req, inode, size, _, info in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) else {
+                fuse_reply_err(req, ENODEV)
+                return
+            }
+            node.read(req: req, client: info.pointee.fh, size: size)
+        }
+        ops.write = { req, inode, buffer, size, _, info in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode), let buffer else {
+                fuse_reply_err(req, ENODEV)
+                return
+            }
+            node.write(req: req, client: info.pointee.fh, bytes: UnsafeRawPointer(buffer), size: size)
+        }
+        ops.ioctl = { req, inode, command, argument, info, _, input, inputSize, outputSize in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) else {
+                fuse_reply_err(req, ENODEV)
+                return
+            }
+            node.ioctl(
+                req: req, client: info.pointee.fh, command: command, argument: argument, input: input,
+                inputSize: inputSize, outputSize: outputSize)
+        }
+        ops.poll = { req, inode, info, handle in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) else {
+                if let handle { fuse_pollhandle_destroy(handle) }
+                fuse_reply_poll(req, UInt32(POLLERR | POLLHUP))
+                return
+            }
+            fuse_reply_poll(req, node.poll(client: info.pointee.fh, handle: handle))
+        }
+    }
+}

@@ -1,0 +1,422 @@
+import CFuse
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `eventN` node of a ``FUSEDeviceFolder``: a virtual evdev device whose events you
+/// send and which any process reads like a kernel device.
+public final class FUSEEvdevNode: @unchecked Sendable {
+    // @unchecked: all mutable state is behind `lock`; libfuse replies are made after
+    // unlocking, so no libfuse thread ever waits on a reader or on this lock for long.
+
+    /// The node's file name (`event0`…).
+    public let name: String
+    /// The full path of the node.
+    public let path: String
+    /// What the device says about itself.
+    public let deviceDescription: InputDeviceDescription
+    let inode: UInt64
+    private weak var folder: FUSEDeviceFolder?
+    private let lock = NSLockLike()
+    private var state: EvdevDeviceState
+    private var clients: [UInt64: Client] = [:]
+    private var nextClient: UInt64 = 1
+    private var grabbedBy: UInt64?
+    private var removed = false
+    private let bufferSize: Int
+
+    struct Client {
+        var buffer: EvdevClientBuffer
+        var clock: Int32 = CLOCK_REALTIME
+        var pollHandle: OpaquePointer?
+        var pendingReads: [(request: fuse_req_t, size: Int)] = []
+        var revoked = false
+        let nonblocking: Bool
+    }
+
+    /// A libfuse reply to make once the lock is released.
+    private enum Reply {
+        case data(fuse_req_t, [UInt8])
+        case error(fuse_req_t, Int32)
+        case notifyPoll(OpaquePointer)
+    }
+
+    init(folder: FUSEDeviceFolder, name: String, inode: UInt64, description: InputDeviceDescription, bufferSize: Int) {
+        self.folder = folder
+        self.name = name
+        self.path = folder.path + "/" + name
+        self.inode = inode
+        self.deviceDescription = description
+        self.state = EvdevDeviceState(description: description)
+        self.bufferSize = bufferSize
+    }
+
+    // MARK: Sending events
+
+    /// Sends one event through the device, as its driver would: the input core's filter
+    /// applies, and readers see the frame when its `SYN_REPORT` arrives.
+    public func send(type: UInt16, code: UInt16, value: Int32) throws(VirtualDeviceError) {
+        try send([(type, code, value)])
+    }
+
+    /// Sends several events (end frames with `SYN_REPORT`, type 0 code 0).
+    public func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError) {
+        var replies: [Reply] = []
+        let alive = lockedPerform { () -> Bool in
+            if removed { return false }
+            for event in events {
+                if let frame = state.feed(type: event.type, code: event.code, value: event.value) {
+                    deliver(frame, replies: &replies)
+                }
+            }
+            return true
+        }
+        perform(replies)
+        if !alive { throw .removed(path) }
+    }
+
+    /// Stamps a frame with the three clocks and hands it to the readers it is for.
+    private func deliver(_ frame: [(UInt16, UInt16, Int32)], replies: inout [Reply]) {
+        var realtime = timespec()
+        var monotonic = timespec()
+        var boottime = timespec()
+        clock_gettime(CLOCK_REALTIME, &realtime)
+        clock_gettime(CLOCK_MONOTONIC, &monotonic)
+        clock_gettime(CLOCK_BOOTTIME, &boottime)
+        for id in clients.keys {
+            if let grabbedBy, grabbedBy != id { continue }
+            guard !clients[id]!.revoked else { continue }
+            let time: timespec
+            switch clients[id]!.clock {
+            case CLOCK_MONOTONIC: time = monotonic
+            case CLOCK_BOOTTIME: time = boottime
+            default: time = realtime
+            }
+            let seconds = time.tv_sec
+            let micro = time.tv_nsec / 1000
+            var woke = false
+            for (type, code, value) in frame {
+                _ = clients[id]!.buffer.push(
+                    InputEventRecord(seconds: seconds, microseconds: micro, type: type, code: code, value: value))
+            }
+            woke = clients[id]!.buffer.push(
+                InputEventRecord(seconds: seconds, microseconds: micro, type: 0, code: 0, value: 0))
+            if woke { wake(id, replies: &replies) }
+        }
+    }
+
+    /// Answers parked reads and poll waiters of a reader that has data (or is gone).
+    private func wake(_ id: UInt64, replies: inout [Reply]) {
+        while !clients[id]!.pendingReads.isEmpty, clients[id]!.buffer.hasReadableEvents || removed || clients[id]!.revoked {
+            let read = clients[id]!.pendingReads.removeFirst()
+            if removed || clients[id]!.revoked {
+                replies.append(.error(read.request, ENODEV))
+            } else {
+                replies.append(.data(read.request, takeEvents(id, maximumBytes: read.size)))
+            }
+        }
+        if let handle = clients[id]!.pollHandle {
+            clients[id]!.pollHandle = nil
+            replies.append(.notifyPoll(handle))
+        }
+    }
+
+    private func takeEvents(_ id: UInt64, maximumBytes: Int) -> [UInt8] {
+        var records: [InputEventRecord] = []
+        _ = clients[id]!.buffer.pop(into: &records, maximum: maximumBytes / InputEventRecord.size)
+        var bytes = [UInt8](repeating: 0, count: records.count * InputEventRecord.size)
+        bytes.withUnsafeMutableBytes { raw in
+            for (index, record) in records.enumerated() {
+                record.store(to: raw.baseAddress! + index * InputEventRecord.size)
+            }
+        }
+        return bytes
+    }
+
+    // MARK: Removal and statistics
+
+    /// Removes the device: readers get `ENODEV`, poll reports `POLLHUP|POLLERR`, and the
+    /// node disappears from the folder (inotify sees it deleted).
+    public func remove() {
+        markRemoved()
+        folder?.notifyDeleted(self)
+    }
+
+    func markRemoved() {
+        var replies: [Reply] = []
+        lockedPerform {
+            guard !removed else { return }
+            removed = true
+            for id in clients.keys { wake(id, replies: &replies) }
+        }
+        perform(replies)
+    }
+
+    /// Whether ``remove()`` was called.
+    public var isRemoved: Bool { lockedPerform { removed } }
+
+    /// Open files on the node.
+    public var clientCount: Int { lockedPerform { clients.count } }
+
+    /// Overflows of readers' buffers so far (each delivered a `SYN_DROPPED`).
+    public var overflowCount: Int { lockedPerform { clients.values.reduce(0) { $0 + $1.buffer.overflowCount } } }
+
+    /// Whether a reader holds `EVIOCGRAB`.
+    public var isGrabbed: Bool { lockedPerform { grabbedBy != nil } }
+
+    /// The LEDs currently on (written by readers with `EV_LED` events).
+    public var ledsOn: Set<UInt16> {
+        lockedPerform { Set((0..<16).map(UInt16.init).filter { state.leds.contains($0) }) }
+    }
+
+    // MARK: File operations (libfuse threads)
+
+    func openClient(nonblocking: Bool) -> UInt64 {
+        lockedPerform {
+            let id = nextClient
+            nextClient += 1
+            clients[id] = Client(buffer: EvdevClientBuffer(capacity: bufferSize), nonblocking: nonblocking)
+            return id
+        }
+    }
+
+    func closeClient(_ id: UInt64) {
+        var replies: [Reply] = []
+        lockedPerform {
+            guard let client = clients.removeValue(forKey: id) else { return }
+            if grabbedBy == id { grabbedBy = nil }
+            if let handle = client.pollHandle { replies.append(.notifyPoll(handle)) }
+            for read in client.pendingReads { replies.append(.error(read.request, EBADF)) }
+        }
+        perform(replies)
+    }
+
+    func read(req: fuse_req_t?, client id: UInt64, size: Int) {
+        guard let req else { return }
+        var replies: [Reply] = []
+        lockedPerform {
+            guard clients[id] != nil else { return replies.append(.error(req, EBADF)) }
+            if removed || clients[id]!.revoked { return replies.append(.error(req, ENODEV)) }
+            if size < InputEventRecord.size { return replies.append(.error(req, EINVAL)) }
+            if clients[id]!.buffer.hasReadableEvents {
+                replies.append(.data(req, takeEvents(id, maximumBytes: size)))
+            } else if clients[id]!.nonblocking {
+                replies.append(.error(req, EAGAIN))
+            } else {
+                clients[id]!.pendingReads.append((req, size))
+            }
+        }
+        perform(replies)
+    }
+
+    func write(req: fuse_req_t?, client id: UInt64, bytes: UnsafeRawPointer, size: Int) {
+        guard let req else { return }
+        guard size >= InputEventRecord.size else {
+            fuse_reply_err(req, EINVAL)
+            return
+        }
+        var replies: [Reply] = []
+        let status: Int32 = lockedPerform {
+            guard let client = clients[id] else { return EBADF }
+            if removed || client.revoked { return ENODEV }
+            // A grab by another reader keeps writes from reaching the device.
+            if let grabbedBy, grabbedBy != id { return 0 }
+            for index in 0..<(size / InputEventRecord.size) {
+                let record = InputEventRecord.load(from: bytes + index * InputEventRecord.size)
+                if let frame = state.feed(type: record.type, code: record.code, value: record.value) {
+                    deliver(frame, replies: &replies)
+                }
+            }
+            return 0
+        }
+        perform(replies)
+        if status != 0 {
+            fuse_reply_err(req, status)
+        } else {
+            fuse_reply_write(req, size - size % InputEventRecord.size)
+        }
+    }
+
+    func poll(client id: UInt64, handle: OpaquePointer?) -> UInt32 {
+        var replies: [Reply] = []
+        let mask: UInt32 = lockedPerform {
+            guard clients[id] != nil else { return UInt32(POLLERR | POLLHUP) }
+            if let handle {
+                if let old = clients[id]!.pollHandle { fuse_pollhandle_destroy(old) }
+                clients[id]!.pollHandle = handle
+            }
+            var mask: Int32 = removed || clients[id]!.revoked ? POLLHUP | POLLERR : POLLOUT | POLLWRNORM
+            if clients[id]!.buffer.hasReadableEvents { mask |= POLLIN | POLLRDNORM }
+            if mask & (POLLIN | POLLHUP) != 0, let registered = clients[id]!.pollHandle {
+                // Ready now: the caller learns it from this reply; drop the handle.
+                clients[id]!.pollHandle = nil
+                replies.append(.notifyPoll(registered))
+            }
+            return UInt32(mask)
+        }
+        perform(replies)
+        return mask
+    }
+
+    // MARK: ioctl
+
+    func ioctl(
+        req: fuse_req_t?, client id: UInt64, command: UInt32, argument: UnsafeMutableRawPointer?,
+        input: UnsafeRawPointer?, inputSize: Int, outputSize: Int
+    ) {
+        guard let req else { return }
+        let number = command & 0xff
+        let kind = (command >> 8) & 0xff
+        let size = Int((command >> 16) & 0x3fff)
+        let direction = command >> 30  // 1 write, 2 read
+        guard kind == UInt32(UInt8(ascii: "E")) else {
+            fuse_reply_err(req, ENOTTY)
+            return
+        }
+        func readInt() -> Int32? {
+            guard let input, inputSize >= 4 else { return nil }
+            return input.loadUnaligned(as: Int32.self)
+        }
+        var pid: pid_t = 0
+        if let context = fuse_req_ctx(req) { pid = context.pointee.pid }
+        var replies: [Reply] = []
+        let outcome: (Int32, [UInt8]) = lockedPerform {
+            guard clients[id] != nil else { return (-EBADF, []) }
+            if removed || clients[id]!.revoked { return (-ENODEV, []) }
+            let d = deviceDescription
+            switch (direction, number) {
+            case (2, 0x01):  // EVIOCGVERSION
+                return (0, bytes(of: Int32(0x010001)))
+            case (2, 0x02):  // EVIOCGID
+                return (0, bytes(of: d.busType) + bytes(of: d.vendor) + bytes(of: d.product) + bytes(of: d.version))
+            case (2, 0x03):  // EVIOCGREP
+                guard d.keyRepeat != nil else { return (-ENOSYS, []) }
+                return (0, bytes(of: UInt32(state.repeatDelay)) + bytes(of: UInt32(state.repeatPeriod)))
+            case (1, 0x03):  // EVIOCSREP
+                guard d.keyRepeat != nil, let input, inputSize >= 8 else { return (-ENOSYS, []) }
+                let delay = input.loadUnaligned(as: Int32.self)
+                let period = input.loadUnaligned(fromByteOffset: 4, as: Int32.self)
+                _ = state.feed(type: 0x14, code: 0, value: delay)
+                if let frame = state.feed(type: 0x14, code: 1, value: period) { deliver(frame, replies: &replies) }
+                return (0, [])
+            case (2, 0x06): return stringReply(d.name, size)
+            case (2, 0x07): return d.physicalLocation.isEmpty ? (-ENOENT, []) : stringReply(d.physicalLocation, size)
+            case (2, 0x08): return d.uniqueIdentifier.isEmpty ? (-ENOENT, []) : stringReply(d.uniqueIdentifier, size)
+            case (2, 0x09):  // EVIOCGPROP
+                return maskReply(BitSet.bytes(of: d.properties, maskBytes: EvdevLimits.propertyMaskBytes), size)
+            case (2, 0x0a):  // EVIOCGMTSLOTS: the requested code is in the caller's buffer
+                var code: UInt32 = 0
+                guard let argument, size >= 4,
+                    ringloop_read_process_memory(pid, argument, &code, 4) == 4,
+                    code <= 0xffff, let values = state.slotValues(code: UInt16(code))
+                else { return (-EINVAL, []) }
+                let count = min(values.count, (size - 4) / 4)
+                return (0, bytes(of: code) + values.prefix(count).flatMap { bytes(of: $0) })
+            case (2, 0x18): return maskReply(state.keys.bytes, size)  // EVIOCGKEY
+            case (2, 0x19): return maskReply(state.leds.bytes, size)  // EVIOCGLED
+            case (2, 0x1a): return maskReply(state.sounds.bytes, size)  // EVIOCGSND
+            case (2, 0x1b): return maskReply(state.switches.bytes, size)  // EVIOCGSW
+            case (2, 0x20...0x3f):  // EVIOCGBIT(type, len)
+                let type = UInt16(number - 0x20)
+                guard let maskBytes = EvdevLimits.maskBytes(type: type) else { return (-EINVAL, []) }
+                return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
+            case (2, 0x40...0x7f):  // EVIOCGABS(axis)
+                let code = UInt16(number - 0x40)
+                guard d.has(type: 0x03, code: code), let axis = state.axes[code] else { return (-EINVAL, []) }
+                let fields = [axis.value, axis.minimum, axis.maximum, axis.fuzz, axis.flat, axis.resolution]
+                return (0, Array(fields.flatMap { bytes(of: $0) }.prefix(size)))
+            case (1, 0xc0...0xff):  // EVIOCSABS(axis)
+                let code = UInt16(number - 0xc0)
+                guard d.has(type: 0x03, code: code), code != 0x2f, let input, inputSize >= 24 else { return (-EINVAL, []) }
+                let v = (0..<6).map { input.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self) }
+                state.setAxis(code, AbsoluteAxis(value: v[0], minimum: v[1], maximum: v[2], fuzz: v[3], flat: v[4], resolution: v[5]))
+                return (0, [])
+            case (2, 0x84):  // EVIOCGEFFECTS
+                return (0, bytes(of: Int32(0)))
+            case (1, 0x90):  // EVIOCGRAB
+                guard let value = readInt() else { return (-EINVAL, []) }
+                if value != 0 {
+                    if grabbedBy != nil { return (-EBUSY, []) }
+                    grabbedBy = id
+                } else {
+                    guard grabbedBy == id else { return (-EINVAL, []) }
+                    grabbedBy = nil
+                }
+                return (0, [])
+            case (1, 0x91):  // EVIOCREVOKE
+                guard readInt() == 0 else { return (-EINVAL, []) }
+                clients[id]!.revoked = true
+                clients[id]!.buffer.clear()
+                if grabbedBy == id { grabbedBy = nil }
+                wake(id, replies: &replies)
+                return (0, [])
+            case (1, 0xa0):  // EVIOCSCLOCKID
+                guard let clock = readInt(), [CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME].contains(clock) else {
+                    return (-EINVAL, [])
+                }
+                if clients[id]!.clock != clock {
+                    clients[id]!.clock = clock
+                    var now = timespec()
+                    clock_gettime(clock, &now)
+                    clients[id]!.buffer.resetWithSynDropped(seconds: now.tv_sec, microseconds: now.tv_nsec / 1000)
+                }
+                return (0, [])
+            default:
+                return (-EINVAL, [])
+            }
+        }
+        perform(replies)
+        let (result, data) = outcome
+        if result < 0 {
+            fuse_reply_err(req, -result)
+            return
+        }
+        let count = min(data.count, outputSize)
+        data.withUnsafeBytes { raw in
+            _ = fuse_reply_ioctl(req, result == 0 && direction == 2 && number >= 0x06 && number != 0x0a ? Int32(count) : result, raw.baseAddress, count)
+        }
+    }
+
+    /// A string ioctl: the text and its NUL, cut to `size`; returns the bytes copied.
+    private func stringReply(_ text: String, _ size: Int) -> (Int32, [UInt8]) {
+        var data = Array(text.utf8) + [0]
+        if data.count > size { data = Array(data.prefix(size)) }
+        return (0, data)
+    }
+
+    /// A bit-mask ioctl: the mask cut to `size`; returns the bytes copied.
+    private func maskReply(_ mask: [UInt8], _ size: Int) -> (Int32, [UInt8]) {
+        (0, Array(mask.prefix(size)))
+    }
+
+    // MARK: Helpers
+
+    @discardableResult
+    private func lockedPerform<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
+    }
+
+    private func perform(_ replies: [Reply]) {
+        for reply in replies {
+            switch reply {
+            case .data(let request, let data):
+                data.withUnsafeBytes { raw in
+                    _ = fuse_reply_buf(request, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+                }
+            case .error(let request, let code):
+                fuse_reply_err(request, code)
+            case .notifyPoll(let handle):
+                fuse_lowlevel_notify_poll(handle)
+                fuse_pollhandle_destroy(handle)
+            }
+        }
+    }
+}
+
+func bytes<T: FixedWidthInteger>(of value: T) -> [UInt8] {
+    withUnsafeBytes(of: value.littleEndian) { Array($0) }
+}
