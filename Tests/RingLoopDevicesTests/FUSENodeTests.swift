@@ -51,3 +51,162 @@ struct FUSENodeTests {
         }
     }
 }
+
+let testTouchscreen = InputDeviceDescription(
+    name: "Virtual Touch Screen", busType: 0x18, vendor: 0x2386, product: 0x4328, version: 0x100, properties: [1],
+    codes: [0x01: [0x14a], 0x03: [0x00, 0x01, 0x2f, 0x35, 0x36, 0x39]],
+    absoluteAxes: [
+        0x00: AbsoluteAxis(minimum: 0, maximum: 4095, resolution: 16),
+        0x01: AbsoluteAxis(minimum: 0, maximum: 2303, resolution: 16),
+        0x2f: AbsoluteAxis(minimum: 0, maximum: 9),
+        0x35: AbsoluteAxis(minimum: 0, maximum: 4095, resolution: 16),
+        0x36: AbsoluteAxis(minimum: 0, maximum: 2303, resolution: 16),
+        0x39: AbsoluteAxis(minimum: 0, maximum: 65535),
+    ])
+
+let testKeyboard = InputDeviceDescription(
+    name: "Virtual Keyboard", busType: 0x03, vendor: 0x1, product: 0x1, version: 1,
+    codes: [0x01: Set((1...88).map(UInt16.init)), 0x04: [0x04], 0x11: [0, 1, 2]], keyRepeat: (250, 33))
+
+extension FUSENodeTests {
+    @Test("State queries reflect the current state: keys down, slots, axes, LEDs")
+    func stateQueries() throws {
+        try withDeviceFolder { folder in
+            let touch = try folder.addDevice(testTouchscreen)
+            try touch.send([
+                (3, 0x2f, 1), (3, 0x39, 42), (3, 0x35, 1000), (3, 0x36, 500), (1, 0x14a, 1), (3, 0, 1000), (3, 1, 500),
+                (0, 0, 0),
+            ])
+            let fd = open(touch.path, O_RDONLY | O_NONBLOCK)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            var device: OpaquePointer?
+            try #require(libevdev_new_from_fd(fd, &device) == 0)
+            defer { libevdev_free(device) }
+            #expect(libevdev_get_num_slots(device) == 10)
+            #expect(libevdev_get_slot_value(device, 1, 0x39) == 42)
+            #expect(libevdev_get_slot_value(device, 1, 0x35) == 1000)
+            #expect(libevdev_get_slot_value(device, 0, 0x39) == -1)
+            #expect(libevdev_get_current_slot(device) == 1)
+            #expect(libevdev_get_event_value(device, 1, 0x14a) == 1)
+            #expect(libevdev_get_event_value(device, 3, 0) == 1000)
+            #expect(libevdev_get_abs_resolution(device, 0) == 16)
+            #expect(libevdev_has_property(device, 1) == 1)
+
+            let keyboard = try folder.addDevice(testKeyboard)
+            let kfd = open(keyboard.path, O_RDWR | O_NONBLOCK)
+            try #require(kfd >= 0)
+            defer { close(kfd) }
+            var kdev: OpaquePointer?
+            try #require(libevdev_new_from_fd(kfd, &kdev) == 0)
+            defer { libevdev_free(kdev) }
+            var delay: Int32 = 0
+            var period: Int32 = 0
+            #expect(libevdev_get_repeat(kdev, &delay, &period) == 0 && delay == 250 && period == 33)
+            // Turn on caps lock through the node, as a compositor would.
+            #expect(libevdev_kernel_set_led_value(kdev, 1, LIBEVDEV_LED_ON) == 0)
+            #expect(keyboard.ledsOn == [1])
+        }
+    }
+
+    @Test("Two readers each get every event; a grab shuts the other out")
+    func readersAndGrab() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse)
+            let a = open(node.path, O_RDONLY | O_NONBLOCK)
+            let b = open(node.path, O_RDONLY | O_NONBLOCK)
+            defer {
+                close(a)
+                close(b)
+            }
+            try node.send([(2, 0, 1), (0, 0, 0)])
+            #expect(readEvents(a).count == 2)
+            #expect(readEvents(b).count == 2)
+            var one: Int32 = 1
+            #expect(Glibc.ioctl(a, UInt(ringloop_eviocgrab()), &one) == 0)
+            #expect(Glibc.ioctl(b, UInt(ringloop_eviocgrab()), &one) == -1 && errno == EBUSY)
+            #expect(node.isGrabbed)
+            try node.send([(2, 0, 2), (0, 0, 0)])
+            #expect(readEvents(a).count == 2)
+            #expect(readEvents(b).isEmpty, "the grab shuts out the other reader")
+            var zero: Int32 = 0
+            #expect(Glibc.ioctl(a, UInt(ringloop_eviocgrab()), &zero) == 0)
+            try node.send([(2, 0, 3), (0, 0, 0)])
+            #expect(readEvents(b).count == 2)
+        }
+    }
+
+    @Test("Overflowing a reader's buffer yields SYN_DROPPED, then only the newest frame")
+    func overflow() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse, bufferSize: 16)
+            let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+            defer { close(fd) }
+            for step in 1...20 { try node.send([(2, 0, Int32(step)), (2, 1, 1), (0, 0, 0)]) }
+            let events = readEvents(fd)
+            #expect(events.first.map { [$0.type, $0.code] } == [0, 3], "SYN_DROPPED comes first: \(events.map { ($0.type, $0.code, $0.value) })")
+            #expect(node.overflowCount > 0)
+            // After the drop, what is readable ends with a complete frame.
+            #expect(events.last.map { [$0.type, $0.code] } == [0, 0])
+        }
+    }
+
+    @Test("The input core's filter: unchanged keys, zero motion and empty frames are dropped")
+    func inputCoreFilter() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testKeyboard)
+            let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+            defer { close(fd) }
+            try node.send([(1, 30, 1), (0, 0, 0), (1, 30, 1), (0, 0, 0), (1, 30, 2), (0, 0, 0), (1, 30, 0), (0, 0, 0), (1, 30, 2), (0, 0, 0)])
+            let events = readEvents(fd).map { [Int($0.type), Int($0.code), Int($0.value)] }
+            #expect(events == [[1, 30, 1], [0, 0, 0], [1, 30, 2], [0, 0, 0], [1, 30, 0], [0, 0, 0]])
+        }
+    }
+
+    @Test("EVIOCSCLOCKID switches a reader to CLOCK_MONOTONIC timestamps")
+    func monotonicClock() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse)
+            let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+            defer { close(fd) }
+            var clock: Int32 = CLOCK_MONOTONIC
+            #expect(Glibc.ioctl(fd, UInt(ringloop_eviocsclockid()), &clock) == 0)
+            var before = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &before)
+            try node.send([(2, 0, 1), (0, 0, 0)])
+            var after = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &after)
+            let events = readEvents(fd)
+            try #require(events.count == 2)
+            var first = events[0]
+            let stamp = Int64(ringloop_input_event_sec(&first)) * 1_000_000 + Int64(ringloop_input_event_usec(&first))
+            #expect(stamp >= Int64(before.tv_sec) * 1_000_000 + Int64(before.tv_nsec / 1000))
+            #expect(stamp <= Int64(after.tv_sec) * 1_000_000 + Int64(after.tv_nsec / 1000))
+            var bogus: Int32 = 42
+            #expect(Glibc.ioctl(fd, UInt(ringloop_eviocsclockid()), &bogus) == -1 && errno == EINVAL)
+        }
+    }
+
+    @Test("Removal: readers get ENODEV, the node leaves the folder, inotify sees it deleted")
+    func removal() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse)
+            let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+            defer { close(fd) }
+            let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            defer { close(watch) }
+            #expect(inotify_add_watch(watch, folder.path, UInt32(IN_DELETE)) >= 0)
+            node.remove()
+            var byte = [UInt8](repeating: 0, count: 24)
+            #expect(read(fd, &byte, 24) == -1 && errno == ENODEV)
+            #expect(access(node.path, F_OK) != 0)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = read(watch, &buffer, buffer.count)
+            #expect(count > 0, "inotify reported no deletion")
+            if count > 16 {
+                let name = String(decoding: buffer[16..<count].prefix { $0 != 0 }, as: UTF8.self)
+                #expect(name == node.name)
+            }
+        }
+    }
+}

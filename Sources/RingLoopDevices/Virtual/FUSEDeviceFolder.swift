@@ -143,25 +143,24 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         return size
     }
 
-    /// Tells the kernel the node's directory entry is gone (fires inotify's IN_DELETE).
-    func notifyDeleted(_ node: FUSEEvdevNode) {
+    /// Takes a removed node's entry out of the folder through the kernel (an `unlink`
+    /// that this server accepts only for removed nodes), so the kernel reports it like
+    /// any deletion: inotify's `IN_DELETE` fires and later lookups fail.
+    func unlinkRemoved(_ node: FUSEEvdevNode) {
         guard !closed.load(ordering: .acquiring) else { return }
-        let status = node.name.withCString { name in
-            fuse_lowlevel_notify_delete(session, 1, node.inode, name, strlen(name))
-        }
-        if status != 0, status != -ENOENT {
-            Self.logger.debug("notify_delete for \(node.name) returned \(status)")
+        if unlink(node.path) != 0, errno != ENOENT {
+            Self.logger.debug("unlink \(node.path) failed: errno \(errno)")
         }
     }
 
     func node(_ inode: UInt64) -> FUSEEvdevNode? { state.withLock { $0.nodes[inode] } }
 
     func node(named name: String) -> FUSEEvdevNode? {
-        state.withLock { state in state.nodes.values.first { $0.name == name && !$0.isRemoved } }
+        state.withLock { state in state.nodes.values.first { $0.name == name && !$0.unlinked } }
     }
 
     func liveNodes() -> [FUSEEvdevNode] {
-        state.withLock { state in state.nodes.values.filter { !$0.isRemoved }.sorted { $0.inode < $1.inode } }
+        state.withLock { state in state.nodes.values.filter { !$0.unlinked }.sorted { $0.inode < $1.inode } }
     }
 
     func forget(_ node: FUSEEvdevNode) {
@@ -307,13 +306,33 @@ enum FUSEOperations {
             entry.entry_timeout = 0
             fuse_reply_entry(req, &entry)
         }
+        ops.unlink = { req, parent, name in
+            // Only nodes already removed through the API leave this way.
+            guard let folder = FUSEOperations.folder(req), parent == 1, let name else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            let wanted = String(cString: name)
+            let node = folder.state.withLock { state in state.nodes.values.first { $0.name == wanted } }
+            guard let node else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            guard node.isRemoved else {
+                fuse_reply_err(req, EPERM)
+                return
+            }
+            node.unlinked = true
+            if node.clientCount == 0 { folder.forget(node) }
+            fuse_reply_err(req, 0)
+        }
         ops.getattr = { req, inode, _ in
             guard let folder = FUSEOperations.folder(req) else {
                 fuse_reply_err(req, ENOENT)
                 return
             }
             if inode != 1 {
-                guard let node = folder.node(inode), !node.isRemoved else {
+                guard let node = folder.node(inode), !node.unlinked else {
                     fuse_reply_err(req, ENOENT)
                     return
                 }
@@ -362,7 +381,7 @@ enum FUSEOperations {
         ops.release = { req, inode, info in
             if let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) {
                 node.closeClient(info.pointee.fh)
-                if node.isRemoved, node.clientCount == 0 { folder.forget(node) }
+                if node.unlinked, node.clientCount == 0 { folder.forget(node) }
             }
             fuse_reply_err(req, 0)
         }

@@ -141,8 +141,15 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// node disappears from the folder (inotify sees it deleted).
     public func remove() {
         markRemoved()
-        folder?.notifyDeleted(self)
+        folder?.unlinkRemoved(self)
     }
+
+    /// Set once the kernel has taken the entry out of the folder (libfuse threads).
+    var unlinked: Bool {
+        get { lockedPerform { isUnlinked } }
+        set { lockedPerform { isUnlinked = newValue } }
+    }
+    private var isUnlinked = false
 
     func markRemoved() {
         var replies: [Reply] = []
