@@ -80,6 +80,6 @@ let package = Package(
         // RingRunLoop, with the callout traces compared.
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
         .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID"]),
-        .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices"]),
+        .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev"]),
     ]
 )

@@ -210,3 +210,75 @@ extension FUSENodeTests {
         }
     }
 }
+
+import RingLoop
+import Synchronization
+
+extension FUSENodeTests {
+    @Test("A node's readiness wakes a RingRunLoop through io_uring poll")
+    func ringLoopPoll() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse)
+            let received = ThreadBox<[[Int]]>([])
+            let sender = ThreadBox<Bool>(false)
+            let done = Atomic<Bool>(false)
+            let thread = LoopThreadForTest {
+                let loop = RingRunLoop.current
+                let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+                defer { close(fd) }
+                let source = LoopPortSource(fileDescriptor: fd) { _ in
+                    let events = readEvents(fd).map { [Int($0.type), Int($0.code), Int($0.value)] }
+                    received.mutate { $0 += events }
+                    if received.value.count >= 4 { loop.stop() }
+                }
+                loop.add(source, to: .default)
+                sender.mutate { $0 = true }
+                loop.run(mode: .default, for: .seconds(10))
+                source.invalidate()
+                done.store(true, ordering: .releasing)
+            }
+            // The reader has opened the node (events before that go to no one); whether
+            // its loop already waits does not matter: an armed poll reports data present.
+            while !sender.value { sched_yield() }
+            try node.send([(2, 0, 5), (0, 0, 0)])
+            try node.send([(2, 1, -5), (0, 0, 0)])
+            thread.join()
+            let finished = done.load(ordering: .acquiring)
+            #expect(finished)
+            #expect(received.value == [[2, 0, 5], [0, 0, 0], [2, 1, -5], [0, 0, 0]])
+        }
+    }
+}
+
+/// A value shared with a test thread under a lock.
+final class ThreadBox<Value>: @unchecked Sendable {
+    private let lock = NSLockLike()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+    func mutate(_ body: (inout Value) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        body(&stored)
+    }
+}
+
+/// A joinable thread for tests.
+final class LoopThreadForTest: @unchecked Sendable {
+    private var handle = pthread_t()
+    private let body: () -> Void
+    init(_ body: @escaping () -> Void) {
+        self.body = body
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&handle, nil, { context in
+            let me = Unmanaged<LoopThreadForTest>.fromOpaque(context!).takeRetainedValue()
+            me.body()
+            return nil
+        }, context)
+    }
+    func join() { pthread_join(handle, nil) }
+}
