@@ -18,12 +18,16 @@ struct EvdevDeviceState {
     private(set) var repeatPeriod: Int32
     /// Events of the frame being built, waiting for its SYN_REPORT.
     private var frame: [(UInt16, UInt16, Int32)] = []
+    /// Whether absolute values are defuzzed. Off when replaying a recording: recorded
+    /// values already went through the filter once, and a second pass would move them.
+    let appliesFuzz: Bool
 
     static let firstMultitouchCode: UInt16 = 0x30
     static let lastMultitouchCode: UInt16 = 0x3d
 
-    init(description: InputDeviceDescription) {
+    init(description: InputDeviceDescription, appliesFuzz: Bool = true) {
         self.description = description
+        self.appliesFuzz = appliesFuzz
         keys = BitSet(bits: 0x300, set: description.keysDown)
         leds = BitSet(bits: 0x10, set: Set(description.ledStates.filter { $0.value != 0 }.keys))
         switches = BitSet(bits: 0x11, set: Set(description.switchStates.filter { $0.value != 0 }.keys))
@@ -109,7 +113,7 @@ struct EvdevDeviceState {
             if multitouch, value >= 0, Int(value) < slots.count { stagedSlot = value }
             return
         }
-        let fuzz = axes[code]?.fuzz ?? 0
+        let fuzz = appliesFuzz ? axes[code]?.fuzz ?? 0 : 0
         if multitouch, code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode {
             let index = Int(code - Self.firstMultitouchCode)
             let old = slots[Int(stagedSlot)][index]

@@ -113,10 +113,14 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     }
 
     /// Adds a node for `description`; returns it once it is visible in the folder.
-    /// - Parameter bufferSize: Events each reader's buffer holds before it overflows
-    ///   (the kernel picks 64 or 8 frames' worth, rounded up to a power of two).
-    public func addDevice(_ description: InputDeviceDescription, bufferSize: Int? = nil) throws(VirtualDeviceError)
-        -> FUSEEvdevNode
+    /// - Parameters:
+    ///   - bufferSize: Events each reader's buffer holds before it overflows (the kernel
+    ///     picks 64 or 8 frames' worth, rounded up to a power of two).
+    ///   - appliesFuzz: Whether absolute values are defuzzed as the input core does.
+    ///     Pass `false` to replay a recording: its values were filtered when recorded,
+    ///     and a second pass would move them (readers still see the recorded fuzz).
+    public func addDevice(_ description: InputDeviceDescription, bufferSize: Int? = nil, appliesFuzz: Bool = true)
+        throws(VirtualDeviceError) -> FUSEEvdevNode
     {
         guard !closed.load(ordering: .acquiring) else { throw .removed(path) }
         return state.withLock { state in
@@ -125,7 +129,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
             let inode = UInt64(index) + 2
             let node = FUSEEvdevNode(
                 folder: self, name: "event\(index)", inode: inode, description: description,
-                bufferSize: bufferSize ?? Self.kernelBufferSize(description))
+                bufferSize: bufferSize ?? Self.kernelBufferSize(description), appliesFuzz: appliesFuzz)
             state.nodes[inode] = node
             return node
         }

@@ -43,13 +43,16 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         case notifyPoll(OpaquePointer)
     }
 
-    init(folder: FUSEDeviceFolder, name: String, inode: UInt64, description: InputDeviceDescription, bufferSize: Int) {
+    init(
+        folder: FUSEDeviceFolder, name: String, inode: UInt64, description: InputDeviceDescription, bufferSize: Int,
+        appliesFuzz: Bool
+    ) {
         self.folder = folder
         self.name = name
         self.path = folder.path + "/" + name
         self.inode = inode
         self.deviceDescription = description
-        self.state = EvdevDeviceState(description: description)
+        self.state = EvdevDeviceState(description: description, appliesFuzz: appliesFuzz)
         self.bufferSize = bufferSize
     }
 

@@ -1,0 +1,202 @@
+import CLibEvdev
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A virtual evdev device, whatever backs it: events sent to it come out of its node
+/// exactly as from a kernel device.
+public protocol VirtualInputDevice: AnyObject, Sendable {
+    /// The device node readers open (`/dev/input/eventN` or a FUSE folder's `eventN`).
+    var nodePath: String { get }
+    /// What the device says about itself.
+    var deviceDescription: InputDeviceDescription { get }
+    /// Sends events (end frames with `SYN_REPORT`: type 0, code 0, value 0).
+    func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError)
+    /// Removes the device; readers get `ENODEV`.
+    func remove()
+}
+
+extension FUSEEvdevNode: VirtualInputDevice {
+    public var nodePath: String { path }
+}
+
+/// The two ways to make a virtual device.
+public enum VirtualDeviceBackend: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// A real kernel device through `/dev/uinput` (libevdev's uinput API): every program
+    /// on the machine sees it.
+    case uinput
+    /// A node in a FUSE folder served by this process: works without `/dev/uinput`,
+    /// readers open the folder's files.
+    case fuse
+
+    public var description: String { rawValue }
+
+    /// Whether the backend can be used here, and if not, why.
+    public static func availability(_ backend: VirtualDeviceBackend) -> Result<Void, VirtualDeviceError> {
+        let node = backend == .uinput ? "/dev/uinput" : "/dev/fuse"
+        let fd = open(node, O_RDWR | O_CLOEXEC)
+        if fd >= 0 {
+            close(fd)
+            return .success(())
+        }
+        let reason = errno
+        let fix =
+            backend == .uinput
+            ? "load the uinput module (modprobe uinput) and run as root or in group input"
+            : "install fuse3 and run as root (apt-get install fuse3)"
+        return .failure(.noBackend("\(node): \(String(cString: strerror(reason))); \(fix)"))
+    }
+}
+
+/// Creates virtual devices with the best backend available: uinput where `/dev/uinput`
+/// is usable, otherwise a FUSE folder.
+///
+/// ```swift
+/// let host = try VirtualDeviceHost()
+/// let mouse = try host.create(description)
+/// try mouse.send([(2, 0, 5), (0, 0, 0)])
+/// ```
+public final class VirtualDeviceHost: @unchecked Sendable {
+    // @unchecked: `folder` is created lazily under `lock`.
+
+    /// The backend in use.
+    public let backend: VirtualDeviceBackend
+    /// Where FUSE nodes appear (when the backend is FUSE).
+    public let folderPath: String
+    private let lock = NSLockLike()
+    private var folder: FUSEDeviceFolder?
+    private var devices: [any VirtualInputDevice] = []
+
+    /// Picks `backend`, or the best available when `nil`.
+    /// - Parameter folderPath: The FUSE folder to mount (default: a fresh folder under /tmp).
+    public init(backend: VirtualDeviceBackend? = nil, folderPath: String? = nil) throws(VirtualDeviceError) {
+        let chosen: VirtualDeviceBackend
+        if let backend {
+            if case .failure(let error) = VirtualDeviceBackend.availability(backend) { throw error }
+            chosen = backend
+        } else if case .success = VirtualDeviceBackend.availability(.uinput) {
+            chosen = .uinput
+        } else if case .success = VirtualDeviceBackend.availability(.fuse) {
+            chosen = .fuse
+        } else {
+            throw .noBackend(
+                "neither /dev/uinput nor /dev/fuse is usable: load the uinput module, or install fuse3, and run as root")
+        }
+        self.backend = chosen
+        self.folderPath = folderPath ?? "/tmp/ringloop-devices-\(getpid())"
+    }
+
+    deinit { close() }
+
+    /// Creates a device.
+    /// - Parameters:
+    ///   - bufferSize: FUSE only: events each reader's buffer holds.
+    ///   - forReplay: The device will replay a recording: FUSE nodes skip the input
+    ///     core's fuzz pass (recorded values already had it); uinput devices are created
+    ///     with fuzz 0 for the same reason (the kernel would apply it again).
+    public func create(_ description: InputDeviceDescription, bufferSize: Int? = nil, forReplay: Bool = false)
+        throws(VirtualDeviceError) -> any VirtualInputDevice
+    {
+        let device: any VirtualInputDevice
+        switch backend {
+        case .uinput:
+            var uinputDescription = description
+            if forReplay {
+                for code in uinputDescription.absoluteAxes.keys { uinputDescription.absoluteAxes[code]?.fuzz = 0 }
+            }
+            device = try UInputDevice(uinputDescription)
+        case .fuse:
+            lock.lock()
+            if folder == nil {
+                do {
+                    folder = try FUSEDeviceFolder(path: folderPath)
+                } catch {
+                    lock.unlock()
+                    throw error
+                }
+            }
+            let folder = self.folder!
+            lock.unlock()
+            device = try folder.addDevice(description, bufferSize: bufferSize, appliesFuzz: !forReplay)
+        }
+        lock.lock()
+        devices.append(device)
+        lock.unlock()
+        return device
+    }
+
+    /// Removes every device and unmounts the FUSE folder.
+    public func close() {
+        lock.lock()
+        let all = devices
+        devices = []
+        let folder = self.folder
+        self.folder = nil
+        lock.unlock()
+        for device in all { device.remove() }
+        folder?.close()
+    }
+}
+
+/// A kernel device created through `/dev/uinput` with libevdev.
+public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
+    // @unchecked: the uinput handle is used under `lock`.
+    public let nodePath: String
+    public let deviceDescription: InputDeviceDescription
+    private let lock = NSLockLike()
+    private var handle: OpaquePointer?
+
+    public init(_ description: InputDeviceDescription) throws(VirtualDeviceError) {
+        deviceDescription = description
+        guard let device = libevdev_new() else { throw .uinput(operation: "libevdev_new", errno: ENOMEM) }
+        defer { libevdev_free(device) }
+        libevdev_set_name(device, description.name)
+        libevdev_set_id_bustype(device, Int32(description.busType))
+        libevdev_set_id_vendor(device, Int32(description.vendor))
+        libevdev_set_id_product(device, Int32(description.product))
+        libevdev_set_id_version(device, Int32(description.version))
+        for property in description.properties { libevdev_enable_property(device, UInt32(property)) }
+        for (type, codes) in description.codes where type != 0 {
+            libevdev_enable_event_type(device, UInt32(type))
+            for code in codes {
+                if type == 0x03, let axis = description.absoluteAxes[code] {
+                    var info = input_absinfo(
+                        value: axis.value, minimum: axis.minimum, maximum: axis.maximum, fuzz: axis.fuzz,
+                        flat: axis.flat, resolution: axis.resolution)
+                    libevdev_enable_event_code(device, UInt32(type), UInt32(code), &info)
+                } else if type == 0x14 {
+                    var value = code == 0 ? description.keyRepeat?.delay ?? 250 : description.keyRepeat?.period ?? 33
+                    libevdev_enable_event_code(device, UInt32(type), UInt32(code), &value)
+                } else {
+                    libevdev_enable_event_code(device, UInt32(type), UInt32(code), nil)
+                }
+            }
+        }
+        var created: OpaquePointer?
+        let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
+        guard result == 0, let created else { throw .uinput(operation: "create", errno: -result) }
+        handle = created
+        nodePath = libevdev_uinput_get_devnode(created).map { String(cString: $0) } ?? ""
+    }
+
+    deinit { remove() }
+
+    public func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let handle else { throw .removed(nodePath) }
+        for event in events {
+            let result = libevdev_uinput_write_event(handle, UInt32(event.type), UInt32(event.code), event.value)
+            if result != 0 { throw .uinput(operation: "write", errno: -result) }
+        }
+    }
+
+    public func remove() {
+        lock.lock()
+        defer { lock.unlock() }
+        if let handle { libevdev_uinput_destroy(handle) }
+        handle = nil
+    }
+}
