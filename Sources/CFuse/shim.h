@@ -14,12 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/// Runs the session's multi-threaded loop until it is exited or unmounted.
-static inline int ringloop_fuse_session_loop_mt(struct fuse_session *se, unsigned max_idle_threads) {
-    struct fuse_loop_config config = { .clone_fd = 0, .max_idle_threads = max_idle_threads };
-    return fuse_session_loop_mt(se, &config);
-}
-
 /// Sets the open-file flags a FUSE server cannot set from Swift (they are bitfields).
 static inline void ringloop_fuse_file_info_set_stream(struct fuse_file_info *fi) {
     fi->direct_io = 1;

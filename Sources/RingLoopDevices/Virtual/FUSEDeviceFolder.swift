@@ -84,8 +84,10 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         }
         self.session = session
         let done = DispatchSemaphore(value: 0)
+        // One serving thread: no handler ever blocks (reads with no data are parked and
+        // answered later), so more threads would add nothing but cancellation at exit.
         thread = Thread(name: "fuse-evdev") {
-            _ = ringloop_fuse_session_loop_mt(session, 4)
+            _ = fuse_session_loop(session)
             done.signal()
         }
         self.loopDone = done

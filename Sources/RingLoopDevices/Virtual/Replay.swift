@@ -45,20 +45,25 @@ public enum Replay {
     ) throws(VirtualDeviceError) -> Int {
         let frames = frames(of: recording)
         guard let first = frames.first?.time else { return 0 }
-        var start = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &start)
-        let startNanoseconds = Int64(start.tv_sec) * 1_000_000_000 + Int64(start.tv_nsec)
+        // Offsets count from the moment the first frame has been sent, so no gap between
+        // two frames' timestamps is ever shorter than recorded (scaled).
+        var startNanoseconds: Int64 = 0
         for (index, frame) in frames.enumerated() {
             if shouldStop() { return index }
-            let offset = max(0, frame.time - first) * 1000
-            let due: Int64
-            switch speed {
-            case .recorded: due = startNanoseconds + offset
-            case .scaled(let factor): due = startNanoseconds + Int64(Double(offset) / max(factor, 1e-6))
-            case .asFastAsPossible: due = 0
+            if index > 0 {
+                let offset = max(0, frame.time - first) * 1000
+                switch speed {
+                case .recorded: sleepUntil(nanoseconds: startNanoseconds + offset)
+                case .scaled(let factor): sleepUntil(nanoseconds: startNanoseconds + Int64(Double(offset) / max(factor, 1e-6)))
+                case .asFastAsPossible: break
+                }
             }
-            if due > 0 { sleepUntil(nanoseconds: due) }
             try device.send(frame.events.map { ($0.type, $0.code, $0.value) })
+            if index == 0 {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                startNanoseconds = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+            }
             progress?(index + 1, frames.count)
         }
         return frames.count
