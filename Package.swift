@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // System libraries. Each module map names one shim header that includes the
@@ -61,7 +62,7 @@ let package = Package(
         // Recordings (evemu), virtual devices (uinput and FUSE), replay.
         .target(
             name: "RingLoopDevices",
-            dependencies: ["RingLoop", "CLibEvdev", "CFuse"]
+            dependencies: ["RingLoop", "CLibEvdev", "CFuse", .product(name: "Yams", package: "Yams")]
         ),
 
         // The `ringloop` command.

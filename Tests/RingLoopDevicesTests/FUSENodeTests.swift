@@ -282,3 +282,19 @@ final class LoopThreadForTest: @unchecked Sendable {
     }
     func join() { pthread_join(handle, nil) }
 }
+
+extension FUSENodeTests {
+    @Test("A description read from a node equals the one it was made from", arguments: bundledRecordings)
+    func descriptionRoundTrip(_ name: String) throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/" + name)
+        let original = try #require(recording.description)
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(original)
+            let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            let read = try InputDeviceDescription(fileDescriptor: fd)
+            #expect(read == original, "\(name)")
+        }
+    }
+}

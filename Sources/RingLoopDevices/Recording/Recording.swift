@@ -49,8 +49,38 @@ extension Recording {
     /// or libinput's `record` YAML when the file starts with `version:` (see
     /// ``LibinputRecording``).
     public static func load(contentsOf path: String) throws(RecordingError) -> Recording {
+        let all = try loadAll(contentsOf: path)
+        guard all.count == 1 else {
+            throw .unexpectedContent(
+                file: path, message: "holds \(all.count) devices; load them with Recording.loadAll(contentsOf:)")
+        }
+        return all[0]
+    }
+
+    /// Reads every device of a recording file: one for the evemu format, one or more for
+    /// `libinput record` YAML.
+    public static func loadAll(contentsOf path: String) throws(RecordingError) -> [Recording] {
         let bytes = try readFile(path)
-        return try EvemuFormat.parse(bytes, file: path)
+        if isLibinputYAML(bytes) {
+            return try LibinputRecording.parse(String(decoding: bytes, as: UTF8.self), file: path)
+        }
+        return [try EvemuFormat.parse(bytes, file: path)]
+    }
+
+    /// Whether the text starts, after comments and blank lines, with `version:` or `---`.
+    static func isLibinputYAML(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        while index < bytes.count {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "#") || bytes[index] == 0x0A || bytes[index] == 0x0D {
+                while index < bytes.count, bytes[index] != 0x0A { index += 1 }
+                index += 1
+                continue
+            }
+            let rest = bytes[index...]
+            return rest.starts(with: Array("version:".utf8)) || rest.starts(with: Array("---".utf8))
+        }
+        return false
     }
 
     /// Reads an events-only file whose description is in a separate file (as
