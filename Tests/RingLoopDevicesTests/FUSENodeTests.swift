@@ -298,3 +298,24 @@ extension FUSENodeTests {
         }
     }
 }
+
+extension FUSENodeTests {
+    @Test("A stale mount left by a crashed server is detached at the next start")
+    func staleMount() throws {
+        let path = "/tmp/ringloop-stale-\(getpid())"
+        mkdir(path, 0o755)
+        // Mount FUSE by hand and let the "server" die at once: its /dev/fuse closes.
+        let fuse = open("/dev/fuse", O_RDWR)
+        try #require(fuse >= 0)
+        let options = "fd=\(fuse),rootmode=40000,user_id=0,group_id=0"
+        let mounted = mount("ringloop-stale", path, "fuse.ringloop-stale", 0, options)
+        close(fuse)
+        try #require(mounted == 0, "mount: errno \(errno)")
+        var info = stat()
+        #expect(stat(path, &info) != 0 && errno == ENOTCONN, "the mount should be dead")
+        let folder = try FUSEDeviceFolder(path: path)
+        defer { folder.close() }
+        let node = try folder.addDevice(testMouse)
+        #expect(access(node.path, F_OK) == 0)
+    }
+}
