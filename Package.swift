@@ -80,7 +80,7 @@ let package = Package(
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
-        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID"]),
+        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"]),
         .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev"]),
     ]
 )

@@ -13,6 +13,10 @@ static inline unsigned long ringloop_eviocsclockid(void) { return EVIOCSCLOCKID;
 static inline unsigned long ringloop_eviocgname(unsigned len) { return EVIOCGNAME(len); }
 static inline unsigned long ringloop_eviocgbit(unsigned type, unsigned len) { return EVIOCGBIT(type, len); }
 static inline unsigned long ringloop_eviocgabs(unsigned axis) { return EVIOCGABS(axis); }
+static inline unsigned long ringloop_eviocgkey(unsigned len) { return EVIOCGKEY(len); }
+static inline unsigned long ringloop_eviocgsw(unsigned len) { return EVIOCGSW(len); }
+static inline unsigned long ringloop_eviocgled(unsigned len) { return EVIOCGLED(len); }
+static inline unsigned long ringloop_eviocgmtslots(unsigned len) { return EVIOCGMTSLOTS(len); }
 static inline long ringloop_input_event_sec(const struct input_event *e) { return e->input_event_sec; }
 static inline long ringloop_input_event_usec(const struct input_event *e) { return e->input_event_usec; }
 

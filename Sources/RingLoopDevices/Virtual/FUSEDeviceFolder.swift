@@ -125,7 +125,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         throws(VirtualDeviceError) -> FUSEEvdevNode
     {
         guard !closed.load(ordering: .acquiring) else { throw .removed(path) }
-        return state.withLock { state in
+        let node = state.withLock { state in
             let index = state.nextIndex
             state.nextIndex += 1
             let inode = UInt64(index) + 2
@@ -135,6 +135,14 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
             state.nodes[inode] = node
             return node
         }
+        // Create the entry through the kernel (a mknod this server accepts only for
+        // nodes being added), so watchers see it as any new file: inotify's IN_CREATE.
+        if mknod(node.path, S_IFREG | 0o660, 0) != 0 {
+            let error = errno
+            forget(node)
+            throw .folder(path: node.path, errno: error)
+        }
+        return node
     }
 
     /// The kernel's choice: 8 packets of the device's typical frame, at least 64 events.
@@ -162,11 +170,13 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     func node(_ inode: UInt64) -> FUSEEvdevNode? { state.withLock { $0.nodes[inode] } }
 
     func node(named name: String) -> FUSEEvdevNode? {
-        state.withLock { state in state.nodes.values.first { $0.name == name && !$0.unlinked } }
+        state.withLock { state in state.nodes.values.first { $0.name == name && $0.published && !$0.unlinked } }
     }
 
     func liveNodes() -> [FUSEEvdevNode] {
-        state.withLock { state in state.nodes.values.filter { !$0.unlinked }.sorted { $0.inode < $1.inode } }
+        state.withLock { state in
+            state.nodes.values.filter { $0.published && !$0.unlinked }.sorted { $0.inode < $1.inode }
+        }
     }
 
     func forget(_ node: FUSEEvdevNode) {
@@ -312,6 +322,25 @@ enum FUSEOperations {
             entry.entry_timeout = 0
             fuse_reply_entry(req, &entry)
         }
+        ops.mknod = { req, parent, name, _, _ in
+            // Only nodes being added through the API come into the folder this way.
+            guard let folder = FUSEOperations.folder(req), parent == 1, let name else {
+                fuse_reply_err(req, EPERM)
+                return
+            }
+            let wanted = String(cString: name)
+            let node = folder.state.withLock { state in state.nodes.values.first { $0.name == wanted } }
+            guard let node, !node.published else {
+                fuse_reply_err(req, node == nil ? EPERM : EEXIST)
+                return
+            }
+            node.published = true
+            var entry = fuse_entry_param()
+            entry.ino = node.inode
+            entry.generation = 1
+            entry.attr = FUSEOperations.attributes(inode: node.inode)
+            fuse_reply_entry(req, &entry)
+        }
         ops.unlink = { req, parent, name in
             // Only nodes already removed through the API leave this way.
             guard let folder = FUSEOperations.folder(req), parent == 1, let name else {
@@ -338,7 +367,7 @@ enum FUSEOperations {
                 return
             }
             if inode != 1 {
-                guard let node = folder.node(inode), !node.unlinked else {
+                guard let node = folder.node(inode), node.published, !node.unlinked else {
                     fuse_reply_err(req, ENOENT)
                     return
                 }

@@ -154,6 +154,13 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
     private var isUnlinked = false
 
+    /// Set once the kernel has created the entry (the folder's mknod).
+    var published: Bool {
+        get { lockedPerform { isPublished } }
+        set { lockedPerform { isPublished = newValue } }
+    }
+    private var isPublished = false
+
     func markRemoved() {
         var replies: [Reply] = []
         lockedPerform {

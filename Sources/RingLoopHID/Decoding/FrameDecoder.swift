@@ -1,0 +1,595 @@
+import RingLoop
+
+/// One raw evdev event as read from a node.
+public struct RawInputEvent: Sendable, Hashable {
+    public var seconds: Int
+    public var microseconds: Int
+    public var type: UInt16
+    public var code: UInt16
+    public var value: Int32
+
+    public init(seconds: Int, microseconds: Int, type: UInt16, code: UInt16, value: Int32) {
+        self.seconds = seconds
+        self.microseconds = microseconds
+        self.type = type
+        self.code = code
+        self.value = value
+    }
+
+    var instant: MonotonicInstant {
+        MonotonicInstant(nanoseconds: UInt64(max(0, seconds)) &* 1_000_000_000 &+ UInt64(max(0, microseconds)) &* 1000)
+    }
+}
+
+/// What a resync reads back from the device after `SYN_DROPPED`.
+public struct DeviceStateSnapshot: Sendable {
+    /// Keys and buttons down (codes).
+    public var keysDown: Set<UInt16> = []
+    /// Switches on.
+    public var switchesOn: Set<UInt16> = []
+    /// Current absolute values.
+    public var absolute: [UInt16: Int32] = [:]
+    /// Per slot: tracking id, x, y (protocol B devices).
+    public var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
+
+    public init() {}
+}
+
+/// Turns one device's evdev frames into HID events: state is applied at `SYN_REPORT`
+/// only, per device and per multitouch slot; `SYN_DROPPED` discards the partial frame
+/// and resyncs from the device's state, so no key stays held that is up and no touch
+/// stays live that has lifted.
+///
+/// Allocation-free once warm: frames are built in reused buffers and events appended to
+/// the caller's array.
+public struct FrameDecoder {
+    public let info: HIDDeviceInfo
+    private let deviceID: HIDDeviceID
+
+    // State applied at SYN_REPORT.
+    private var keysDown = BitSet768()
+    private var modifiers: KeyModifiers = []
+    private var absolute = [Int32](repeating: 0, count: 64)
+    private var slots: [SlotState]
+    private var currentSlot = 0
+    private var toolFingers = 0
+    private var touching = false
+    private var penTool: PenEvent.Tool?
+    private var penButtons: UInt8 = 0
+    private var penTouching = false
+    private var wheelRemainder = 0
+    private var horizontalWheelRemainder = 0
+    private var switchesOn = Set<UInt16>()
+    private var clickDown = false
+
+    // The frame being read.
+    private var pendingKeys: [(UInt16, Int32)] = []
+    private var pendingAbsolute: [(UInt16, Int32)] = []
+    private var pendingSwitches: [(UInt16, Int32)] = []
+    private var relX: Int32 = 0
+    private var relY: Int32 = 0
+    private var wheel: Int32 = 0
+    private var horizontalWheel: Int32 = 0
+    private var wheelHiRes: Int32 = 0
+    private var horizontalWheelHiRes: Int32 = 0
+    private var dial: Int32 = 0
+    private var protocolAContacts: [Contact] = []
+    private var protocolAPending = Contact()
+    private var protocolAHasPending = false
+    private var previousProtocolA: [Contact] = []
+    private var nextTrackingID: Int32 = 1
+    private var dropping = false
+    private var frameTouchedSlots = false
+
+    struct SlotState {
+        var trackingID: Int32 = -1
+        var reportedID: Int32 = -1
+        var x: Int32 = 0
+        var y: Int32 = 0
+        var pressure: Int32 = 0
+        var major: Int32 = 0
+        var changed = false
+    }
+
+    public init(info: HIDDeviceInfo) {
+        self.info = info
+        self.deviceID = info.id
+        slots = Array(repeating: SlotState(), count: min(info.slotCount, 64))
+        pendingKeys.reserveCapacity(32)
+        pendingAbsolute.reserveCapacity(64)
+        pendingSwitches.reserveCapacity(8)
+        protocolAContacts.reserveCapacity(DigitizerFrame.capacity)
+        previousProtocolA.reserveCapacity(DigitizerFrame.capacity)
+    }
+
+    /// Whether the decoder is discarding events until the end of a dropped frame.
+    public var isResyncing: Bool { dropping }
+
+    /// Feeds one event. Returns `true` when it was `SYN_DROPPED` (the caller must resync
+    /// with ``resync(from:at:into:)`` after the next `SYN_REPORT`).
+    @discardableResult
+    public mutating func feed(_ event: RawInputEvent, into out: inout [HIDEvent]) -> Bool {
+        if dropping {
+            // Everything up to and including the next SYN_REPORT is incomplete.
+            if event.type == 0 && event.code == 0 { dropping = false }
+            return false
+        }
+        switch event.type {
+        case 0x00:
+            switch event.code {
+            case 0: finishFrame(at: event.instant, into: &out)
+            case 2: finishProtocolAContact()
+            case 3:
+                dropping = true
+                clearPending()
+                out.append(HIDEvent(device: deviceID, timestamp: event.instant, payload: .eventsDropped(count: 0)))
+                return true
+            default: break
+            }
+        case 0x01: pendingKeys.append((event.code, event.value))
+        case 0x02:
+            switch event.code {
+            case 0x00: relX &+= event.value
+            case 0x01: relY &+= event.value
+            case 0x06: horizontalWheel &+= event.value
+            case 0x08: wheel &+= event.value
+            case 0x07: dial &+= event.value
+            case 0x0b: wheelHiRes &+= event.value
+            case 0x0c: horizontalWheelHiRes &+= event.value
+            default: break
+            }
+        case 0x03: feedAbsolute(event.code, event.value)
+        case 0x05: pendingSwitches.append((event.code, event.value))
+        default: break
+        }
+        return false
+    }
+
+    private mutating func feedAbsolute(_ code: UInt16, _ value: Int32) {
+        if !slots.isEmpty {
+            switch code {
+            case 0x2f:
+                currentSlot = Int(value)
+                return
+            case 0x35, 0x36, 0x39, 0x3a, 0x30:
+                guard currentSlot >= 0, currentSlot < slots.count else { return }  // out-of-range slots: ignored
+                switch code {
+                case 0x35: slots[currentSlot].x = value
+                case 0x36: slots[currentSlot].y = value
+                case 0x39: slots[currentSlot].trackingID = value
+                case 0x3a: slots[currentSlot].pressure = value
+                default: slots[currentSlot].major = value
+                }
+                slots[currentSlot].changed = true
+                frameTouchedSlots = true
+                return
+            default: break
+            }
+        } else if info.isProtocolA, code >= 0x30, code <= 0x3d {
+            protocolAHasPending = true
+            switch code {
+            case 0x35: protocolAPending.x = value
+            case 0x36: protocolAPending.y = value
+            case 0x3a: protocolAPending.pressure = value
+            case 0x30: protocolAPending.size = value
+            default: break
+            }
+            return
+        }
+        pendingAbsolute.append((code, value))
+    }
+
+    private mutating func finishProtocolAContact() {
+        if protocolAHasPending { protocolAContacts.append(protocolAPending) }
+        protocolAPending = Contact()
+        protocolAHasPending = false
+    }
+
+    private mutating func clearPending() {
+        pendingKeys.removeAll(keepingCapacity: true)
+        pendingAbsolute.removeAll(keepingCapacity: true)
+        pendingSwitches.removeAll(keepingCapacity: true)
+        protocolAContacts.removeAll(keepingCapacity: true)
+        protocolAHasPending = false
+        relX = 0
+        relY = 0
+        wheel = 0
+        horizontalWheel = 0
+        wheelHiRes = 0
+        horizontalWheelHiRes = 0
+        dial = 0
+        for index in slots.indices { slots[index].changed = false }
+        frameTouchedSlots = false
+    }
+
+    // MARK: Frame end
+
+    private mutating func finishFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        var digitizerChanged = frameTouchedSlots
+        var penChanged = false
+        // Keys and buttons, in arrival order.
+        for (code, value) in pendingKeys {
+            let wasDown = keysDown.contains(code)
+            if value == 2 {
+                guard wasDown else { continue }
+            } else {
+                keysDown.set(code, value != 0)
+            }
+            switch code {
+            case 0x110...0x117:
+                if info.deviceClass == .touchpad && code == 0x110 {
+                    clickDown = value != 0
+                    digitizerChanged = true
+                }
+                if value != 2, wasDown != (value != 0) {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
+                }
+            case 0x100...0x10f:
+                if value != 2, wasDown != (value != 0) {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Int(code - 0x100) + 1, isDown: value != 0))))
+                }
+            case 0x120...0x13f, 0x2c0...0x2e7:
+                if value != 2, wasDown != (value != 0) {
+                    out.append(event(time, .gamepadButton(GamepadButtonEvent(code: code, isDown: value != 0))))
+                }
+            case 0x140...0x147:  // BTN_TOOL_PEN … BTN_TOOL_LENS
+                if info.deviceClass == .tablet {
+                    penTool = value != 0 ? Self.penTool(code) : (penTool == Self.penTool(code) ? nil : penTool)
+                    penChanged = true
+                } else if code == 0x145 {
+                    toolFingers = value != 0 ? 1 : (toolFingers == 1 ? 0 : toolFingers)
+                    digitizerChanged = true
+                }
+            case 0x14a:  // BTN_TOUCH
+                if info.deviceClass == .tablet {
+                    penTouching = value != 0
+                    penChanged = true
+                } else {
+                    touching = value != 0
+                    digitizerChanged = true
+                }
+            case 0x14b, 0x14c, 0x149:  // BTN_STYLUS, BTN_STYLUS2, BTN_STYLUS3
+                let bit: UInt8 = code == 0x14b ? 1 : code == 0x14c ? 2 : 4
+                if value != 0 { penButtons |= bit } else { penButtons &= ~bit }
+                penChanged = true
+            case 0x14d, 0x14e, 0x14f, 0x148:  // DOUBLETAP, TRIPLETAP, QUADTAP, QUINTTAP
+                let fingers = code == 0x14d ? 2 : code == 0x14e ? 3 : code == 0x14f ? 4 : 5
+                if value != 0 { toolFingers = fingers } else if toolFingers == fingers { toolFingers = 0 }
+                digitizerChanged = true
+            default:
+                // Keys (below BTN_MISC, and KEY_OK onwards).
+                let state: KeyEvent.State = value == 2 ? .repeat : value != 0 ? .down : .up
+                if let modifier = KeyModifiers.forLinuxKey(code) {
+                    if value == 0 { modifiers.remove(modifier) } else { modifiers.insert(modifier) }
+                }
+                if value == 2 || wasDown != (value != 0) {
+                    out.append(
+                        event(time, .key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: state, modifiers: modifiers))))
+                }
+            }
+        }
+        // Relative motion, wheels and dials.
+        if relX != 0 || relY != 0 { out.append(event(time, .pointerMotion(dx: relX, dy: relY))) }
+        emitScroll(at: time, into: &out)
+        if dial != 0 { out.append(event(time, .dial(dial))) }
+        // Absolute axes.
+        var absoluteChanged = false
+        for (code, value) in pendingAbsolute where Int(code) < absolute.count {
+            absolute[Int(code)] = value
+            absoluteChanged = true
+            if info.deviceClass == .gamepad || info.deviceClass == .joystick {
+                let range = info.axes[code] ?? AxisRange(minimum: 0, maximum: 1, resolution: 0)
+                let normalized = range.minimum < 0
+                    ? Double(value) / Double(max(-Int64(range.minimum), Int64(range.maximum)))
+                    : range.normalized(value)
+                out.append(event(time, .gamepadAxis(GamepadAxisEvent(code: code, value: value, normalized: normalized))))
+            }
+        }
+        if info.deviceClass == .tablet, absoluteChanged || penChanged {
+            out.append(event(time, .pen(penEvent())))
+        } else if info.deviceClass == .touchscreen || info.deviceClass == .touchpad {
+            if info.isProtocolA {
+                finishProtocolAContact()
+                emitProtocolAFrame(at: time, into: &out)
+            } else if !slots.isEmpty {
+                if digitizerChanged || absoluteChanged { emitSlotFrame(at: time, into: &out) }
+            } else if absoluteChanged || digitizerChanged {
+                emitSingleTouchFrame(at: time, into: &out)
+            }
+        } else if absoluteChanged, info.deviceClass != .gamepad, info.deviceClass != .joystick,
+            info.axes[0] != nil, info.axes[1] != nil
+        {
+            let x = absolute[0]
+            let y = absolute[1]
+            out.append(
+                event(
+                    time,
+                    .absolutePointer(
+                        AbsolutePointerEvent(
+                            x: x, y: y, normalizedX: info.axes[0]!.normalized(x), normalizedY: info.axes[1]!.normalized(y)))))
+        }
+        for (code, value) in pendingSwitches where switchesOn.contains(code) != (value != 0) {
+            if value != 0 { switchesOn.insert(code) } else { switchesOn.remove(code) }
+            out.append(event(time, .switchChanged(SwitchEvent(code: code, isOn: value != 0))))
+        }
+        clearPending()
+    }
+
+    private mutating func emitScroll(at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        // Hi-res streams count; the low-res events of the same notches are not added again.
+        var vertical = 0.0
+        var horizontal = 0.0
+        if info.hasHighResolutionWheel {
+            vertical = Double(wheelHiRes) / 120
+        } else {
+            vertical = Double(wheel)
+        }
+        if info.hasHighResolutionHorizontalWheel {
+            horizontal = Double(horizontalWheelHiRes) / 120
+        } else {
+            horizontal = Double(horizontalWheel)
+        }
+        if vertical != 0 || horizontal != 0 {
+            out.append(
+                event(
+                    time,
+                    .scroll(
+                        ScrollEvent(
+                            vertical: vertical, horizontal: horizontal,
+                            isHighResolution: info.hasHighResolutionWheel || info.hasHighResolutionHorizontalWheel))))
+        }
+    }
+
+    private func contact(slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32)
+        -> Contact
+    {
+        let rangeX = info.axes[0x35] ?? info.axes[0] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[0x36] ?? info.axes[1] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        return Contact(
+            slot: Int16(slot), trackingID: id, phase: phase, x: x, y: y, normalizedX: rangeX.normalized(x),
+            normalizedY: rangeY.normalized(y), millimetresX: rangeX.millimetres(x), millimetresY: rangeY.millimetres(y),
+            pressure: pressure, size: size)
+    }
+
+    /// Protocol B: one contact per slot with a tracking id, and ended ones.
+    private mutating func emitSlotFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        var frame = DigitizerFrame()
+        frame.isBoundingBox = info.isSemiMultitouch
+        frame.buttonDown = clickDown
+        var live = 0
+        for index in slots.indices {
+            let slot = slots[index]
+            let previous = slot.reportedID
+            let current = slot.trackingID
+            if previous != -1, current != previous {
+                // Lifted, or the id was reused without a release (handled as libevdev
+                // does: the old touch ends, a new one begins).
+                frame.append(contact(slot: index, id: previous, phase: .ended, x: slot.x, y: slot.y, pressure: slot.pressure, size: slot.major))
+            }
+            if current != -1 {
+                let phase: Contact.Phase = current != previous ? .began : slot.changed ? .moved : .stationary
+                frame.append(contact(slot: index, id: current, phase: phase, x: slot.x, y: slot.y, pressure: slot.pressure, size: slot.major))
+                live += 1
+            }
+            slots[index].reportedID = current
+            slots[index].changed = false
+        }
+        frame.fingerCount = toolFingers > 0 ? toolFingers : live
+        out.append(event(time, .digitizer(frame)))
+    }
+
+    /// A single-touch screen (ABS_X/ABS_Y with BTN_TOUCH): one contact.
+    private mutating func emitSingleTouchFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        var frame = DigitizerFrame()
+        let x = absolute[0]
+        let y = absolute[1]
+        let wasTouching = slots.isEmpty && previousProtocolA.count == 1
+        if touching {
+            let id = wasTouching ? previousProtocolA[0].trackingID : nextID()
+            let current = contact(slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: absolute[0x18], size: 0)
+            frame.append(current)
+            previousProtocolA.removeAll(keepingCapacity: true)
+            previousProtocolA.append(current)
+        } else if wasTouching {
+            frame.append(contact(slot: 0, id: previousProtocolA[0].trackingID, phase: .ended, x: x, y: y, pressure: 0, size: 0))
+            previousProtocolA.removeAll(keepingCapacity: true)
+        } else {
+            return
+        }
+        frame.fingerCount = touching ? 1 : 0
+        out.append(event(time, .digitizer(frame)))
+    }
+
+    /// Protocol A: contacts carry no ids; match them to the previous frame's by
+    /// nearest distance (as mtdev does) to assign slots and tracking ids.
+    private mutating func emitProtocolAFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        var frame = DigitizerFrame()
+        frame.buttonDown = clickDown
+        var matchedPrevious = [Bool](repeating: false, count: previousProtocolA.count)
+        var current: [Contact] = []
+        current.reserveCapacity(protocolAContacts.count)
+        for raw in protocolAContacts.prefix(DigitizerFrame.capacity) {
+            var best = -1
+            var bestDistance = Int64.max
+            for (index, old) in previousProtocolA.enumerated() where !matchedPrevious[index] {
+                let dx = Int64(raw.x) - Int64(old.x)
+                let dy = Int64(raw.y) - Int64(old.y)
+                let distance = dx * dx + dy * dy
+                if distance < bestDistance {
+                    bestDistance = distance
+                    best = index
+                }
+            }
+            var id: Int32
+            var phase: Contact.Phase
+            var slot: Int
+            if best >= 0 {
+                matchedPrevious[best] = true
+                id = previousProtocolA[best].trackingID
+                slot = Int(previousProtocolA[best].slot)
+                phase = raw.x == previousProtocolA[best].x && raw.y == previousProtocolA[best].y ? .stationary : .moved
+            } else {
+                id = nextID()
+                slot = Self.freeSlot(excluding: current, previous: previousProtocolA, matched: matchedPrevious)
+                phase = .began
+            }
+            current.append(contact(slot: slot, id: id, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
+        }
+        for (index, old) in previousProtocolA.enumerated() where !matchedPrevious[index] {
+            var ended = old
+            ended.phase = .ended
+            frame.append(ended)
+        }
+        for contact in current { frame.append(contact) }
+        frame.fingerCount = toolFingers > 0 ? toolFingers : current.count
+        if frame.count > 0 || !previousProtocolA.isEmpty { out.append(event(time, .digitizer(frame))) }
+        previousProtocolA = current
+        protocolAContacts.removeAll(keepingCapacity: true)
+    }
+
+    private static func freeSlot(excluding current: [Contact], previous: [Contact], matched: [Bool]) -> Int {
+        var used = Set<Int16>(current.map(\.slot))
+        for (index, contact) in previous.enumerated() where matched[index] { used.insert(contact.slot) }
+        var slot: Int16 = 0
+        while used.contains(slot) { slot += 1 }
+        return Int(slot)
+    }
+
+    private mutating func nextID() -> Int32 {
+        defer { nextTrackingID = nextTrackingID == Int32.max ? 1 : nextTrackingID + 1 }
+        return nextTrackingID
+    }
+
+    private func penEvent() -> PenEvent {
+        let x = absolute[0]
+        let y = absolute[1]
+        let rangeX = info.axes[0] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[1] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        let pressureRange = info.axes[0x18] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        func tilt(_ code: UInt16) -> Double {
+            let value = Double(absolute[Int(code)])
+            guard let range = info.axes[code], range.resolution > 0 else { return value }
+            return value / Double(range.resolution) * 180 / Double.pi  // units per radian → degrees
+        }
+        return PenEvent(
+            tool: penTool ?? .pen, inProximity: penTool != nil, touching: penTouching, x: x, y: y,
+            normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y),
+            pressure: pressureRange.normalized(absolute[0x18]), distance: absolute[0x19], tiltX: tilt(0x1a),
+            tiltY: tilt(0x1b), barrelButtons: penButtons)
+    }
+
+    @inline(__always)
+    private func event(_ time: MonotonicInstant, _ payload: HIDEvent.Payload) -> HIDEvent {
+        HIDEvent(device: deviceID, timestamp: time, payload: payload)
+    }
+
+    static func buttonNumber(_ code: UInt16) -> Int {
+        switch code {
+        case 0x110: 1
+        case 0x111: 2
+        case 0x112: 3
+        default: Int(code - 0x110) + 1
+        }
+    }
+
+    static func penTool(_ code: UInt16) -> PenEvent.Tool {
+        switch code {
+        case 0x141: .eraser
+        case 0x142: .brush
+        case 0x143: .pencil
+        case 0x144: .airbrush
+        case 0x146: .mouse
+        case 0x147: .lens
+        default: .pen
+        }
+    }
+
+    // MARK: Resync and teardown
+
+    /// After a `SYN_DROPPED` frame ended: brings the state in line with what the device
+    /// reports now, emitting key ups/downs and touch ends/begins for what changed.
+    public mutating func resync(from snapshot: DeviceStateSnapshot, at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        dropping = false
+        clearPending()
+        for code in keysDown.all where !snapshot.keysDown.contains(code) { pendingKeys.append((code, 0)) }
+        for code in snapshot.keysDown.sorted() where !keysDown.contains(code) { pendingKeys.append((code, 1)) }
+        for code in switchesOn where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
+        for code in snapshot.switchesOn where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
+        for (code, value) in snapshot.absolute where Int(code) < absolute.count && absolute[Int(code)] != value
+            && !(code >= 0x2f && code <= 0x3d)
+        {
+            pendingAbsolute.append((code, value))
+        }
+        for (index, state) in snapshot.slots.enumerated() where index < slots.count {
+            if slots[index].trackingID != state.trackingID || slots[index].x != state.x || slots[index].y != state.y {
+                slots[index].trackingID = state.trackingID
+                slots[index].x = state.x
+                slots[index].y = state.y
+                slots[index].changed = true
+                frameTouchedSlots = true
+            }
+        }
+        if info.isProtocolA { previousProtocolA.removeAll(keepingCapacity: true) }
+        finishFrame(at: time, into: &out)
+    }
+
+    /// The device is gone: releases held keys and buttons, cancels live touches and
+    /// takes the pen out of proximity, then reports the removal.
+    public mutating func detach(at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        clearPending()
+        for code in keysDown.all { pendingKeys.append((code, 0)) }
+        let hadPen = penTool != nil
+        finishFrame(at: time, into: &out)
+        var frame = DigitizerFrame()
+        for index in slots.indices where slots[index].reportedID != -1 {
+            let slot = slots[index]
+            frame.append(contact(slot: index, id: slot.reportedID, phase: .cancelled, x: slot.x, y: slot.y, pressure: 0, size: 0))
+            slots[index].reportedID = -1
+            slots[index].trackingID = -1
+        }
+        for old in previousProtocolA {
+            var cancelled = old
+            cancelled.phase = .cancelled
+            frame.append(cancelled)
+        }
+        previousProtocolA.removeAll()
+        if frame.count > 0 { out.append(event(time, .digitizer(frame))) }
+        if hadPen {
+            penTool = nil
+            penTouching = false
+            penButtons = 0
+            out.append(event(time, .pen(penEvent())))
+        }
+        out.append(event(time, .deviceRemoved))
+    }
+
+    /// Keys and buttons currently held.
+    public var heldKeys: [UInt16] { keysDown.all }
+
+    /// Tracking ids of live touches.
+    public var liveTouches: [Int32] {
+        slots.filter { $0.reportedID != -1 }.map(\.reportedID) + previousProtocolA.map(\.trackingID)
+    }
+}
+
+/// The key bit set (KEY_MAX + 1 = 768 bits) without allocation.
+struct BitSet768 {
+    private var words = InlineArray<12, UInt64>(repeating: 0)
+
+    func contains(_ code: UInt16) -> Bool {
+        code < 768 && words[Int(code) / 64] & (1 << (UInt64(code) % 64)) != 0
+    }
+
+    mutating func set(_ code: UInt16, _ on: Bool) {
+        guard code < 768 else { return }
+        if on { words[Int(code) / 64] |= 1 << (UInt64(code) % 64) } else { words[Int(code) / 64] &= ~(1 << (UInt64(code) % 64)) }
+    }
+
+    var all: [UInt16] {
+        var codes: [UInt16] = []
+        for word in 0..<12 where words[word] != 0 {
+            for bit in 0..<64 where words[word] & (1 << UInt64(bit)) != 0 { codes.append(UInt16(word * 64 + bit)) }
+        }
+        return codes
+    }
+}

@@ -1,0 +1,212 @@
+import RingLoop
+
+/// Identifies an attached device within one event system (stable until it is detached).
+public struct HIDDeviceID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public var description: String { "device \(rawValue)" }
+}
+
+/// One HID event decoded from an evdev frame, with its device and the kernel's
+/// `CLOCK_MONOTONIC` timestamp of the frame.
+///
+/// A value type of fixed size, so the event queue holds events without allocating:
+/// multitouch frames carry their contacts inline (up to ``DigitizerFrame/capacity``).
+public struct HIDEvent: Sendable {
+    /// The device that sent it.
+    public var device: HIDDeviceID
+    /// When the kernel stamped the frame (`CLOCK_MONOTONIC`).
+    public var timestamp: MonotonicInstant
+    /// What happened.
+    public var payload: Payload
+
+    public init(device: HIDDeviceID, timestamp: MonotonicInstant, payload: Payload) {
+        self.device = device
+        self.timestamp = timestamp
+        self.payload = payload
+    }
+
+    /// What an event says.
+    public enum Payload: Sendable {
+        case key(KeyEvent)
+        case button(ButtonEvent)
+        case pointerMotion(dx: Int32, dy: Int32)
+        case scroll(ScrollEvent)
+        case absolutePointer(AbsolutePointerEvent)
+        case digitizer(DigitizerFrame)
+        case pen(PenEvent)
+        case gamepadButton(GamepadButtonEvent)
+        case gamepadAxis(GamepadAxisEvent)
+        case switchChanged(SwitchEvent)
+        case dial(Int32)
+        case deviceAdded
+        case deviceRemoved
+        /// The queue or the kernel dropped events; `count` when known (0 when the
+        /// kernel's `SYN_DROPPED` does not say). A state resync follows.
+        case eventsDropped(count: Int)
+    }
+
+    /// The event's kind, for routing to handlers.
+    public var kind: Kind {
+        switch payload {
+        case .key: .key
+        case .button: .button
+        case .pointerMotion: .pointerMotion
+        case .scroll: .scroll
+        case .absolutePointer: .absolutePointer
+        case .digitizer: .digitizer
+        case .pen: .pen
+        case .gamepadButton: .gamepadButton
+        case .gamepadAxis: .gamepadAxis
+        case .switchChanged: .switchChanged
+        case .dial: .dial
+        case .deviceAdded: .deviceAdded
+        case .deviceRemoved: .deviceRemoved
+        case .eventsDropped: .eventsDropped
+        }
+    }
+
+    /// Kinds of events, for handler registration.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
+        case switchChanged, dial, deviceAdded, deviceRemoved, eventsDropped
+    }
+}
+
+/// A keyboard, consumer or system key.
+public struct KeyEvent: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable { case down, up, `repeat` }
+    /// The HID usage, or `nil` for a key with none.
+    public var usage: HIDUsage?
+    /// The Linux key code (`KEY_A` is 30).
+    public var code: UInt16
+    public var state: State
+    /// Modifiers held after this event.
+    public var modifiers: KeyModifiers
+}
+
+/// A pointer, touchpad or other button (`BTN_LEFT`…).
+public struct ButtonEvent: Sendable, Hashable {
+    /// The Linux button code (`BTN_LEFT` is 0x110).
+    public var code: UInt16
+    /// 1 for the primary button, 2 secondary, 3 middle, then the rest in code order.
+    public var number: Int
+    public var isDown: Bool
+}
+
+/// Scrolling in detents (one notch of a wheel is 1.0); positive is up and right.
+/// Hi-res wheels report fractions (120 units per detent); a device's low-res wheel
+/// events are not counted again when it reports hi-res.
+public struct ScrollEvent: Sendable, Hashable {
+    public var vertical: Double
+    public var horizontal: Double
+    /// Whether the device reports hi-res (`REL_WHEEL_HI_RES`) steps.
+    public var isHighResolution: Bool
+}
+
+/// An absolute position on a device without multitouch (a tablet, a single-touch screen).
+public struct AbsolutePointerEvent: Sendable, Hashable {
+    public var x: Int32
+    public var y: Int32
+    public var normalizedX: Double
+    public var normalizedY: Double
+}
+
+/// One contact of a digitizer frame.
+public struct Contact: Sendable, Hashable {
+    public enum Phase: String, Sendable, Hashable { case began, moved, stationary, ended, cancelled }
+    /// The slot (protocol B), or the position assigned by matching (protocol A).
+    public var slot: Int16 = 0
+    /// The tracking id, stable from began to ended.
+    public var trackingID: Int32 = -1
+    public var phase: Phase = .moved
+    /// Position in device units.
+    public var x: Int32 = 0
+    public var y: Int32 = 0
+    /// Position normalized to 0…1 over the axis range.
+    public var normalizedX: Double = 0
+    public var normalizedY: Double = 0
+    /// Position in millimetres from the axis minimum, when the device gives a resolution.
+    public var millimetresX: Double?
+    public var millimetresY: Double?
+    /// Pressure (device units; 0 when not reported).
+    public var pressure: Int32 = 0
+    /// Touch major axis (device units; 0 when not reported).
+    public var size: Int32 = 0
+}
+
+/// All contacts of one multitouch frame, inline.
+public struct DigitizerFrame: Sendable {
+    /// Contacts a frame holds; further slots of larger devices are not reported.
+    public static let capacity = 16
+    private var storage = InlineArray<16, Contact>(repeating: Contact())
+    /// Contacts in the frame.
+    public private(set) var count = 0
+    /// Fingers on the surface (BTN_TOOL_* counts on touchpads; contacts otherwise).
+    public var fingerCount: Int = 0
+    /// Whether the device is semi-multitouch: the contacts are the corners of a
+    /// bounding box, not fingers.
+    public var isBoundingBox = false
+    /// Whether the physical button of a clickpad is down.
+    public var buttonDown = false
+
+    public init() {}
+
+    /// Appends a contact (ignored past ``capacity``).
+    public mutating func append(_ contact: Contact) {
+        guard count < Self.capacity else { return }
+        storage[count] = contact
+        count += 1
+    }
+
+    public subscript(index: Int) -> Contact {
+        precondition(index >= 0 && index < count, "contact index out of range")
+        return storage[index]
+    }
+
+    /// The contacts as an array (allocates; for convenience outside hot paths).
+    public var contacts: [Contact] { (0..<count).map { storage[$0] } }
+}
+
+/// A pen (stylus or eraser) over or on a tablet.
+public struct PenEvent: Sendable, Hashable {
+    public enum Tool: String, Sendable, Hashable { case pen, eraser, brush, pencil, airbrush, mouse, lens }
+    public var tool: Tool
+    /// In proximity (hovering or touching).
+    public var inProximity: Bool
+    /// Tip touching the surface.
+    public var touching: Bool
+    public var x: Int32
+    public var y: Int32
+    public var normalizedX: Double
+    public var normalizedY: Double
+    /// Pressure normalized to 0…1.
+    public var pressure: Double
+    /// Distance (device units; 0 when touching or not reported).
+    public var distance: Int32
+    /// Tilt in degrees when the device gives a resolution, else device units.
+    public var tiltX: Double
+    public var tiltY: Double
+    /// Barrel buttons held (1 = BTN_STYLUS, 2 = BTN_STYLUS2, 4 = BTN_STYLUS3).
+    public var barrelButtons: UInt8
+}
+
+/// A gamepad button.
+public struct GamepadButtonEvent: Sendable, Hashable {
+    public var code: UInt16
+    public var isDown: Bool
+}
+
+/// A gamepad axis (sticks, triggers, d-pad hat).
+public struct GamepadAxisEvent: Sendable, Hashable {
+    public var code: UInt16
+    public var value: Int32
+    /// −1…1 for centred axes, 0…1 for triggers.
+    public var normalized: Double
+}
+
+/// A switch (lid, tablet mode, headphone jack…).
+public struct SwitchEvent: Sendable, Hashable {
+    public var code: UInt16
+    public var isOn: Bool
+}

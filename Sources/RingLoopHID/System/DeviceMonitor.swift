@@ -1,0 +1,186 @@
+import CLibEvdev
+import Logging
+import RingLoop
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds devices in a folder and follows it: enumerates `event*` nodes, watches the
+/// folder with inotify (read through the ring), opens, describes and classifies what
+/// appears, retries nodes that cannot be opened yet (permissions settle after udev
+/// creates them), and detaches what disappears.
+///
+/// Thread rules: lives on one loop's thread (the reading loop).
+final class DeviceMonitor {
+    struct Settings {
+        var directory: String
+        var grab: Bool
+        var openAttempts: Int
+        var retryInterval: Duration
+    }
+
+    private let settings: Settings
+    private let loop: RingRunLoop
+    private let sink: (HIDEvent) -> Void
+    private let onError: (HIDError) -> Void
+    private let onDevicesChanged: ([HIDDeviceInfo]) -> Void
+    private var inotifyFD: Int32 = -1
+    private var inotifySource: LoopPortSource?
+    private var readers: [String: DeviceReader] = [:]
+    private var nextID: UInt32 = 1
+    private var pendingRetries: [String: (attempts: Int, timer: LoopTimer)] = [:]
+    static let logger = Logger(label: "RingLoop.HID")
+
+    init(
+        settings: Settings, loop: RingRunLoop, sink: @escaping (HIDEvent) -> Void, onError: @escaping (HIDError) -> Void,
+        onDevicesChanged: @escaping ([HIDDeviceInfo]) -> Void
+    ) {
+        self.settings = settings
+        self.loop = loop
+        self.sink = sink
+        self.onError = onError
+        self.onDevicesChanged = onDevicesChanged
+    }
+
+    deinit {
+        if inotifyFD >= 0 { close(inotifyFD) }
+    }
+
+    /// Starts watching (before enumerating, so nothing appears unseen in between).
+    func start() throws(HIDError) {
+        inotifyFD = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard inotifyFD >= 0 else { throw .directory(path: settings.directory, errno: errno) }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF)
+        guard inotify_add_watch(inotifyFD, settings.directory, mask) >= 0 else {
+            let error = errno
+            close(inotifyFD)
+            inotifyFD = -1
+            throw .directory(path: settings.directory, errno: error)
+        }
+        let source = LoopPortSource(fileDescriptor: inotifyFD) { [unowned self] _ in self.directoryChanged() }
+        inotifySource = source
+        loop.add(source, to: .common)
+        for name in Self.eventNodes(in: settings.directory) { consider(name) }
+    }
+
+    /// Detaches every device and stops watching.
+    func stop() {
+        inotifySource?.invalidate()
+        inotifySource = nil
+        for (_, retry) in pendingRetries { retry.timer.invalidate() }
+        pendingRetries = [:]
+        for reader in readers.values { reader.detach() }
+        readers = [:]
+        if inotifyFD >= 0 {
+            close(inotifyFD)
+            inotifyFD = -1
+        }
+        onDevicesChanged([])
+    }
+
+    /// Raw events read by every reader so far, detached ones included.
+    var totalEventsRead: Int { detachedEventsRead + readers.values.reduce(0) { $0 + $1.eventsRead } }
+    private var detachedEventsRead = 0
+
+    var devices: [HIDDeviceInfo] { readers.values.map(\.info).sorted { $0.id.rawValue < $1.id.rawValue } }
+
+    func reader(for id: HIDDeviceID) -> DeviceReader? { readers.values.first { $0.info.id == id } }
+
+    static func eventNodes(in directory: String) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasPrefix("event") { names.append(name) }
+        }
+        // Numeric order: event2 before event10.
+        return names.sorted { (Int($0.dropFirst(5)) ?? 0, $0) < (Int($1.dropFirst(5)) ?? 0, $1) }
+    }
+
+    private func directoryChanged() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(inotifyFD, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            var offset = 0
+            while offset + 16 <= count {
+                let mask = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 4, as: UInt32.self) }
+                let length = Int(buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 12, as: UInt32.self) })
+                let nameBytes = buffer[(offset + 16)..<min(count, offset + 16 + length)]
+                let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+                offset += 16 + length
+                guard name.hasPrefix("event") else { continue }
+                if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+                    remove(name)
+                } else if mask & UInt32(IN_CREATE | IN_MOVED_TO | IN_ATTRIB) != 0, readers[name] == nil {
+                    consider(name)
+                }
+            }
+        }
+    }
+
+    /// Opens, describes and attaches a node; retries briefly if it cannot be opened yet.
+    private func consider(_ name: String) {
+        guard readers[name] == nil else { return }
+        let path = settings.directory + "/" + name
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            if (error == EACCES || error == EPERM || error == ENOENT), scheduleRetry(name) { return }
+            onError(.open(path: path, errno: error))
+            return
+        }
+        cancelRetry(name)
+        // Kernel timestamps on CLOCK_MONOTONIC, so latency is measurable end to end.
+        var clock = CLOCK_MONOTONIC
+        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
+        let id = HIDDeviceID(rawValue: nextID)
+        switch HIDDeviceInfo.read(fd: fd, id: id, path: path) {
+        case .failure(let error):
+            close(fd)
+            onError(error)
+        case .success(let info):
+            nextID += 1
+            if settings.grab {
+                var one: Int32 = 1
+                if ioctl(fd, UInt(ringloop_eviocgrab()), &one) != 0 {
+                    Self.logger.warning("\(path): could not grab (errno \(errno)); reading shared")
+                }
+            }
+            let reader = DeviceReader(info: info, fd: fd, sink: sink) { [unowned self] reader in
+                self.remove(name, reader: reader)
+            }
+            readers[name] = reader
+            onDevicesChanged(devices)
+            reader.attach(to: loop)
+        }
+    }
+
+    private func scheduleRetry(_ name: String) -> Bool {
+        let attempts = (pendingRetries[name]?.attempts ?? 0) + 1
+        guard attempts < settings.openAttempts else {
+            cancelRetry(name)
+            return false
+        }
+        pendingRetries[name]?.timer.invalidate()
+        let timer = LoopTimer(after: settings.retryInterval) { [unowned self] _ in self.consider(name) }
+        pendingRetries[name] = (attempts, timer)
+        loop.add(timer, to: .common)
+        return true
+    }
+
+    private func cancelRetry(_ name: String) {
+        pendingRetries.removeValue(forKey: name)?.timer.invalidate()
+    }
+
+    private func remove(_ name: String, reader expected: DeviceReader? = nil) {
+        cancelRetry(name)
+        guard let reader = readers[name], expected == nil || reader === expected else { return }
+        readers[name] = nil
+        detachedEventsRead += reader.eventsRead
+        reader.detach()
+        onDevicesChanged(devices)
+    }
+}

@@ -1,0 +1,62 @@
+/// A bounded FIFO of HID events that never allocates after creation: a ring over one
+/// buffer. Confined to one thread (the loop that owns it).
+///
+/// When full, new events are dropped and counted; the consumer learns the count from
+/// ``takeDroppedCount()`` and the event system follows it with a state resync.
+public struct HIDEventQueue: ~Copyable {
+    private let storage: UnsafeMutablePointer<HIDEvent>
+    /// Slots in the ring.
+    public let capacity: Int
+    private var head = 0
+    private var count_ = 0
+    private var dropped = 0
+    /// Events dropped since the queue was created.
+    public private(set) var totalDropped = 0
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "a queue holds at least one event")
+        self.capacity = capacity
+        storage = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        var index = head
+        for _ in 0..<count_ {
+            (storage + index).deinitialize(count: 1)
+            index = (index + 1) % capacity
+        }
+        storage.deallocate()
+    }
+
+    /// Events waiting.
+    public var count: Int { count_ }
+    public var isEmpty: Bool { count_ == 0 }
+
+    /// Appends an event; returns `false` (and counts it) when the queue is full.
+    @discardableResult
+    public mutating func push(_ event: HIDEvent) -> Bool {
+        guard count_ < capacity else {
+            dropped += 1
+            totalDropped += 1
+            return false
+        }
+        (storage + (head + count_) % capacity).initialize(to: event)
+        count_ += 1
+        return true
+    }
+
+    /// Removes the oldest event.
+    public mutating func pop() -> HIDEvent? {
+        guard count_ > 0 else { return nil }
+        let event = (storage + head).move()
+        head = (head + 1) % capacity
+        count_ -= 1
+        return event
+    }
+
+    /// Events dropped since the last call.
+    public mutating func takeDroppedCount() -> Int {
+        defer { dropped = 0 }
+        return dropped
+    }
+}

@@ -1,0 +1,191 @@
+import Glibc
+import RingLoop
+import Synchronization
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+let devicesFolder: String = {
+    var path = #filePath
+    for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+    return path + "/devices"
+}()
+
+func loadRecording(_ name: String) throws -> Recording {
+    try Recording.load(contentsOf: devicesFolder + "/" + name + ".evemu")
+}
+
+/// A closure run on a new thread, joined.
+final class ThreadBody: @unchecked Sendable {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+
+    func runAndJoin() {
+        var handle = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&handle, nil, { context in
+            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().body()
+            return nil
+        }, context)
+        pthread_join(handle, nil)
+    }
+}
+
+final class ResultHolder<T>: @unchecked Sendable {
+    // @unchecked: written by the thread, read after joining it.
+    var result: Result<T, any Error>?
+}
+
+/// Runs `body` on a fresh thread (a fresh loop) and returns its result.
+func onFreshThread<T>(_ body: @escaping () throws -> T) throws -> T {
+    let holder = ResultHolder<T>()
+    ThreadBody { holder.result = Result { try body() } }.runAndJoin()
+    return try holder.result!.get()
+}
+
+/// Runs the loop until `condition` holds (bounded).
+func runUntil(_ loop: RingRunLoop, timeout: Duration = .seconds(20), _ condition: () -> Bool) -> Bool {
+    let limit = MonotonicInstant.now + timeout
+    while !condition() {
+        if MonotonicInstant.now > limit { return false }
+        loop.run(mode: .default, for: .milliseconds(20), returnAfterSourceHandled: true)
+    }
+    return true
+}
+
+/// Hosts `recording` on a FUSE node, runs the whole chain over it with `shape`, replays
+/// every frame, then removes the device; returns every event the handler saw.
+func runChain(_ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384) throws -> [HIDEvent] {
+    try onFreshThread {
+        let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let folder = try FUSEDeviceFolder(path: path)
+        defer { folder.close() }
+        let loop = RingRunLoop.current
+        let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: shape), loop: loop)
+        var events: [HIDEvent] = []
+        system.addHandler { event in
+            events.append(event)
+            return .pass
+        }
+        try system.start()
+        let node = try folder.addDevice(recording.description!, bufferSize: bufferSize, appliesFuzz: false)
+        #expect(runUntil(loop) { events.contains { $0.kind == .deviceAdded } }, "device never attached")
+        try Replay.play(recording, to: node, speed: .asFastAsPossible)
+        #expect(runUntil(loop) { system.rawEventsRead >= recording.events.count }, "not every event was read")
+        node.remove()
+        #expect(runUntil(loop) { events.contains { $0.kind == .deviceRemoved } }, "removal never seen")
+        system.stop()
+        #expect(system.problems.isEmpty, "\(system.problems)")
+        return events
+    }
+}
+
+struct KeyRecord: Hashable { var code: UInt16; var state: KeyEvent.State }
+
+@Suite("Input chain over the bundled recordings")
+struct ChainTests {
+    @Test("Keyboard: usages, states, modifiers and kernel repeats, nothing held at the end", arguments: HIDEventSystem.Shape.allCases)
+    func keyboard(shape: HIDEventSystem.Shape) throws {
+        let recording = try loadRecording("keyboard")
+        let events = try runChain(recording, shape: shape)
+        let keys = events.compactMap { event -> KeyEvent? in
+            if case .key(let key) = event.payload { return key }
+            return nil
+        }
+        let expected = recording.events.filter { $0.type == 1 }.map {
+            KeyRecord(code: $0.code, state: $0.value == 2 ? .repeat : $0.value == 1 ? .down : .up)
+        }
+        #expect(keys.map { KeyRecord(code: $0.code, state: $0.state) } == expected)
+        #expect(keys.first { $0.code == 35 }?.usage == HIDUsage(page: 0x07, usage: 0x0b), "KEY_H is keyboard usage 0x0B")
+        #expect(keys.first { $0.code == 35 }?.modifiers == .leftShift, "H typed with Shift held")
+        #expect(keys.filter { $0.state == .repeat }.count == 8)
+        #expect(keys.last?.modifiers == [])
+        #expect(events.last?.kind == .deviceRemoved)
+    }
+
+    @Test("Mouse: clicks, motion, and hi-res scroll totals counted once", arguments: HIDEventSystem.Shape.allCases)
+    func mouse(shape: HIDEventSystem.Shape) throws {
+        let recording = try loadRecording("mouse-hires-wheel")
+        let events = try runChain(recording, shape: shape)
+        var clicks = 0
+        var rightClicks = 0
+        var vertical = 0.0
+        var horizontal = 0.0
+        var dx: Int32 = 0
+        for event in events {
+            switch event.payload {
+            case .button(let button) where button.isDown: if button.number == 1 { clicks += 1 } else if button.number == 2 { rightClicks += 1 }
+            case .scroll(let scroll):
+                vertical += scroll.vertical
+                horizontal += scroll.horizontal
+            case .pointerMotion(let x, _): dx += x
+            default: break
+            }
+        }
+        #expect(clicks == 1 && rightClicks == 1)
+        #expect(vertical == -2.0, "three notches down, one up")
+        #expect(horizontal == 2.0)
+        let recordedDX = recording.events.filter { $0.type == 2 && $0.code == 0 }.reduce(Int32(0)) { $0 + $1.value }
+        #expect(dx == recordedDX)
+    }
+
+    @Test("Touchscreen: contacts, tracking ids and phases per frame; no live touch at the end", arguments: HIDEventSystem.Shape.allCases)
+    func touchscreen(shape: HIDEventSystem.Shape) throws {
+        let recording = try loadRecording("touchscreen-multitouch")
+        let events = try runChain(recording, shape: shape)
+        var live = Set<Int32>()
+        var began = 0
+        var ended = 0
+        var maximumFingers = 0
+        var errors: [String] = []
+        for event in events {
+            guard case .digitizer(let frame) = event.payload else { continue }
+            maximumFingers = max(maximumFingers, frame.fingerCount)
+            for contact in frame.contacts {
+                switch contact.phase {
+                case .began:
+                    if live.contains(contact.trackingID) { errors.append("began twice \(contact.trackingID)") }
+                    live.insert(contact.trackingID)
+                    began += 1
+                case .moved, .stationary:
+                    if !live.contains(contact.trackingID) { errors.append("moved before began \(contact.trackingID)") }
+                case .ended, .cancelled:
+                    if live.remove(contact.trackingID) == nil { errors.append("ended unknown \(contact.trackingID)") }
+                    ended += 1
+                }
+                #expect(contact.millimetresX != nil, "the screen reports a resolution")
+            }
+        }
+        let recordedIDs = recording.events.filter { $0.type == 3 && $0.code == 0x39 && $0.value >= 0 }.count
+        #expect(errors.isEmpty, "\(errors.prefix(5))")
+        #expect(began == recordedIDs, "one began per tracking id")
+        #expect(ended == began)
+        #expect(live.isEmpty, "no ghost touch")
+        #expect(maximumFingers == 3, "the three-finger swipe")
+    }
+
+    @Test("Both shapes deliver identical streams", arguments: ["keyboard", "mouse-hires-wheel", "touchpad", "pen-tablet", "gamepad"])
+    func shapesAgree(name: String) throws {
+        let recording = try loadRecording(name)
+        let direct = try runChain(recording, shape: .clientLoop).map(summary)
+        let threaded = try runChain(recording, shape: .dedicatedThread).map(summary)
+        #expect(direct == threaded)
+        #expect(direct.count > 3)
+    }
+}
+
+/// A comparable summary of an event (kind and the fields that identify it).
+func summary(_ event: HIDEvent) -> String {
+    switch event.payload {
+    case .key(let key): "key \(key.code) \(key.state)"
+    case .button(let button): "button \(button.number) \(button.isDown)"
+    case .pointerMotion(let dx, let dy): "motion \(dx) \(dy)"
+    case .scroll(let scroll): "scroll \(scroll.vertical) \(scroll.horizontal)"
+    case .digitizer(let frame): "touch " + frame.contacts.map { "\($0.trackingID):\($0.phase):\($0.x),\($0.y)" }.joined(separator: " ")
+    case .pen(let pen): "pen \(pen.tool) \(pen.inProximity) \(pen.touching) \(pen.x) \(pen.y) \(pen.barrelButtons)"
+    case .gamepadButton(let button): "pad \(button.code) \(button.isDown)"
+    case .gamepadAxis(let axis): "axis \(axis.code) \(axis.value)"
+    default: "\(event.kind)"
+    }
+}
