@@ -36,6 +36,13 @@ static inline int ringloop_lazy_unmount(const char *path) {
     return umount2(path, MNT_DETACH) < 0 ? -errno : 0;
 }
 
+/// Aborts a FUSE mount's connection (umount2 MNT_FORCE calls FUSE's umount_begin, which
+/// aborts it before any busy check): every pending and later request fails, and the
+/// server's read of /dev/fuse returns. Returns 0 or -errno (EBUSY still aborted).
+static inline int ringloop_force_unmount(const char *path) {
+    return umount2(path, MNT_FORCE) < 0 ? -errno : 0;
+}
+
 /// Size of `struct input_event` on this platform.
 static inline size_t ringloop_input_event_size(void) { return sizeof(struct input_event); }
 

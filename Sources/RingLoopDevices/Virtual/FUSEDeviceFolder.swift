@@ -106,6 +106,10 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for node in state.withLock({ Array($0.nodes.values) }) { node.markRemoved() }
         fuse_session_exit(session)
+        // Abort the connection first: a lazy unmount alone leaves it alive, and the
+        // serving thread blocked in its read, while any file on the folder is still
+        // open (a reader that has not closed yet, an inotify watch).
+        _ = ringloop_force_unmount(path)
         fuse_session_unmount(session)
         loopDone.wait()
         fuse_session_destroy(session)

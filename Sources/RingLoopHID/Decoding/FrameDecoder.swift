@@ -537,7 +537,14 @@ public struct FrameDecoder {
     /// takes the pen out of proximity, then reports the removal.
     public mutating func detach(at time: MonotonicInstant, into out: inout [HIDEvent]) {
         clearPending()
-        for code in keysDown.all { pendingKeys.append((code, 0)) }
+        // Keys and buttons are released; digitizer tools and touch state go with the
+        // cancelled contacts below, not as frames of their own.
+        for code in keysDown.all {
+            if (0x140...0x14f).contains(code) { keysDown.set(code, false) } else { pendingKeys.append((code, 0)) }
+        }
+        toolFingers = 0
+        touching = false
+        clickDown = false
         let hadPen = penTool != nil
         finishFrame(at: time, into: &out)
         var frame = DigitizerFrame()

@@ -336,18 +336,18 @@ public final class HIDEventSystem {
     }
 }
 
-/// Attached devices, shared between the reading loop and the client.
+/// Attached devices, shared between the reading loop and the client. A removed
+/// device's class stays known, so its last events still match class filters.
 final class DeviceTable: @unchecked Sendable {
-    private let lock = ThreadLockValue<[HIDDeviceInfo]>([])
+    private let state = ThreadLockValue<(attached: [HIDDeviceInfo], classes: [HIDDeviceID: HIDDeviceClass])>(([], [:]))
     func replace(_ devices: [HIDDeviceInfo]) {
-        // A removed device's class stays known until its last events are dispatched.
-        lock.mutate { current in
-            let gone = current.filter { old in !devices.contains { $0.id == old.id } }
-            current = devices + gone.suffix(32)
+        state.mutate { state in
+            state.attached = devices
+            for device in devices { state.classes[device.id] = device.deviceClass }
         }
     }
-    var all: [HIDDeviceInfo] { lock.get() }
-    func deviceClass(_ id: HIDDeviceID) -> HIDDeviceClass? { lock.get().first { $0.id == id }?.deviceClass }
+    var all: [HIDDeviceInfo] { state.get().attached }
+    func deviceClass(_ id: HIDDeviceID) -> HIDDeviceClass? { state.get().classes[id] }
 }
 
 /// Events crossing from the event-system thread to the client's loop: a bounded buffer
