@@ -138,3 +138,39 @@ struct HotplugTests {
         }
     }
 }
+
+extension HotplugTests {
+    @Test("Stopping the event system closes every device file at once", arguments: HIDEventSystem.Shape.allCases)
+    func stopReleasesFiles(shape: HIDEventSystem.Shape) throws {
+        let recording = try loadRecording("power-button")
+        try onFreshThread {
+            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: shape), loop: loop)
+            var added = false
+            system.addHandler(kinds: [.deviceAdded]) { _ in
+                added = true
+                return .pass
+            }
+            try system.start()
+            let node = try folder.addDevice(recording.description!)
+            #expect(runUntil(loop) { added })
+            #expect(node.clientCount == 1)
+            system.stop()
+            // The loop does not run again: the file must be released without it.
+            #expect(waitUntilTrue { node.clientCount == 0 }, "a device file stayed open after stop")
+        }
+    }
+}
+
+/// Polls `condition` for up to two seconds (for effects that arrive from other threads).
+func waitUntilTrue(_ condition: () -> Bool) -> Bool {
+    let limit = MonotonicInstant.now + .seconds(2)
+    while !condition() {
+        if MonotonicInstant.now > limit { return false }
+        sched_yield()
+    }
+    return true
+}

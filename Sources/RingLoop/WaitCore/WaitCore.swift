@@ -170,6 +170,11 @@ final class WaitCore {
             }
             slots[Int(id.slot)].state = .cancelling
             try submitCancellation(id)
+            // Hand the cancellation to the kernel now rather than at the next wait: until
+            // it runs, the poll holds a reference to the file, and a caller that closes
+            // the descriptor next expects the file to be released (a FUSE or device node
+            // stays open otherwise, possibly for good if the loop never runs again).
+            try ring.submit()
         }
         events.removeAll { $0.port == id }
     }
