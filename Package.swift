@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopHID", "RingLoopDevices",
+                "RingLoop", "RingLoopHID", "RingLoopDevices", "CLibURing", "CLibEvdev",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

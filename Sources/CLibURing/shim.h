@@ -12,6 +12,7 @@
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>

@@ -1,29 +1,97 @@
 import ArgumentParser
-@_spi(Benchmarks) import RingLoop
+import Foundation
+import RingLoop
+import RingLoopDevices
+import RingLoopHID
+import Synchronization
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show input flowing through the whole chain (bundled recordings when no device is present).",
+        abstract: "Show input flowing through the whole chain: real devices if readable, else the bundled recordings.",
         discussion: """
-            The input chain and the virtual devices are not built yet. Until they are, this
-            command says so, then shows what does exist: it sets up this thread's wait core
-            (an io_uring) and reports the kernel features it uses.
+            With readable devices in /dev/input, monitors them until Ctrl-C (or --duration).
+            Otherwise hosts the recordings in devices/ as virtual devices (uinput where
+            usable, else a FUSE folder), replays them at recorded speed through the whole
+            chain (event-system thread → client loop → handlers), prints each HID event
+            with its device→handler latency, and ends with a summary.
 
-            Example:
+            Examples:
               ringloop demo
+              ringloop demo --speed 4 --quiet
+              ringloop demo --recordings ~/my-recordings
             """
     )
 
+    @Option(help: "Folder of .evemu recordings (default: devices/ of this package).")
+    var recordings: String?
+
+    @Option(help: "Replay speed factor (1 = recorded pace).")
+    var speed: Double = 1
+
+    @Option(help: "With real devices: stop after this many seconds.")
+    var duration: Double?
+
+    @Flag(help: "Print only the summary.")
+    var quiet = false
+
+    @Flag(help: "Use the bundled recordings even when real devices are readable.")
+    var recorded = false
+
+    func validate() throws {
+        guard speed > 0, speed <= 1000 else { throw ValidationError("--speed must be between 0 and 1000, got \(speed)") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive, got \(duration)") }
+    }
+
     func run() throws {
-        print("""
-            ringloop demo — what it will do:
-              host the bundled recordings in devices/ as virtual evdev devices (uinput, or FUSE
-              where there is no /dev/uinput), read them through the whole chain (event-system
-              thread → client loop → handlers), show the HID events live, and end with a summary
-              of events per kind and device, device→handler latency and drops.
-            That chain is not built yet (see the project's open issues). What exists now:
-            """)
-        let report = try WaitCoreReport.probe()
-        print("  wait core: \(report)")
+        let signals = SignalWatcher()
+        let realDevices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input"))?
+            .filter { $0.hasPrefix("event") && access("/dev/input/\($0)", R_OK) == 0 } ?? []
+        if !realDevices.isEmpty && !recorded {
+            print("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
+            try Monitor.monitorDirectory(
+                "/dev/input", names: nil, json: false, grab: false, quiet: quiet, duration: duration, signals: signals,
+                hosted: nil)
+            return
+        }
+        guard let folder = bundledRecordingsFolder(recordings) else {
+            printError("ringloop demo: no recordings found (looked for devices/ here and beside the package); pass --recordings DIR")
+            throw ExitCode(1)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".evemu") }.sorted()
+        var loaded: [(String, Recording)] = []
+        for file in files {
+            do {
+                loaded.append((file, try Recording.load(contentsOf: folder + "/" + file)))
+            } catch {
+                printError("ringloop demo: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let host: VirtualDeviceHost
+        do {
+            host = try VirtualDeviceHost(folderPath: "/tmp/ringloop-demo-\(getpid())")
+        } catch {
+            printError("ringloop demo: \(error)")
+            throw ExitCode(1)
+        }
+        defer { host.close() }
+        var devices: [(String, Recording, any VirtualInputDevice)] = []
+        for (file, recording) in loaded {
+            guard let description = recording.description else { continue }
+            do {
+                devices.append((file, recording, try host.create(description, bufferSize: 4096, forReplay: true)))
+            } catch {
+                printError("ringloop demo: \(file): \(error)")
+                throw ExitCode(1)
+            }
+        }
+        print("ringloop demo: \(devices.count) recordings from \(folder) as \(host.backend) virtual devices")
+        for (file, _, device) in devices { print("  \(device.nodePath)  ←  \(file)") }
+        print("")
+        let directory = host.backend == .fuse ? host.folderPath : "/dev/input"
+        let names = Set(devices.map { URL(fileURLWithPath: $0.2.nodePath).lastPathComponent })
+        try Monitor.monitorDirectory(
+            directory, names: names, json: false, grab: false, quiet: quiet, duration: nil, signals: signals,
+            hosted: (devices.map { ($0.1, $0.2) }, speed))
     }
 }

@@ -113,20 +113,27 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     /// multitouch or touch surfaces, touchpads are indirect ones with finger tools,
     /// tablets have pen tools, pointers relative motion with buttons, and so on.
     static func classify(_ info: HIDDeviceInfo) -> HIDDeviceClass {
-        let keys = info.codes[1] ?? []
-        let hasAbsolutePosition = info.has(type: 3, code: 0) || info.has(type: 3, code: 0x35)
+        classify(codes: info.codes, properties: info.properties)
+    }
+
+    /// Classifies from capabilities alone (codes per type and properties).
+    public static func classify(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) -> HIDDeviceClass {
+        let keys = codes[1] ?? []
+        let absolute = codes[3] ?? []
+        let relative = codes[2] ?? []
+        let hasAbsolutePosition = absolute.contains(0) || absolute.contains(0x35)
         if keys.contains(0x140) || keys.contains(0x14b) { return .tablet }  // BTN_TOOL_PEN, BTN_STYLUS
-        if hasAbsolutePosition {
-            if info.properties.contains(1) { return .touchscreen }  // INPUT_PROP_DIRECT
-            if keys.contains(0x145) || info.properties.contains(0) { return .touchpad }  // BTN_TOOL_FINGER, POINTER
+        if hasAbsolutePosition && (keys.contains(0x14a) || keys.contains(0x145) || absolute.contains(0x35)) {
+            if properties.contains(1) { return .touchscreen }  // INPUT_PROP_DIRECT
+            if keys.contains(0x145) || properties.contains(0) { return .touchpad }  // BTN_TOOL_FINGER, POINTER
             if keys.contains(0x14a) { return .touchscreen }
         }
         if keys.contains(0x130) || keys.contains(0x131) { return .gamepad }  // BTN_SOUTH, BTN_EAST
         if keys.contains(0x120) { return .joystick }  // BTN_TRIGGER
-        if info.has(type: 2, code: 0) && info.has(type: 2, code: 1) && keys.contains(0x110) { return .pointer }
+        if relative.contains(0) && relative.contains(1) && keys.contains(0x110) { return .pointer }
         let letters: [UInt16] = [16, 30, 44, 57]  // Q, A, Z, Space
         if letters.allSatisfy(keys.contains) { return .keyboard }
-        if !(info.codes[5] ?? []).isEmpty { return .switch }
+        if !(codes[5] ?? []).isEmpty { return .switch }
         if !keys.isEmpty { return .buttons }
         return .other
     }

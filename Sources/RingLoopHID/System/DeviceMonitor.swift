@@ -18,6 +18,7 @@ final class DeviceMonitor {
         var grab: Bool
         var openAttempts: Int
         var retryInterval: Duration
+        var nodeNames: Set<String>?
     }
 
     private let settings: Settings
@@ -124,6 +125,7 @@ final class DeviceMonitor {
     /// Opens, describes and attaches a node; retries briefly if it cannot be opened yet.
     private func consider(_ name: String) {
         guard readers[name] == nil else { return }
+        if let only = settings.nodeNames, !only.contains(name) { return }
         let path = settings.directory + "/" + name
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {

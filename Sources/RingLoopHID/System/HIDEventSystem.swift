@@ -61,12 +61,15 @@ public final class HIDEventSystem {
         /// Opening a new node is retried this many times (permissions settle after udev).
         public var openAttempts: Int
         public var retryInterval: Duration
+        /// Attach only nodes with these names (`event3`…); `nil` attaches every node.
+        public var nodeNames: Set<String>?
 
         public init(
             deviceDirectory: String = "/dev/input", shape: Shape = .clientLoop, queueCapacity: Int = 1024,
             grabDevices: Bool = false, lateThreshold: Duration = .milliseconds(50), openAttempts: Int = 10,
-            retryInterval: Duration = .milliseconds(50)
+            retryInterval: Duration = .milliseconds(50), nodeNames: Set<String>? = nil
         ) {
+            self.nodeNames = nodeNames
             self.deviceDirectory = deviceDirectory
             self.shape = shape
             self.queueCapacity = queueCapacity
@@ -167,7 +170,8 @@ public final class HIDEventSystem {
         loop.add(dispatch, to: .common)
         let settings = DeviceMonitor.Settings(
             directory: configuration.deviceDirectory, grab: configuration.grabDevices,
-            openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval)
+            openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval,
+            nodeNames: configuration.nodeNames)
         switch configuration.shape {
         case .clientLoop:
             let monitor = DeviceMonitor(

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import RingLoopDevices
+import RingLoopHID
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List evdev devices: path, name, ids, class, capabilities.",
+        discussion: """
+            Examples:
+              ringloop devices
+              ringloop devices --json
+              ringloop devices --directory /tmp/ringloop-demo-1234
+            """
+    )
+
+    @Option(help: "The folder of device nodes.")
+    var directory = "/dev/input"
+
+    @Flag(help: "One JSON array.")
+    var json = false
+
+    func run() throws {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            printError("ringloop devices: \(directory): \(String(cString: strerror(errno)))")
+            throw ExitCode(1)
+        }
+        let nodes = names.filter { $0.hasPrefix("event") }.sorted { (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0) }
+        var rows: [[String: Any]] = []
+        var failures = 0
+        for name in nodes {
+            let path = directory + "/" + name
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else {
+                failures += 1
+                let reason = String(cString: strerror(errno))
+                let fix = errno == EACCES ? " (add the user to group 'input', or run as root)" : ""
+                if json { rows.append(["path": path, "error": reason]) } else { print("\(path): cannot open: \(reason)\(fix)") }
+                continue
+            }
+            defer { close(fd) }
+            guard let description = try? InputDeviceDescription(fileDescriptor: fd) else {
+                failures += 1
+                if !json { print("\(path): not an evdev device") }
+                continue
+            }
+            let info = HIDDeviceInfo.classifyDescription(description)
+            let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
+                "\(EventNames.type(type)) (\(description.codes[type]!.count))"
+            }
+            if json {
+                rows.append([
+                    "path": path, "name": description.name,
+                    "bus": String(format: "0x%04x", description.busType), "vendor": String(format: "0x%04x", description.vendor),
+                    "product": String(format: "0x%04x", description.product),
+                    "version": String(format: "0x%04x", description.version), "class": info.rawValue,
+                    "properties": description.properties.sorted().map { EventNames.property($0) },
+                    "capabilities": Dictionary(
+                        uniqueKeysWithValues: description.codes.filter { $0.key != 0 }.map { type, codes in
+                            (EventNames.type(type), codes.sorted().map { EventNames.code(type: type, code: $0) })
+                        }),
+                    "slots": description.slotCount,
+                ])
+            } else {
+                print("\(path)")
+                print("  name        \(description.name)")
+                print(String(format: "  ids         bus 0x%04x vendor 0x%04x product 0x%04x version 0x%04x", description.busType, description.vendor, description.product, description.version))
+                print("  class       \(info.rawValue)")
+                print("  events      \(capabilities.joined(separator: ", "))")
+                if !description.properties.isEmpty {
+                    print("  properties  \(description.properties.sorted().map { EventNames.property($0) }.joined(separator: ", "))")
+                }
+                if description.slotCount > 0 { print("  slots       \(description.slotCount)") }
+            }
+        }
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys, .prettyPrinted])
+            print(String(decoding: data, as: UTF8.self))
+        } else if nodes.isEmpty {
+            print("no event devices in \(directory)")
+        }
+        if failures > 0 && failures == nodes.count { throw ExitCode(1) }
+    }
+}
+
+extension HIDDeviceInfo {
+    /// The class of a device described by a recording or a live node.
+    static func classifyDescription(_ description: InputDeviceDescription) -> HIDDeviceClass {
+        HIDDeviceInfo.classify(codes: description.codes, properties: description.properties)
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import RingLoop
+import RingLoopHID
+
+/// Prints HID events as they arrive and keeps what the summary needs: events per kind
+/// and device, device→handler latency, drops.
+final class LiveView {
+    let json: Bool
+    let quiet: Bool
+    private(set) var counts: [String: [String: Int]] = [:]
+    private(set) var latencies: [Double] = []
+    private(set) var latenciesByDevice: [String: [Double]] = [:]
+    private(set) var dropped = 0
+    private(set) var removed = 0
+    private(set) var added = 0
+    private var names: [HIDDeviceID: String] = [:]
+    private weak var system: HIDEventSystem?
+
+    init(json: Bool, quiet: Bool) {
+        self.json = json
+        self.quiet = quiet
+        latencies.reserveCapacity(4096)
+    }
+
+    /// Registers the view as a handler of every event of `system`.
+    func attach(to system: HIDEventSystem) {
+        self.system = system
+        system.addHandler { [unowned self] event in
+            self.handle(event)
+            return .pass
+        }
+    }
+
+    func name(_ id: HIDDeviceID) -> String {
+        if let name = names[id] { return name }
+        let name = system?.device(id).map { "\($0.name) [\($0.deviceClass.rawValue)]" } ?? "\(id)"
+        if id.rawValue != 0 { names[id] = name }
+        return name
+    }
+
+    private func handle(_ event: HIDEvent) {
+        let latency = Double((MonotonicInstant.now - event.timestamp).components.attoseconds / 1_000_000_000_000) / 1
+            + Double((MonotonicInstant.now - event.timestamp).components.seconds) * 1e6
+        let device = event.device.rawValue == 0 ? "event system" : name(event.device)
+        switch event.kind {
+        case .deviceAdded: added += 1
+        case .deviceRemoved: removed += 1
+        case .eventsDropped:
+            if case .eventsDropped(let count) = event.payload { dropped += max(count, 1) }
+        default:
+            latencies.append(latency)
+            latenciesByDevice[device, default: []].append(latency)
+        }
+        counts[device, default: [:]][event.kind.rawValue, default: 0] += 1
+        guard !quiet else { return }
+        if json {
+            print(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
+        } else {
+            let time = String(format: "%12.6f", Double(event.timestamp.nanoseconds) / 1e9)
+            let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : String(format: "  (%.0f µs)", latency)
+            print("\(time)  \(EventFormat.text(event, device: device))\(lag)")
+        }
+    }
+
+    /// The closing summary (to standard error in JSON mode, so stdout stays JSON lines).
+    func summary(systemDropped: Int) -> String {
+        var lines: [String] = []
+        lines.append("")
+        lines.append("Summary")
+        let width = max(20, counts.keys.map(\.count).max() ?? 20)
+        for device in counts.keys.sorted() {
+            let kinds = counts[device]!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            lines.append("  " + device.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kinds)
+        }
+        let total = counts.values.reduce(0) { $0 + $1.values.reduce(0, +) }
+        lines.append("  events: \(total) delivered, devices: \(added) added, \(removed) removed")
+        if !latencies.isEmpty {
+            lines.append(
+                String(
+                    format: "  device→handler latency: p50 %.0f µs, p99 %.0f µs, max %.0f µs (%d events)",
+                    Self.percentile(latencies, 0.5), Self.percentile(latencies, 0.99), latencies.max() ?? 0,
+                    latencies.count))
+        }
+        lines.append("  drops: \(dropped + systemDropped)\(dropped + systemDropped == 0 ? " (none)" : "")")
+        return lines.joined(separator: "\n")
+    }
+
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+    }
+}

@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import RingLoop
+import RingLoopDevices
+import RingLoopHID
+import Synchronization
+
+struct Monitor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print live HID events, one per line, with per-event latency.",
+        discussion: """
+            Arguments are device nodes (/dev/input/event3) or recordings (.evemu or
+            libinput record YAML), which are hosted as virtual devices and replayed first.
+            Without arguments, every device in /dev/input. --json writes one JSON object
+            per line (see README for the names). A summary goes to standard error on exit.
+
+            Examples:
+              ringloop monitor /dev/input/event3
+              ringloop monitor devices/touchpad.evemu --json
+              ringloop monitor --grab /dev/input/event5
+            """
+    )
+
+    @Argument(help: "Device nodes or recordings.")
+    var inputs: [String] = []
+
+    @Flag(help: "One JSON object per line.")
+    var json = false
+
+    @Flag(help: "Grab the devices (EVIOCGRAB): no other reader gets their events.")
+    var grab = false
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    @Option(help: "Replay speed factor for recordings.")
+    var speed: Double = 1
+
+    func validate() throws {
+        for input in inputs where access(input, F_OK) != 0 {
+            throw ValidationError("\(input): no such file or device")
+        }
+        guard speed > 0 else { throw ValidationError("--speed must be positive") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+    }
+
+    func run() throws {
+        let signals = SignalWatcher()
+        let nodes = inputs.filter { $0.hasPrefix("/dev/") || !$0.contains(".") }
+        let recordingPaths = inputs.filter { !nodes.contains($0) }
+        if recordingPaths.isEmpty {
+            if nodes.isEmpty {
+                try Self.monitorDirectory("/dev/input", names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil)
+            } else {
+                let directories = Set(nodes.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path })
+                guard directories.count == 1, let directory = directories.first else {
+                    printError("ringloop monitor: devices must share one folder")
+                    throw ExitCode(1)
+                }
+                for node in nodes where access(node, R_OK) != 0 {
+                    printError("ringloop monitor: \(node): \(String(cString: strerror(errno))) (add the user to group 'input', or run as root)")
+                    throw ExitCode(1)
+                }
+                try Self.monitorDirectory(
+                    directory, names: Set(nodes.map { URL(fileURLWithPath: $0).lastPathComponent }), json: json, grab: grab,
+                    quiet: false, duration: duration, signals: signals, hosted: nil)
+            }
+            return
+        }
+        var recordings: [Recording] = []
+        for path in recordingPaths {
+            do {
+                recordings += try Recording.loadAll(contentsOf: path)
+            } catch {
+                printError("ringloop monitor: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let host: VirtualDeviceHost
+        do {
+            host = try VirtualDeviceHost(folderPath: "/tmp/ringloop-monitor-\(getpid())")
+        } catch {
+            printError("ringloop monitor: \(error)")
+            throw ExitCode(1)
+        }
+        defer { host.close() }
+        var hosted: [(Recording, any VirtualInputDevice)] = []
+        for recording in recordings {
+            guard let description = recording.description else {
+                printError("ringloop monitor: a recording without a device description cannot be hosted")
+                throw ExitCode(1)
+            }
+            hosted.append((recording, try host.create(description, bufferSize: 4096, forReplay: true)))
+        }
+        let directory = host.backend == .fuse ? host.folderPath : "/dev/input"
+        try Self.monitorDirectory(
+            directory, names: Set(hosted.map { URL(fileURLWithPath: $0.1.nodePath).lastPathComponent }), json: json,
+            grab: grab, quiet: false, duration: duration, signals: signals, hosted: (hosted, speed))
+    }
+
+    /// Runs the chain on the main loop over `directory` until a signal, `duration`, or
+    /// (with `hosted`) the end of every replay; prints the summary.
+    static func monitorDirectory(
+        _ directory: String, names: Set<String>?, json: Bool, grab: Bool, quiet: Bool, duration: Double?,
+        signals: SignalWatcher, hosted: (devices: [(Recording, any VirtualInputDevice)], speed: Double)?
+    ) throws {
+        let loop = RingRunLoop.main
+        let system = HIDEventSystem(
+            configuration: .init(deviceDirectory: directory, shape: .dedicatedThread, grabDevices: grab, nodeNames: names),
+            loop: loop)
+        let view = LiveView(json: json, quiet: quiet)
+        view.attach(to: system)
+        do {
+            try system.start()
+        } catch {
+            printError("ringloop: \(error)")
+            throw ExitCode(1)
+        }
+        var finished = false
+        signals.watch(on: loop) { _ in
+            finished = true
+            loop.stop()
+        }
+        if let duration {
+            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in
+                finished = true
+                loop.stop()
+            }, to: .common)
+        }
+        var replayThreads: [Thread] = []
+        let replaysDone = Atomic<Int>(0)
+        let stopReplays = Atomic<Bool>(false)
+        if let hosted {
+            // Wait until every hosted device is attached, then replay them all at once.
+            let expected = hosted.devices.count
+            while system.devices.count < expected && !finished {
+                loop.run(mode: .default, for: .milliseconds(50))
+            }
+            for (recording, device) in hosted.devices {
+                let thread = Thread {
+                    let speed: ReplaySpeed = hosted.speed == 1 ? .recorded : .scaled(hosted.speed)
+                    _ = try? Replay.play(recording, to: device, speed: speed, shouldStop: { stopReplays.load(ordering: .relaxed) })
+                    replaysDone.add(1, ordering: .releasing)
+                }
+                replayThreads.append(thread)
+                thread.start()
+            }
+            let total = hosted.devices.count
+            let check = LoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
+                guard replaysDone.load(ordering: .acquiring) == total else { return }
+                timer.invalidate()
+                // Let the last frames arrive, then remove the devices: clients see removal.
+                loop.perform(after: .milliseconds(200), inModes: [.common]) {
+                    for (_, device) in hosted.devices { device.remove() }
+                    loop.perform(after: .milliseconds(300), inModes: [.common]) { loop.stop() }
+                    loop.wakeUp()
+                }
+            }
+            loop.add(check, to: .common)
+        }
+        while !finished {
+            let result = loop.run(mode: .default, until: .distantFuture)
+            if result == .stopped || result == .finished { break }
+        }
+        stopReplays.store(true, ordering: .relaxed)
+        while replaysDone.load(ordering: .acquiring) < replayThreads.count { usleep(1000) }
+        system.stop()
+        let summary = view.summary(systemDropped: system.statistics.dropped)
+        if json { printError(summary) } else { print(summary) }
+        for problem in system.problems { printError("ringloop: \(problem)") }
+    }
+}

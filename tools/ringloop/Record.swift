@@ -1,0 +1,101 @@
+import ArgumentParser
+import CLibEvdev
+import Foundation
+import RingLoop
+import RingLoopDevices
+
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record a device in the evemu format (real or virtual).",
+        discussion: """
+            Writes the device's description, then its events until Ctrl-C or --duration.
+            Times are relative to the first event.
+
+            Examples:
+              ringloop record /dev/input/event3 -o keyboard.evemu
+              ringloop record /dev/input/event5 --duration 10
+            """
+    )
+
+    @Argument(help: "The device node.")
+    var device: String
+
+    @Option(name: .shortAndLong, help: "Output file (default: standard output).")
+    var output: String?
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    func validate() throws {
+        if access(device, F_OK) != 0 { throw ValidationError("\(device): no such device") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive, got \(duration)") }
+    }
+
+    func run() throws {
+        let signals = SignalWatcher()
+        let fd = open(device, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let fix = errno == EACCES || errno == EPERM ? " (add the user to group 'input', or run as root)" : ""
+            printError("ringloop record: \(device): cannot open: \(String(cString: strerror(errno)))\(fix)")
+            throw ExitCode(1)
+        }
+        defer { close(fd) }
+        let description: InputDeviceDescription
+        do {
+            description = try InputDeviceDescription(fileDescriptor: fd)
+        } catch {
+            printError("ringloop record: \(device): not an evdev device (\(error))")
+            throw ExitCode(1)
+        }
+        var clock = CLOCK_MONOTONIC
+        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
+        let loop = RingRunLoop.current
+        var events: [RecordedEvent] = []
+        var first: Int64?
+        var buffer = [UInt8](repeating: 0, count: 24 * 256)
+        let source = LoopPortSource(fileDescriptor: fd) { mask in
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count <= 0 {
+                    if count < 0, errno == ENODEV { loop.stop() }
+                    break
+                }
+                buffer.withUnsafeBytes { raw in
+                    for index in 0..<(count / 24) {
+                        let base = raw.baseAddress! + index * 24
+                        let micro = Int64(base.load(as: Int.self)) * 1_000_000 + Int64(base.load(fromByteOffset: 8, as: Int.self))
+                        let start = first ?? micro
+                        first = start
+                        let relative = micro - start
+                        events.append(
+                            RecordedEvent(
+                                seconds: relative / 1_000_000, microseconds: Int32(relative % 1_000_000),
+                                type: base.load(fromByteOffset: 16, as: UInt16.self),
+                                code: base.load(fromByteOffset: 18, as: UInt16.self),
+                                value: base.load(fromByteOffset: 20, as: Int32.self)))
+                    }
+                }
+            }
+            if mask & Int16(POLLHUP | POLLERR) != 0 { loop.stop() }
+        }
+        loop.add(source, to: .default)
+        signals.watch(on: loop) { _ in loop.stop() }
+        if let duration {
+            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in loop.stop() }, to: .default)
+        }
+        printError("ringloop record: recording \(description.name) (\(device)); Ctrl-C to stop")
+        loop.run(mode: .default, until: .distantFuture)
+        source.invalidate()
+        let recording = Recording(
+            description: description, events: events, notes: ["Recorded by ringloop record from \(device)"])
+        if let output {
+            do { try recording.write(to: output) } catch {
+                printError("ringloop record: \(error)")
+                throw ExitCode(1)
+            }
+            printError("ringloop record: \(events.count) events written to \(output)")
+        } else {
+            print(EvemuFormat.write(recording), terminator: "")
+        }
+    }
+}

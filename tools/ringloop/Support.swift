@@ -1,0 +1,161 @@
+import CLibEvdev
+import CLibURing
+import Foundation
+import RingLoop
+import RingLoopHID
+
+/// Ctrl-C and SIGTERM through the ring: the signals are blocked in every thread and read
+/// from a signalfd by a port source on the main loop, so the command ends cleanly
+/// (virtual devices unmounted) instead of dying mid-way.
+final class SignalWatcher {
+    private let fd: Int32
+    private var source: LoopPortSource?
+    private(set) var received: Int32 = 0
+
+    /// Call before starting any thread, so every thread inherits the blocked mask.
+    init() {
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        sigaddset(&mask, SIGINT)
+        sigaddset(&mask, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &mask, nil)
+        fd = signalfd(-1, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Calls `onSignal` on `loop` when SIGINT or SIGTERM arrives.
+    func watch(on loop: RingRunLoop, _ onSignal: @escaping (Int32) -> Void) {
+        guard fd >= 0 else { return }
+        let source = LoopPortSource(fileDescriptor: fd) { [unowned self] _ in
+            var info = signalfd_siginfo()
+            while read(self.fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {
+                self.received = Int32(info.ssi_signo)
+                onSignal(self.received)
+            }
+        }
+        self.source = source
+        loop.add(source, to: .common)
+    }
+}
+
+/// Finds the bundled recordings: `--recordings`, then `./devices`, then `devices/` beside
+/// the package the executable was built in.
+func bundledRecordingsFolder(_ explicit: String?) -> String? {
+    var candidates: [String] = []
+    if let explicit { candidates.append(explicit) }
+    candidates.append(FileManager.default.currentDirectoryPath + "/devices")
+    var url = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    for _ in 0..<6 {
+        url.deleteLastPathComponent()
+        candidates.append(url.path + "/devices")
+    }
+    return candidates.first { path in
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+            && ((try? FileManager.default.contentsOfDirectory(atPath: path))?.contains { $0.hasSuffix(".evemu") } ?? false)
+    }
+}
+
+/// Linux names of event codes.
+enum CodeNames {
+    static func code(type: UInt16, code: UInt16) -> String {
+        libevdev_event_code_get_name(UInt32(type), UInt32(code)).map { String(cString: $0) } ?? "0x" + String(code, radix: 16)
+    }
+}
+
+/// Readable lines and JSON objects for HID events.
+enum EventFormat {
+    static func text(_ event: HIDEvent, device: String) -> String {
+        let body: String
+        switch event.payload {
+        case .key(let key):
+            let usage = key.usage.map { " usage \($0)" } ?? ""
+            let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + String(key.modifiers.rawValue, radix: 16)
+            body = "key \(CodeNames.code(type: 1, code: key.code)) \(key.state)\(usage)\(modifiers)"
+        case .button(let button): body = "button \(button.number) (\(CodeNames.code(type: 1, code: button.code))) \(button.isDown ? "down" : "up")"
+        case .pointerMotion(let dx, let dy): body = "motion \(dx) \(dy)"
+        case .scroll(let scroll): body = "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
+        case .absolutePointer(let pointer): body = "absolute \(pointer.x) \(pointer.y)"
+        case .digitizer(let frame):
+            let contacts = frame.contacts.map { "#\($0.trackingID)@\($0.slot) \($0.phase) \($0.x),\($0.y)" }.joined(separator: ", ")
+            body = "touch \(frame.fingerCount) finger(s)\(frame.isBoundingBox ? " (bounding box)" : ""): \(contacts)"
+        case .pen(let pen):
+            body = "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(String(format: "%.2f", pen.pressure)) tilt \(String(format: "%.0f", pen.tiltX))°,\(String(format: "%.0f", pen.tiltY))° buttons \(pen.barrelButtons)"
+        case .gamepadButton(let button): body = "gamepad \(CodeNames.code(type: 1, code: button.code)) \(button.isDown ? "down" : "up")"
+        case .gamepadAxis(let axis): body = "axis \(CodeNames.code(type: 3, code: axis.code)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
+        case .switchChanged(let change): body = "switch \(CodeNames.code(type: 5, code: change.code)) \(change.isOn ? "on" : "off")"
+        case .dial(let steps): body = "dial \(steps)"
+        case .deviceAdded: body = "added"
+        case .deviceRemoved: body = "removed"
+        case .eventsDropped(let count): body = "EVENTS DROPPED (\(count))"
+        }
+        return "\(device): \(body)"
+    }
+
+    /// One JSON object with the fixed names README documents.
+    static func json(_ event: HIDEvent, device: String, latencyMicroseconds: Double) -> [String: Any] {
+        var object: [String: Any] = [
+            "kind": event.kind.rawValue, "device": device,
+            "time": Double(event.timestamp.nanoseconds) / 1e9, "latency_us": latencyMicroseconds,
+        ]
+        switch event.payload {
+        case .key(let key):
+            object["code"] = CodeNames.code(type: 1, code: key.code)
+            object["usagePage"] = key.usage.map { Int($0.page) } ?? NSNull()
+            object["usage"] = key.usage.map { Int($0.usage) } ?? NSNull()
+            object["state"] = key.state.rawValue
+            object["modifiers"] = Int(key.modifiers.rawValue)
+        case .button(let button):
+            object["code"] = CodeNames.code(type: 1, code: button.code)
+            object["button"] = button.number
+            object["state"] = button.isDown ? "down" : "up"
+        case .pointerMotion(let dx, let dy):
+            object["dx"] = Int(dx)
+            object["dy"] = Int(dy)
+        case .scroll(let scroll):
+            object["vertical"] = scroll.vertical
+            object["horizontal"] = scroll.horizontal
+        case .absolutePointer(let pointer):
+            object["x"] = Int(pointer.x)
+            object["y"] = Int(pointer.y)
+        case .digitizer(let frame):
+            object["fingers"] = frame.fingerCount
+            object["contacts"] = frame.contacts.map { contact -> [String: Any] in
+                ["id": Int(contact.trackingID), "slot": Int(contact.slot), "phase": contact.phase.rawValue,
+                 "x": Int(contact.x), "y": Int(contact.y)]
+            }
+        case .pen(let pen):
+            object["tool"] = pen.tool.rawValue
+            object["proximity"] = pen.inProximity
+            object["touching"] = pen.touching
+            object["x"] = Int(pen.x)
+            object["y"] = Int(pen.y)
+            object["pressure"] = pen.pressure
+        case .gamepadButton(let button):
+            object["code"] = CodeNames.code(type: 1, code: button.code)
+            object["state"] = button.isDown ? "down" : "up"
+        case .gamepadAxis(let axis):
+            object["code"] = CodeNames.code(type: 3, code: axis.code)
+            object["value"] = Int(axis.value)
+            object["normalized"] = axis.normalized
+        case .switchChanged(let change):
+            object["code"] = CodeNames.code(type: 5, code: change.code)
+            object["state"] = change.isOn ? "on" : "off"
+        case .dial(let steps): object["steps"] = Int(steps)
+        case .eventsDropped(let count): object["count"] = count
+        case .deviceAdded, .deviceRemoved: break
+        }
+        return object
+    }
+
+    static func jsonLine(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
