@@ -257,24 +257,18 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     func poll(client id: UInt64, handle: OpaquePointer?) -> UInt32 {
-        var replies: [Reply] = []
-        let mask: UInt32 = lockedPerform {
+        lockedPerform {
             guard clients[id] != nil else { return UInt32(POLLERR | POLLHUP) }
             if let handle {
                 if let old = clients[id]!.pollHandle { fuse_pollhandle_destroy(old) }
                 clients[id]!.pollHandle = handle
             }
+            // The newest handle stays registered even when data is ready now: the
+            // reply tells the caller about this data, the handle the next arrival.
             var mask: Int32 = removed || clients[id]!.revoked ? POLLHUP | POLLERR : POLLOUT | POLLWRNORM
             if clients[id]!.buffer.hasReadableEvents { mask |= POLLIN | POLLRDNORM }
-            if mask & (POLLIN | POLLHUP) != 0, let registered = clients[id]!.pollHandle {
-                // Ready now: the caller learns it from this reply; drop the handle.
-                clients[id]!.pollHandle = nil
-                replies.append(.notifyPoll(registered))
-            }
             return UInt32(mask)
         }
-        perform(replies)
-        return mask
     }
 
     // MARK: ioctl
