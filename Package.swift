@@ -80,6 +80,8 @@ let package = Package(
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
+        // The `ringloop` command, run as a subprocess.
+        .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices"]),
         .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"]),
         .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev"]),
     ]

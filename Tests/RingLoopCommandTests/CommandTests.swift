@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+
+@testable import RingLoopDevices
+
+/// The built `ringloop` beside the test bundle.
+let ringloop = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    .appendingPathComponent("ringloop").path
+
+let repository: String = {
+    var path = #filePath
+    for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+    return path
+}()
+
+struct CommandResult {
+    var status: Int32
+    var output: String
+    var error: String
+}
+
+/// Runs `ringloop arguments…` from the repository root, with a time limit.
+func runCommand(_ arguments: [String], timeout: TimeInterval = 60) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ringloop)
+    process.arguments = arguments
+    process.currentDirectoryURL = URL(fileURLWithPath: repository)
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    // Read while it runs, so a full pipe never blocks it.
+    final class Collected: @unchecked Sendable {
+        // @unchecked: each field is written by one reader, read after the group waits.
+        var out = Data()
+        var err = Data()
+    }
+    let collected = Collected()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async {
+        collected.out = output.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    group.enter()
+    DispatchQueue.global().async {
+        collected.err = error.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning {
+        process.interrupt()
+        Issue.record("ringloop \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+    }
+    process.waitUntilExit()
+    group.wait()
+    return CommandResult(
+        status: process.terminationStatus, output: String(decoding: collected.out, as: UTF8.self),
+        error: String(decoding: collected.err, as: UTF8.self))
+}
+
+let bundled = (try? FileManager.default.contentsOfDirectory(atPath: repository + "/devices"))?
+    .filter { $0.hasSuffix(".evemu") }.sorted() ?? []
+
+@Suite("The ringloop command")
+struct CommandTests {
+    @Test("demo exits 0 and its summary matches the bundled recordings")
+    func demo() throws {
+        let result = try runCommand(["demo", "--quiet", "--speed", "4"])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("\(bundled.count) recordings"))
+        #expect(result.output.contains("devices: \(bundled.count) added, \(bundled.count) removed"))
+        #expect(result.output.contains("drops: 0 (none)"))
+        #expect(result.output.contains("device→handler latency: p50"))
+        // Per device: the keyboard's key events are the recording's EV_KEY events.
+        let keyboard = try Recording.load(contentsOf: repository + "/devices/keyboard.evemu")
+        let keyEvents = keyboard.events.filter { $0.type == 1 }.count
+        let line = result.output.split(separator: "\n").first { $0.contains("AT Translated Set 2 keyboard") }
+        #expect(line?.contains("key \(keyEvents)") == true, "\(line ?? "no keyboard line")")
+    }
+
+    @Test("monitor --json writes valid JSON lines with the fixed names", arguments: bundled)
+    func monitorJSON(_ file: String) throws {
+        let result = try runCommand(["monitor", "devices/" + file, "--json", "--speed", "8"])
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.output.split(separator: "\n")
+        #expect(lines.count >= 3, "added, events, removed")
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            #expect(object["kind"] is String && object["device"] is String && object["time"] is Double, "\(line)")
+            switch object["kind"] as? String {
+            case "key":
+                #expect(object["code"] is String && object["state"] is String, "\(line)")
+                #expect(object.keys.contains("usagePage") && object.keys.contains("usage"))
+                #expect((object["code"] as? String)?.hasPrefix("KEY_") == true)
+            case "digitizer":
+                let contacts = try #require(object["contacts"] as? [[String: Any]])
+                for contact in contacts {
+                    for key in ["id", "slot", "phase", "x", "y"] { #expect(contact[key] != nil, "\(key) in \(line)") }
+                }
+            case "scroll":
+                #expect(object["vertical"] is Double && object["horizontal"] is Double)
+            default: break
+            }
+        }
+        #expect(result.error.contains("Summary"))
+    }
+
+    @Test("record of a replayed virtual device round-trips the description")
+    func recordRoundTrip() throws {
+        let mount = "/tmp/ringloop-cmdtest-\(getpid())"
+        let replay = Process()
+        replay.executableURL = URL(fileURLWithPath: ringloop)
+        replay.arguments = ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3", "--keep"]
+        replay.currentDirectoryURL = URL(fileURLWithPath: repository)
+        let output = Pipe()
+        replay.standardOutput = output
+        replay.standardError = FileHandle.nullDevice
+        try replay.run()
+        defer {
+            replay.interrupt()
+            replay.waitUntilExit()
+        }
+        // The node path comes first.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let node = String(decoding: line, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        #expect(node.hasPrefix(mount + "/event"), "\(node)")
+        let out = mount + "-recorded.evemu"
+        let record = try runCommand(["record", node, "-o", out, "--duration", "7"])
+        #expect(record.status == 0, "\(record.error)")
+        let original = try Recording.load(contentsOf: repository + "/devices/touchpad.evemu")
+        let recorded = try Recording.load(contentsOf: out)
+        #expect(recorded.description == original.description)
+        // Replayed and recorded: the same events (times differ).
+        #expect(recorded.events.map { [$0.type, $0.code] } == original.events.map { [$0.type, $0.code] })
+        #expect(recorded.events.map(\.value) == original.events.map(\.value))
+        unlink(out)
+        // Interrupting the replay unmounts the folder.
+        replay.interrupt()
+        replay.waitUntilExit()
+        #expect(replay.terminationStatus == 0)
+        #expect(access(node, F_OK) != 0, "the node is gone after Ctrl-C")
+    }
+
+    @Test(
+        "Errors are one clear line and a non-zero exit",
+        arguments: [
+            (["replay", "/nonexistent.evemu"], "no such file"),
+            (["monitor", "/nonexistent.evemu"], "no such file"),
+            (["record", "/dev/null"], "not an evdev device"),
+            (["replay", "Package.swift"], "Package.swift:"),
+            (["replay", "devices/keyboard.evemu", "--backend", "carrier-pigeon"], "--backend must be uinput or fuse"),
+            (["replay", "devices/keyboard.evemu", "--speed", "0"], "--speed must be positive"),
+            (["bench", "--only", "nothing"], "no benchmark starts with 'nothing'"),
+        ] as [([String], String)])
+    func errors(arguments: [String], message: String) throws {
+        let result = try runCommand(arguments, timeout: 20)
+        #expect(result.status != 0)
+        #expect(result.error.contains(message), "stderr: \(result.error)")
+    }
+
+    @Test("A malformed recording names its line")
+    func malformedRecording() throws {
+        let path = "/tmp/ringloop-bad-\(getpid()).evemu"
+        try "N: Broken\nI: 0003 0001 0001 0001\nB: 00 0b\nE: 0.000001 0001 001e one\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        let result = try runCommand(["replay", path], timeout: 20)
+        #expect(result.status == 1)
+        #expect(result.error.contains("\(path):4:"), "stderr: \(result.error)")
+    }
+
+    @Test("Every command has --help with an example", arguments: ["demo", "devices", "monitor", "record", "replay", "doctor", "bench"])
+    func help(command: String) throws {
+        let result = try runCommand([command, "--help"], timeout: 20)
+        #expect(result.status == 0)
+        #expect(result.output.contains("Example"), "\(command) --help has no example")
+    }
+}
