@@ -42,6 +42,9 @@ let package = Package(
         // libdispatch's main-queue hooks for run loops (declared; libdispatch exports them).
         .systemLibrary(name: "CDispatchHooks", path: "Sources/CDispatchHooks"),
 
+        // A counting malloc for the benchmarks (linked into the ringloop command only).
+        .target(name: "CMallocCounter", path: "Sources/CMallocCounter"),
+
         // The run loop: wait core, loop, modes, sources, ports, timers, observers, blocks.
         .target(
             name: "RingLoop",
@@ -69,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopHID", "RingLoopDevices", "CLibURing", "CLibEvdev",
+                "RingLoop", "RingLoopHID", "RingLoopDevices", "CLibURing", "CLibEvdev", "CMallocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

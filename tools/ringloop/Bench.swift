@@ -48,7 +48,8 @@ struct Bench: ParsableCommand {
     )
 
     static let all = [
-        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "wakecore",
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "hid.e2e",
+        "wakecore",
     ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
@@ -90,6 +91,8 @@ struct Bench: ParsableCommand {
         if selected("timers.schedule") { emit(try TimerBench.schedule(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("timers.cancel") { emit(try TimerBench.cancel(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("idle") { emit(TimerBench.idle(quick: quick)) }
+        if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
+        if selected("hid.e2e") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
         if json {
             struct Output: Codable {

@@ -22,6 +22,12 @@ public struct AxisRange: Sendable, Hashable {
     /// Units per millimetre (per radian for rotation), 0 when unknown.
     public var resolution: Int32
 
+    public init(minimum: Int32, maximum: Int32, resolution: Int32) {
+        self.minimum = minimum
+        self.maximum = maximum
+        self.resolution = resolution
+    }
+
     /// `value` scaled to 0…1 over the range.
     @inline(__always)
     public func normalized(_ value: Int32) -> Double {

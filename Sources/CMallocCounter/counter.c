@@ -1,0 +1,31 @@
+// Counting allocator for `ringloop bench`: the executable's malloc, calloc and realloc
+// take precedence over libc's for the whole process; each forwards to glibc's internal
+// entry point and counts. Linked only into the ringloop command.
+#include <stdatomic.h>
+#include <stddef.h>
+#include "CMallocCounter.h"
+
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *pointer, size_t size);
+
+static atomic_ulong allocations;
+
+void *malloc(size_t size) {
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __libc_malloc(size);
+}
+
+void *calloc(size_t count, size_t size) {
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __libc_calloc(count, size);
+}
+
+void *realloc(void *pointer, size_t size) {
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __libc_realloc(pointer, size);
+}
+
+unsigned long ringloop_malloc_count(void) {
+    return atomic_load_explicit(&allocations, memory_order_relaxed);
+}

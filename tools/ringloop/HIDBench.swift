@@ -1,0 +1,119 @@
+import CMallocCounter
+import Foundation
+import RingLoop
+import RingLoopDevices
+@_spi(Benchmarks) import RingLoopHID
+import Synchronization
+
+/// Input benchmarks: decode + dispatch throughput from memory, and device → handler
+/// latency through a FUSE node in both chain shapes.
+enum HIDBench {
+    static func decode(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        guard let folder = bundledRecordingsFolder(nil) else { return [] }
+        var perSecond: [Double] = []
+        var allocations: [Double] = []
+        let names = ["touchscreen-multitouch.evemu", "keyboard.evemu", "mouse-hires-wheel.evemu", "touchpad.evemu"]
+        var inputs: [(HIDDeviceInfo, [RawInputEvent])] = []
+        for name in names {
+            let recording = try Recording.load(contentsOf: folder + "/" + name)
+            let description = recording.description!
+            let axes = description.absoluteAxes.mapValues { AxisRange(minimum: $0.minimum, maximum: $0.maximum, resolution: $0.resolution) }
+            let info = HIDDecodeBenchmark.info(name: description.name, codes: description.codes, properties: description.properties, axes: axes)
+            let raw = recording.events.map {
+                RawInputEvent(seconds: Int($0.seconds), microseconds: Int($0.microseconds), type: $0.type, code: $0.code, value: $0.value)
+            }
+            inputs.append((info, raw))
+        }
+        let target = quick ? 200_000 : 2_000_000
+        for _ in 0..<rounds {
+            var events = 0
+            var elapsed = 0.0
+            var allocated: UInt = 0
+            for (info, raw) in inputs {
+                let repeats = max(2, target / inputs.count / raw.count)
+                var start = MonotonicInstant.now
+                var before: UInt = 0
+                var sink = 0
+                _ = HIDDecodeBenchmark.run(info: info, events: raw, rounds: repeats, beforeMeasuredRound: {
+                    start = .now
+                    before = ringloop_malloc_count()
+                }) { event in sink &+= Int(event.timestamp.nanoseconds & 1) }
+                let measured = raw.count
+                elapsed += (MonotonicInstant.now - start).secondsValue
+                allocated += ringloop_malloc_count() - before
+                events += measured
+                if sink == -1 { print(sink) }
+            }
+            // The measured round is the last one of each device (warm).
+            perSecond.append(Double(events) / elapsed)
+            allocations.append(Double(allocated) / Double(events))
+        }
+        return [
+            BenchResult("hid.decode.events_per_s", "1/s", ours: median(perSecond)),
+            BenchResult("hid.decode.allocs_per_event", "allocs", ours: median(allocations)),
+        ]
+    }
+
+    /// Device → handler latency: frames sent to a FUSE node one at a time; the handler
+    /// measures now − the kernel-style timestamp the node stamped at sending.
+    static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape) throws -> [Double] {
+        let samples = quick ? 300 : 2000
+        let path = "/tmp/ringloop-bench-\(getpid())-\(shape.rawValue)"
+        let folder = try FUSEDeviceFolder(path: path)
+        defer { folder.close() }
+        let mouse = InputDeviceDescription(
+            name: "Bench Mouse", codes: [0x01: [0x110, 0x111], 0x02: [0x00, 0x01]])
+        let node = try folder.addDevice(mouse, bufferSize: 1024)
+        return onFreshThread {
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: shape), loop: loop)
+            var latencies: [Double] = []
+            latencies.reserveCapacity(samples)
+            var attached = false
+            system.addHandler { event in
+                switch event.kind {
+                case .deviceAdded: attached = true
+                case .pointerMotion:
+                    latencies.append(Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000)
+                default: break
+                }
+                return .pass
+            }
+            try? system.start()
+            while !attached { loop.run(mode: .default, for: .milliseconds(10)) }
+            // A sender thread paces frames 1 ms apart; the loop handles them as they come.
+            let sent = Atomic<Int>(0)
+            let sender = Thread {
+                for index in 0..<samples {
+                    try? node.send([(2, 0, Int32(index % 2 == 0 ? 1 : -1)), (0, 0, 0)])
+                    sent.add(1, ordering: .relaxed)
+                    usleep(1000)
+                }
+            }
+            sender.start()
+            let limit = MonotonicInstant.now + .seconds(30)
+            while latencies.count < samples && MonotonicInstant.now < limit {
+                loop.run(mode: .default, for: .milliseconds(50))
+            }
+            system.stop()
+            return latencies
+        }
+    }
+
+    static func endToEndResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        var results: [BenchResult] = []
+        for shape in HIDEventSystem.Shape.allCases {
+            var p50: [Double] = []
+            var p99: [Double] = []
+            for _ in 0..<(quick ? 1 : rounds) {
+                let latencies = try endToEnd(quick: quick, shape: shape)
+                p50.append(percentile(latencies, 0.5))
+                p99.append(percentile(latencies, 0.99))
+            }
+            let prefix = shape == .clientLoop ? "hid.e2e" : "hid.e2e.thread"
+            results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
+            results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
+        }
+        return results
+    }
+}
