@@ -71,13 +71,14 @@ final class DeviceMonitor {
         inotifySource = nil
         for (_, retry) in pendingRetries { retry.timer.invalidate() }
         pendingRetries = [:]
-        for reader in readers.values { reader.detach() }
+        let detaching = Array(readers.values)
         readers = [:]
+        onDevicesChanged([])
+        for reader in detaching { reader.detach() }
         if inotifyFD >= 0 {
             close(inotifyFD)
             inotifyFD = -1
         }
-        onDevicesChanged([])
     }
 
     /// Raw events read by every reader so far, detached ones included.
@@ -182,7 +183,8 @@ final class DeviceMonitor {
         guard let reader = readers[name], expected == nil || reader === expected else { return }
         readers[name] = nil
         detachedEventsRead += reader.eventsRead
-        reader.detach()
+        // The table changes before the removal event can reach any client.
         onDevicesChanged(devices)
+        reader.detach()
     }
 }
