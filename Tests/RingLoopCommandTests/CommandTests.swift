@@ -183,3 +183,30 @@ struct CommandTests {
         #expect(result.output.contains("Example"), "\(command) --help has no example")
     }
 }
+
+extension CommandTests {
+    @Test("bench --quick --json on tiny sizes has the documented shape (never the figures)")
+    func benchShape() throws {
+        let result = try runCommand(["bench", "--quick", "--json", "--scale", "0.001"], timeout: 180)
+        #expect(result.status == 0, "\(result.error)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
+        let machine = try #require(object["machine"] as? [String: Any])
+        #expect(machine["cores"] != nil && machine["kernel"] != nil)
+        let results = try #require(object["results"] as? [[String: Any]])
+        for entry in results {
+            #expect(entry["name"] is String && entry["unit"] is String && entry["ours"] is Double, "\(entry)")
+            #expect(entry.keys.contains("foundation") && entry.keys.contains("ratio"), "\(entry)")
+        }
+        let names = Set(results.compactMap { $0["name"] as? String })
+        for required in [
+            "wake.busy.p50_us", "wake.busy.p99_us", "wake.idle.p50_us", "wake.idle.p99_us", "source0.per_s",
+            "timer.lateness.p99_us", "timer.lateness.precise.p99_us", "timers.schedule.s", "timers.bytes_each",
+            "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.p99_us", "enter.per_pass.source0", "blocks.per_s",
+        ] {
+            #expect(names.contains(required), "missing \(required)")
+        }
+        // Foundation's figure and the ratio are present where Foundation has the same thing.
+        let wake = try #require(results.first { $0["name"] as? String == "wake.busy.p50_us" })
+        #expect(wake["foundation"] is Double && wake["ratio"] is Double)
+    }
+}

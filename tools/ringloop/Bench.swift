@@ -64,10 +64,14 @@ struct Bench: ParsableCommand {
     @Option(help: "Rounds per benchmark (A B A B …); medians over rounds are reported.")
     var rounds: Int?
 
+    @Option(help: .hidden)
+    var scale: Double = 1
+
     func validate() throws {
         if let only, !Bench.all.contains(where: { $0.hasPrefix(only) }) {
             throw ValidationError("no benchmark starts with '\(only)'; valid: \(Bench.all.joined(separator: ", "))")
         }
+        if scale <= 0 || scale > 1 { throw ValidationError("--scale must be in (0, 1]") }
         if let rounds, rounds < 1 || rounds > 100 {
             throw ValidationError("--rounds must be between 1 and 100, got \(rounds)")
         }
@@ -76,6 +80,7 @@ struct Bench: ParsableCommand {
     func selected(_ name: String) -> Bool { only.map { name.hasPrefix($0) } ?? true }
 
     func run() throws {
+        BenchSize.scale = scale
         let rounds = self.rounds ?? (quick ? 2 : 3)
         var results: [BenchResult] = []
         func emit(_ new: [BenchResult]) {
@@ -122,6 +127,13 @@ struct Bench: ParsableCommand {
             "date": ISO8601DateFormatter().string(from: Date()),
         ]
     }
+}
+
+/// Benchmark sizes, scaled down by the hidden `--scale` option (tests check the output's
+/// shape on tiny sizes, never the figures).
+enum BenchSize {
+    nonisolated(unsafe) static var scale = 1.0
+    static func of(_ size: Int) -> Int { max(20, Int(Double(size) * scale)) }
 }
 
 func format(_ value: Double, digits: Int = 1) -> String {
@@ -172,7 +184,7 @@ extension String {
 /// The wait core's wake-up mechanisms against the futex floor (no Foundation equivalent).
 enum WakeCoreBench {
     static func run(quick: Bool, rounds: Int) throws -> [BenchResult] {
-        let samples = quick ? 500 : 5000
+        let samples = BenchSize.of(quick ? 500 : 5000)
         var results: [BenchResult] = []
         for (regime, gap) in [("busy", Duration.microseconds(50)), ("idle", Duration.microseconds(300))] {
             var table: [WakeUpBenchmark.Variant: [WakeUpBenchmark.Result]] = [:]

@@ -24,7 +24,7 @@ enum HIDBench {
             }
             inputs.append((info, raw))
         }
-        let target = quick ? 200_000 : 2_000_000
+        let target = BenchSize.of(quick ? 200_000 : 2_000_000)
         for _ in 0..<rounds {
             var events = 0
             var elapsed = 0.0
@@ -58,7 +58,7 @@ enum HIDBench {
     /// Device → handler latency: frames sent to a FUSE node one at a time; the handler
     /// measures now − the kernel-style timestamp the node stamped at sending.
     static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape) throws -> [Double] {
-        let samples = quick ? 300 : 2000
+        let samples = BenchSize.of(quick ? 300 : 2000)
         let path = "/tmp/ringloop-bench-\(getpid())-\(shape.rawValue)"
         let folder = try FUSEDeviceFolder(path: path)
         defer { folder.close() }

@@ -120,7 +120,7 @@ enum LoopBench {
     }
 
     static func wake(quick: Bool, rounds: Int) throws -> [BenchResult] {
-        let samples = quick ? 1000 : 5000
+        let samples = BenchSize.of(quick ? 1000 : 5000)
         var results: [BenchResult] = []
         for (regime, gap) in [("busy", Duration.microseconds(50)), ("idle", Duration.microseconds(300))] {
             var ours: [(latency: [Double], cost: [Double])] = []
@@ -241,7 +241,7 @@ enum LoopBench {
     }
 
     static func throughput(quick: Bool, rounds: Int) -> [BenchResult] {
-        let count = quick ? 200_000 : 1_000_000
+        let count = BenchSize.of(quick ? 200_000 : 1_000_000)
         var ours: [Double] = []
         var enters: [Double] = []
         var foundation: [Double] = []

@@ -42,7 +42,7 @@ enum TimerBench {
     }
 
     static func lateness(quick: Bool, rounds: Int) -> [BenchResult] {
-        let fires = quick ? 500 : 3000
+        let fires = BenchSize.of(quick ? 500 : 3000)
         var ours: [[Double]] = []
         var precise: [[Double]] = []
         var foundation: [[Double]] = []
@@ -138,7 +138,7 @@ enum TimerBench {
     static func scheduleInChild(_ side: String, count: Int, cancels: Int) throws -> ScheduleFigures {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["bench-child", "timers.schedule", side, "\(count)", "\(cancels)"]
+        process.arguments = ["bench-child", "timers.schedule", side, "\(count)", "\(min(cancels, count))"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -149,12 +149,12 @@ enum TimerBench {
     }
 
     static func schedule(quick: Bool, rounds: Int) throws -> [BenchResult] {
-        let count = quick ? 100_000 : 1_000_000
+        let count = BenchSize.of(quick ? 100_000 : 1_000_000)
         var ours: [ScheduleFigures] = []
         var foundation: [ScheduleFigures] = []
         for _ in 0..<rounds {
-            ours.append(try scheduleInChild("ours", count: count, cancels: 100))
-            foundation.append(try scheduleInChild("foundation", count: count, cancels: 100))
+            ours.append(try scheduleInChild("ours", count: count, cancels: min(count, 100)))
+            foundation.append(try scheduleInChild("foundation", count: count, cancels: min(count, 100)))
         }
         return [
             BenchResult(
@@ -166,8 +166,8 @@ enum TimerBench {
     }
 
     static func cancel(quick: Bool, rounds: Int) throws -> [BenchResult] {
-        let count = 100_000
-        let cancels = quick ? 50 : 200
+        let count = BenchSize.of(100_000)
+        let cancels = min(count, BenchSize.of(quick ? 50 : 200))
         var ours: [Double] = []
         var foundation: [Double] = []
         for _ in 0..<rounds {
@@ -183,7 +183,7 @@ enum TimerBench {
 
     /// Wake-ups per second of a loop whose only timer is far away.
     static func idle(quick: Bool) -> [BenchResult] {
-        let seconds = quick ? 1.0 : 2.0
+        let seconds = BenchSize.scale < 1 ? 0.2 : quick ? 1.0 : 2.0
         let ours: Double = onFreshThread {
             let loop = RingRunLoop.current
             var wakes = 0
