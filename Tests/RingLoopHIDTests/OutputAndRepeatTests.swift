@@ -1,0 +1,90 @@
+import Glibc
+import RingLoop
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+@Suite("Key repeat, LEDs and async events")
+struct OutputAndRepeatTests {
+    @Test("Key repeat by loop timers replaces the kernel's, and stops when the key goes up")
+    func keyRepeat() throws {
+        let recording = try loadRecording("keyboard")
+        try onFreshThread {
+            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: path, keyRepeat: (.milliseconds(30), .milliseconds(10))), loop: loop)
+            var keys: [KeyEvent] = []
+            var added = false
+            system.addHandler { event in
+                if case .key(let key) = event.payload { keys.append(key) }
+                if event.kind == .deviceAdded { added = true }
+                return .pass
+            }
+            try system.start()
+            defer { system.stop() }
+            let node = try folder.addDevice(recording.description!)
+            #expect(runUntil(loop) { added })
+            try node.send([(1, 42, 1), (0, 0, 0), (1, 30, 1), (0, 0, 0), (1, 30, 2), (0, 0, 0)])  // Shift, A, a kernel repeat
+            #expect(runUntil(loop) { keys.filter { $0.state == .repeat }.count >= 3 })
+            try node.send([(1, 30, 0), (0, 0, 0)])
+            #expect(runUntil(loop) { keys.last?.state == .up })
+            let repeatsAtRelease = keys.filter { $0.state == .repeat }.count
+            loop.run(mode: .default, for: .milliseconds(60))
+            #expect(keys.filter { $0.state == .repeat }.count == repeatsAtRelease, "repeats stop at key up")
+            #expect(keys.filter { $0.state == .repeat }.allSatisfy { $0.code == 30 && $0.modifiers == .leftShift })
+        }
+    }
+
+    @Test("Setting an LED writes EV_LED to the device")
+    func ledOutput() throws {
+        let recording = try loadRecording("keyboard")
+        try withChain { folder, system, loop, events in
+            let node = try folder.addDevice(recording.description!)
+            #expect(runUntil(loop) { events().contains { $0.kind == .deviceAdded } })
+            let keyboard = try #require(system.devices.first)
+            try system.setLED(1, on: true, device: keyboard.id)  // LED_CAPSL
+            #expect(node.ledsOn == [1])
+            try system.setLED(1, on: false, device: keyboard.id)
+            #expect(node.ledsOn.isEmpty)
+            #expect(throws: HIDError.self) { try system.setLED(9, on: true, device: keyboard.id) }
+        }
+    }
+
+    @Test("Events as an AsyncSequence")
+    func asyncEvents() async throws {
+        let recording = try loadRecording("power-button")
+        let stream: AsyncStream<HIDEvent> = try onFreshThread {
+            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: path), loop: loop)
+            let stream = system.events(kinds: [.key, .deviceAdded, .deviceRemoved])
+            var removed = false
+            var added = false
+            system.addHandler(kinds: [.deviceAdded, .deviceRemoved]) { event in
+                if event.kind == .deviceAdded { added = true } else { removed = true }
+                return .pass
+            }
+            try system.start()
+            let node = try folder.addDevice(recording.description!)
+            _ = runUntil(loop) { added }
+            try Replay.play(recording, to: node, speed: .asFastAsPossible)
+            _ = runUntil(loop) { system.rawEventsRead >= recording.events.count }
+            node.remove()
+            _ = runUntil(loop) { removed }
+            system.stop()
+            return stream
+        }
+        var kinds: [HIDEvent.Kind] = []
+        for await event in stream {
+            kinds.append(event.kind)
+            if event.kind == .deviceRemoved { break }
+        }
+        #expect(kinds == [.deviceAdded, .key, .key, .deviceRemoved])
+    }
+}
