@@ -130,6 +130,7 @@ struct Monitor: ParsableCommand {
         var replayThreads: [Thread] = []
         let replaysDone = Atomic<Int>(0)
         let stopReplays = Atomic<Bool>(false)
+        let framesSent = Atomic<Int>(0)
         if let hosted {
             // Wait until every hosted device is attached, then replay them all at once.
             let expected = hosted.devices.count
@@ -139,13 +140,28 @@ struct Monitor: ParsableCommand {
             for (recording, device) in hosted.devices {
                 let thread = Thread {
                     let speed: ReplaySpeed = hosted.speed == 1 ? .recorded : .scaled(hosted.speed)
-                    _ = try? Replay.play(recording, to: device, speed: speed, shouldStop: { stopReplays.load(ordering: .relaxed) })
+                    _ = try? Replay.play(
+                        recording, to: device, speed: speed, progress: { _, _ in framesSent.add(1, ordering: .relaxed) },
+                        shouldStop: { stopReplays.load(ordering: .relaxed) })
                     replaysDone.add(1, ordering: .releasing)
                 }
                 replayThreads.append(thread)
                 thread.start()
             }
             let total = hosted.devices.count
+            let totalFrames = hosted.devices.reduce(0) { $0 + Replay.frames(of: $1.0).count }
+            if !quiet {
+                // Progress on standard error, so standard output stays one event per line.
+                var lastReported = -1
+                loop.add(LoopTimer(after: .milliseconds(500), repeating: .milliseconds(500)) { timer in
+                    let sent = framesSent.load(ordering: .relaxed)
+                    if sent != lastReported {
+                        lastReported = sent
+                        printError("ringloop: replaying \(sent)/\(totalFrames) frames")
+                    }
+                    if sent >= totalFrames { timer.invalidate() }
+                }, to: .common)
+            }
             let check = LoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
                 guard replaysDone.load(ordering: .acquiring) == total else { return }
                 timer.invalidate()

@@ -14,6 +14,11 @@ final class SignalWatcher {
 
     /// Call before starting any thread, so every thread inherits the blocked mask.
     init() {
+        // A closed pipe on standard output (`ringloop monitor | head`) must end the
+        // command through its normal path, which unmounts its virtual devices; a
+        // process killed by SIGPIPE with files open on its own FUSE folder can hang in
+        // the kernel on the way out.
+        signal(SIGPIPE, SIG_IGN)
         var mask = sigset_t()
         sigemptyset(&mask)
         sigaddset(&mask, SIGINT)
