@@ -252,19 +252,10 @@ extension FUSENodeTests {
 
 /// A value shared with a test thread under a lock.
 final class ThreadBox<Value>: @unchecked Sendable {
-    private let lock = NSLockLike()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-    func mutate(_ body: (inout Value) -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        body(&stored)
-    }
+    private let lock: ThreadLock<Value>
+    init(_ value: Value) { lock = ThreadLock(value) }
+    var value: Value { lock.withLock { $0 } }
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock(body) }
 }
 
 /// A joinable thread for tests.

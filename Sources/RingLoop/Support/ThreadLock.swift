@@ -2,19 +2,21 @@
 import Glibc
 #endif
 
-/// A value guarded by a `pthread_mutex_t`, for state that threads really share.
+/// A value guarded by a `pthread_mutex_t`, for state that threads really share (the
+/// package's modules use it wherever threads meet over more than one word).
 ///
 /// Why not `Synchronization.Mutex`: on Linux its contended path parks in the prebuilt
 /// standard library through raw futex calls, which ThreadSanitizer cannot see, so every
 /// contended hand-off is reported as a data race and the loop's TSan run would be noise.
 /// ThreadSanitizer intercepts `pthread_mutex_lock`, and an uncontended lock costs the
 /// same (about 20 ns). `Atomic` from Synchronization is used everywhere else.
-final class ThreadLock<State>: @unchecked Sendable {
+public final class ThreadLock<State>: @unchecked Sendable {
     // @unchecked: `state` is only touched between lock and unlock.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var state: State
 
-    init(_ initial: State) {
+    /// Creates a lock guarding `initial`.
+    public init(_ initial: State) {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -28,7 +30,7 @@ final class ThreadLock<State>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the state.
     @inline(__always)
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)

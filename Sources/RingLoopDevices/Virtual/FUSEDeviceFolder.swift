@@ -224,35 +224,14 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     }
 }
 
-/// Folder state shared by libfuse's threads and the API.
+/// Folder state shared by libfuse's thread and the API.
 final class FolderLock: @unchecked Sendable {
     struct State {
         var nodes: [UInt64: FUSEEvdevNode] = [:]
         var nextIndex = 0
     }
-    private let lock = NSLockLike()
-    private var state = State()
-    func withLock<T>(_ body: (inout State) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
-    }
-}
-
-/// A pthread mutex (ThreadSanitizer sees it; see RingLoop's ThreadLock).
-final class NSLockLike: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    private let lock = ThreadLock(State())
+    func withLock<T>(_ body: (inout State) -> T) -> T { lock.withLock(body) }
 }
 
 /// What libfuse hands back to the callbacks as user data.

@@ -1,5 +1,6 @@
 import CFuse
 import Logging
+import RingLoop
 
 #if canImport(Glibc)
 import Glibc
@@ -19,7 +20,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     public let deviceDescription: InputDeviceDescription
     let inode: UInt64
     private weak var folder: FUSEDeviceFolder?
-    private let lock = NSLockLike()
+    private let lock = ThreadLock<Void>(())
     private var state: EvdevDeviceState
     private var clients: [UInt64: Client] = [:]
     private var nextClient: UInt64 = 1
@@ -406,9 +407,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     @discardableResult
     private func lockedPerform<T>(_ body: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body()
+        lock.withLock { _ in body() }
     }
 
     private func perform(_ replies: [Reply]) {

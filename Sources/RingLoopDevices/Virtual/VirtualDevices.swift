@@ -1,4 +1,5 @@
 import CLibEvdev
+import RingLoop
 import Synchronization
 
 #if canImport(Glibc)
@@ -58,16 +59,13 @@ public enum VirtualDeviceBackend: String, Sendable, CaseIterable, CustomStringCo
 /// let mouse = try host.create(description)
 /// try mouse.send([(2, 0, 5), (0, 0, 0)])
 /// ```
-public final class VirtualDeviceHost: @unchecked Sendable {
-    // @unchecked: `folder` is created lazily under `lock`.
-
+public final class VirtualDeviceHost: Sendable {
     /// The backend in use.
     public let backend: VirtualDeviceBackend
     /// Where FUSE nodes appear (when the backend is FUSE).
     public let folderPath: String
-    private let lock = NSLockLike()
-    private var folder: FUSEDeviceFolder?
-    private var devices: [any VirtualInputDevice] = []
+    /// The FUSE folder (created on first use) and the devices made so far.
+    private let state = ThreadLock<(folder: FUSEDeviceFolder?, devices: [any VirtualInputDevice])>((nil, []))
 
     /// Picks `backend`, or the best available when `nil`.
     /// - Parameter folderPath: The FUSE folder to mount (default: a fresh folder under /tmp).
@@ -108,33 +106,31 @@ public final class VirtualDeviceHost: @unchecked Sendable {
             }
             device = try UInputDevice(uinputDescription)
         case .fuse:
-            lock.lock()
-            if folder == nil {
-                do {
-                    folder = try FUSEDeviceFolder(path: folderPath)
-                } catch {
-                    lock.unlock()
-                    throw error
+            let folder: FUSEDeviceFolder
+            do {
+                folder = try state.withLock { state throws(VirtualDeviceError) -> FUSEDeviceFolder in
+                    if let folder = state.folder { return folder }
+                    let created = try FUSEDeviceFolder(path: folderPath)
+                    state.folder = created
+                    return created
                 }
+            } catch let error as VirtualDeviceError {
+                throw error
+            } catch {
+                throw .mount(path: folderPath, reason: "\(error)")
             }
-            let folder = self.folder!
-            lock.unlock()
             device = try folder.addDevice(description, bufferSize: bufferSize, appliesFuzz: !forReplay)
         }
-        lock.lock()
-        devices.append(device)
-        lock.unlock()
+        state.withLock { $0.devices.append(device) }
         return device
     }
 
     /// Removes every device and unmounts the FUSE folder.
     public func close() {
-        lock.lock()
-        let all = devices
-        devices = []
-        let folder = self.folder
-        self.folder = nil
-        lock.unlock()
+        let (folder, all) = state.withLock { state in
+            defer { state = (nil, []) }
+            return state
+        }
         for device in all { device.remove() }
         folder?.close()
     }
@@ -142,11 +138,10 @@ public final class VirtualDeviceHost: @unchecked Sendable {
 
 /// A kernel device created through `/dev/uinput` with libevdev.
 public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
-    // @unchecked: the uinput handle is used under `lock`.
+    // @unchecked: the uinput handle (a C pointer) is used only under the lock.
     public let nodePath: String
     public let deviceDescription: InputDeviceDescription
-    private let lock = NSLockLike()
-    private var handle: OpaquePointer?
+    private let handle: ThreadLock<OpaquePointer?>
 
     public init(_ description: InputDeviceDescription) throws(VirtualDeviceError) {
         deviceDescription = description
@@ -177,26 +172,28 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
         var created: OpaquePointer?
         let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
         guard result == 0, let created else { throw .uinput(operation: "create", errno: -result) }
-        handle = created
+        handle = ThreadLock(created)
         nodePath = libevdev_uinput_get_devnode(created).map { String(cString: $0) } ?? ""
     }
 
     deinit { remove() }
 
     public func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let handle else { throw .removed(nodePath) }
-        for event in events {
-            let result = libevdev_uinput_write_event(handle, UInt32(event.type), UInt32(event.code), event.value)
-            if result != 0 { throw .uinput(operation: "write", errno: -result) }
+        let failure: VirtualDeviceError? = handle.withLock { handle in
+            guard let handle else { return .removed(nodePath) }
+            for event in events {
+                let result = libevdev_uinput_write_event(handle, UInt32(event.type), UInt32(event.code), event.value)
+                if result != 0 { return .uinput(operation: "write", errno: -result) }
+            }
+            return nil
         }
+        if let failure { throw failure }
     }
 
     public func remove() {
-        lock.lock()
-        defer { lock.unlock() }
-        if let handle { libevdev_uinput_destroy(handle) }
-        handle = nil
+        handle.withLock { handle in
+            if let current = handle { libevdev_uinput_destroy(current) }
+            handle = nil
+        }
     }
 }

@@ -200,8 +200,8 @@ public final class HIDEventSystem {
             let thread = LoopThread(name: "hid-events")
             readerThread = thread
             let table = deviceTable
-            let startError = ThreadLockValue<HIDError?>(nil)
-            let started = ThreadLockValue<Bool>(false)
+            let startError = ThreadLock<HIDError?>(nil)
+            let started = ThreadLock<Bool>(false)
             thread.perform {
                 let monitor = DeviceMonitor(
                     settings: settings, loop: RingRunLoop.current,
@@ -212,13 +212,13 @@ public final class HIDEventSystem {
                     try monitor.start()
                     forwarder.monitor = monitor
                 } catch {
-                    startError.set(error as? HIDError ?? .ring("\(error)"))
+                    startError.withLock { $0 = error as? HIDError ?? .ring("\(error)") }
                 }
                 forwarder.flush()
-                started.set(true)
+                started.withLock { $0 = true }
             }
-            while !started.get() { sched_yield() }
-            if let error = startError.get() {
+            while !started.withLock({ $0 }) { sched_yield() }
+            if let error = startError.withLock({ $0 }) {
                 stop()
                 throw error
             }
@@ -450,22 +450,22 @@ public final class HIDEventSystem {
 /// Attached devices, shared between the reading loop and the client. A removed
 /// device's class stays known, so its last events still match class filters.
 final class DeviceTable: @unchecked Sendable {
-    private let state = ThreadLockValue<(attached: [HIDDeviceInfo], classes: [HIDDeviceID: HIDDeviceClass])>(([], [:]))
+    private let state = ThreadLock<(attached: [HIDDeviceInfo], classes: [HIDDeviceID: HIDDeviceClass])>(([], [:]))
     func replace(_ devices: [HIDDeviceInfo]) {
-        state.mutate { state in
+        state.withLock { state in
             state.attached = devices
             for device in devices { state.classes[device.id] = device.deviceClass }
         }
     }
-    var all: [HIDDeviceInfo] { state.get().attached }
-    func deviceClass(_ id: HIDDeviceID) -> HIDDeviceClass? { state.get().classes[id] }
+    var all: [HIDDeviceInfo] { state.withLock { $0.attached } }
+    func deviceClass(_ id: HIDDeviceID) -> HIDDeviceClass? { state.withLock { $0.classes[id] } }
 }
 
 /// Events crossing from the event-system thread to the client's loop: a bounded buffer
 /// and a message port that rings once per batch.
 final class Forwarder: @unchecked Sendable {
     // @unchecked: `monitor` is touched on the reading thread only; the rest is locked.
-    private let state: ThreadLockValue<(events: [HIDEvent], dropped: Int, problems: [HIDError], pending: Bool)>
+    private let state: ThreadLock<(events: [HIDEvent], dropped: Int, problems: [HIDError], pending: Bool)>
     private let capacity: Int
     private let port: MessagePort
     var monitor: DeviceMonitor?
@@ -476,13 +476,13 @@ final class Forwarder: @unchecked Sendable {
     init(capacity: Int, port: MessagePort) {
         self.capacity = capacity
         self.port = port
-        state = ThreadLockValue(([], 0, [], false))
+        state = ThreadLock(([], 0, [], false))
     }
 
     /// Reading thread: buffers an event (drops and counts it when the client lags).
     func push(_ event: HIDEvent) {
         if let monitor { readCount.store(monitor.totalEventsRead, ordering: .releasing) }
-        let ring = state.mutate { state -> Bool in
+        let ring = state.withLock { state -> Bool in
             if state.events.count < capacity { state.events.append(event) } else { state.dropped += 1 }
             if state.pending { return false }
             state.pending = true
@@ -492,7 +492,7 @@ final class Forwarder: @unchecked Sendable {
     }
 
     func pushProblem(_ problem: HIDError) {
-        state.mutate { $0.problems.append(problem) }
+        state.withLock { $0.problems.append(problem) }
         port.send(2)
     }
 
@@ -503,7 +503,7 @@ final class Forwarder: @unchecked Sendable {
 
     /// Client loop: takes every buffered event, in order.
     func drain(_ body: (HIDEvent) -> Void) -> (dropped: Int, problems: [HIDError]) {
-        let (events, dropped, problems) = state.mutate { state -> ([HIDEvent], Int, [HIDError]) in
+        let (events, dropped, problems) = state.withLock { state -> ([HIDEvent], Int, [HIDError]) in
             defer {
                 state.events.removeAll(keepingCapacity: true)
                 state.dropped = 0
@@ -514,28 +514,5 @@ final class Forwarder: @unchecked Sendable {
         }
         for event in events { body(event) }
         return (dropped, problems)
-    }
-}
-
-/// A value behind a pthread mutex (visible to ThreadSanitizer).
-final class ThreadLockValue<Value>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var value: Value
-    init(_ value: Value) {
-        self.value = value
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func get() -> Value { mutate { $0 } }
-    func set(_ new: Value) { mutate { $0 = new } }
-    @discardableResult
-    func mutate<T>(_ body: (inout Value) -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body(&value)
     }
 }
