@@ -56,13 +56,16 @@ func runUntil(_ loop: RingRunLoop, timeout: Duration = .seconds(20), _ condition
 
 /// Hosts `recording` on a FUSE node, runs the whole chain over it with `shape`, replays
 /// every frame, then removes the device; returns every event the handler saw.
-func runChain(_ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384) throws -> [HIDEvent] {
+func runChain(
+    _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false
+) throws -> [HIDEvent] {
     try onFreshThread {
         let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let folder = try FUSEDeviceFolder(path: path)
         defer { folder.close() }
         let loop = RingRunLoop.current
-        let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: shape), loop: loop)
+        let system = HIDEventSystem(
+            configuration: .init(deviceDirectory: path, shape: shape, coalesceMotion: coalesce), loop: loop)
         var events: [HIDEvent] = []
         system.addHandler { event in
             events.append(event)
@@ -187,5 +190,134 @@ func summary(_ event: HIDEvent) -> String {
     case .gamepadButton(let button): "pad \(button.code) \(button.isDown)"
     case .gamepadAxis(let axis): "axis \(axis.code) \(axis.value)"
     default: "\(event.kind)"
+    }
+}
+
+
+/// Replays a client's view of touches: live ids at the end, and any protocol violation.
+func touchLedger(_ events: [HIDEvent]) -> (began: Int, ended: Int, live: Set<Int32>, errors: [String], maxFingers: Int) {
+    var live = Set<Int32>()
+    var began = 0
+    var ended = 0
+    var errors: [String] = []
+    var maxFingers = 0
+    for event in events {
+        guard case .digitizer(let frame) = event.payload else { continue }
+        maxFingers = max(maxFingers, frame.fingerCount)
+        for contact in frame.contacts {
+            switch contact.phase {
+            case .began:
+                if !live.insert(contact.trackingID).inserted { errors.append("began twice \(contact.trackingID)") }
+                began += 1
+            case .moved, .stationary:
+                if !live.contains(contact.trackingID) { errors.append("moved before began \(contact.trackingID)") }
+            case .ended, .cancelled:
+                if live.remove(contact.trackingID) == nil { errors.append("ended unknown \(contact.trackingID)") }
+                ended += 1
+            }
+        }
+    }
+    return (began, ended, live, errors, maxFingers)
+}
+
+@Suite("Input chain: the other recordings")
+struct MoreChainTests {
+    @Test("Protocol-A touchpad: ids assigned by matching, one then two fingers, all lifted")
+    func protocolA() throws {
+        let events = try runChain(try loadRecording("touchpad-protocol-a"), shape: .clientLoop)
+        let ledger = touchLedger(events)
+        #expect(ledger.errors.isEmpty, "\(ledger.errors.prefix(3))")
+        #expect(ledger.began == 2, "the first finger keeps its id when the second arrives")
+        #expect(ledger.ended == 2 && ledger.live.isEmpty)
+        #expect(ledger.maxFingers == 2)
+    }
+
+    @Test("Semi-MT touchpad: bounding-box frames with BTN_TOOL finger counts")
+    func semiMultitouch() throws {
+        let events = try runChain(try loadRecording("touchpad-semi-mt"), shape: .clientLoop)
+        let frames = events.compactMap { event -> DigitizerFrame? in
+            if case .digitizer(let frame) = event.payload { return frame }
+            return nil
+        }
+        #expect(!frames.isEmpty && frames.allSatisfy(\.isBoundingBox))
+        #expect(frames.map(\.fingerCount).max() == 3, "three fingers from BTN_TOOL_TRIPLETAP, two slots")
+        #expect(touchLedger(events).live.isEmpty)
+    }
+
+    @Test("Touchpad and gamepad: finger counts, clicks, buttons and axes")
+    func touchpadAndGamepad() throws {
+        let touchpad = try runChain(try loadRecording("touchpad"), shape: .clientLoop)
+        let ledger = touchLedger(touchpad)
+        #expect(ledger.errors.isEmpty && ledger.live.isEmpty)
+        #expect(ledger.maxFingers == 3, "the three-finger tap (BTN_TOOL_TRIPLETAP)")
+        let clicks = touchpad.filter { if case .button(let b) = $0.payload { return b.isDown }; return false }.count
+        #expect(clicks == 1)
+        let gamepad = try runChain(try loadRecording("gamepad"), shape: .clientLoop)
+        let presses = gamepad.compactMap { event -> UInt16? in
+            if case .gamepadButton(let button) = event.payload, button.isDown { return button.code }
+            return nil
+        }
+        #expect(presses == [0x130, 0x13b], "A, then Start")
+        let trigger = gamepad.compactMap { event -> Double? in
+            if case .gamepadAxis(let axis) = event.payload, axis.code == 0x05 { return axis.normalized }
+            return nil
+        }
+        #expect(trigger.max() == 1.0 && trigger.last == 0)
+        let stick = gamepad.compactMap { event -> Double? in
+            if case .gamepadAxis(let axis) = event.payload, axis.code == 0x00 { return axis.normalized }
+            return nil
+        }
+        #expect((stick.min() ?? 0) < -0.9, "the left stick goes fully left")
+    }
+
+    @Test("Lid switch, power button and rotary encoder")
+    func switchesButtonsDials() throws {
+        let lid = try runChain(try loadRecording("lid-switch"), shape: .clientLoop).compactMap { event -> Bool? in
+            if case .switchChanged(let change) = event.payload, change.code == 0 { return change.isOn }
+            return nil
+        }
+        #expect(lid == [true, false])
+        let dial = try runChain(try loadRecording("rotary-encoder"), shape: .clientLoop).compactMap { event -> Int32? in
+            if case .dial(let steps) = event.payload { return steps }
+            return nil
+        }
+        #expect(dial.reduce(0, +) == 2 && dial.count == 8)
+        let pen = try runChain(try loadRecording("pen-tablet"), shape: .clientLoop).compactMap { event -> PenEvent? in
+            if case .pen(let pen) = event.payload { return pen }
+            return nil
+        }
+        #expect(pen.first?.inProximity == true && pen.last?.inProximity == false)
+        #expect(pen.contains { $0.touching && $0.pressure > 0.5 && $0.barrelButtons == 1 })
+        #expect(pen.contains { abs($0.tiltX) > 10 }, "tilt reported in degrees (resolution 57 units/radian)")
+    }
+
+    @Test("Coalescing merges a pass's motion and touch moves, keeps totals and order")
+    func coalescing() throws {
+        let mouse = try loadRecording("mouse-hires-wheel")
+        let plain = try runChain(mouse, shape: .clientLoop)
+        let merged = try runChain(mouse, shape: .clientLoop, coalesce: true)
+        func motion(_ events: [HIDEvent]) -> (count: Int, dx: Int32, dy: Int32) {
+            var count = 0
+            var dx: Int32 = 0
+            var dy: Int32 = 0
+            for event in events {
+                if case .pointerMotion(let x, let y) = event.payload {
+                    count += 1
+                    dx += x
+                    dy += y
+                }
+            }
+            return (count, dx, dy)
+        }
+        let a = motion(plain)
+        let b = motion(merged)
+        #expect(b.dx == a.dx && b.dy == a.dy, "coalescing keeps the totals")
+        #expect(b.count < a.count, "replayed at once, the moves of a pass merge")
+        // Clicks come after every motion before them.
+        let kinds = merged.map(\.kind)
+        #expect(kinds.firstIndex(of: .button)! > kinds.firstIndex(of: .pointerMotion)!)
+        let touches = try runChain(try loadRecording("touchscreen-multitouch"), shape: .clientLoop, coalesce: true)
+        let ledger = touchLedger(touches)
+        #expect(ledger.errors.isEmpty && ledger.live.isEmpty && ledger.began == ledger.ended)
     }
 }
