@@ -21,7 +21,7 @@ extension RingRunLoop {
         preconditionOnLoopThread("run(mode:until:returnAfterSourceHandled:)")
         if mode == .common { return .finished }
         applyRequests()
-        guard let state = modeStateForRun(mode), !isEmpty(state), waitCore() != nil else { return .finished }
+        guard let state = modeState(mode), !isEmpty(state), waitCore() != nil else { return .finished }
         let run = RunState()
         let previousRun = swapCurrentRun(run)
         let previousMode = currentModeState
@@ -49,10 +49,6 @@ extension RingRunLoop {
             let result = run(mode: .default, until: .distantFuture)
             if result == .stopped || result == .finished { return }
         }
-    }
-
-    private func modeStateForRun(_ mode: Mode) -> ModeState? {
-        modeState(mode)
     }
 
     private func runPasses(_ state: ModeState, _ run: RunState, deadline: MonotonicInstant, stopAfterHandle: Bool)

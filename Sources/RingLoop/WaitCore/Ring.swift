@@ -130,9 +130,6 @@ final class Ring {
     /// (`IORING_FEAT_EXT_ARG`, 5.11), so a timed wait costs no submission entry.
     var waitTakesTimeout: Bool { features & UInt32(IORING_FEAT_EXT_ARG) != 0 }
 
-    /// Submission entries queued and not yet handed to the kernel.
-    var queuedSubmissions: UInt32 { io_uring_sq_ready(ring) }
-
     /// Returns a free submission entry, handing the queued ones to the kernel first when
     /// the submission queue is full. The caller fills it in before the next call.
     func nextSubmission() throws(RingError) -> UnsafeMutablePointer<io_uring_sqe> {

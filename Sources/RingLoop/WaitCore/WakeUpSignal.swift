@@ -149,10 +149,6 @@ final class WakeUpSignal: Sendable {
         state.store(0, ordering: .sequentiallyConsistent)
     }
 
-    /// Whether a wake-up was requested since the loop last woke (loop thread, for checks
-    /// before sleeping that must not consume it).
-    var isPending: Bool { state.load(ordering: .sequentiallyConsistent) & Self.pendingBit != 0 }
-
     /// Whether the loop thread is inside (or about to enter) its wait.
     var isSleeping: Bool { state.load(ordering: .sequentiallyConsistent) & Self.sleepingBit != 0 }
 

@@ -573,10 +573,6 @@ public struct FrameDecoder {
     /// Keys and buttons currently held.
     public var heldKeys: [UInt16] { keysDown.all }
 
-    /// Tracking ids of live touches.
-    public var liveTouches: [Int32] {
-        slots.filter { $0.reportedID != -1 }.map(\.reportedID) + previousProtocolA.map(\.trackingID)
-    }
 }
 
 /// The key bit set (KEY_MAX + 1 = 768 bits) without allocation.
