@@ -28,6 +28,18 @@ public final class ThreadLock<State>: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Runs `body` under the lock without touching the guarded value: for an owner whose
+    /// own stored properties the lock guards. (Do not use `ThreadLock<Void>` and
+    /// `withLock` for that: a zero-size value shares its address with the mutex pointer,
+    /// and ThreadSanitizer reports the pointer's read before locking as a race with the
+    /// value's access.)
+    @inline(__always)
+    public func locked<Result>(_ body: () throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
     /// Runs `body` with exclusive access to the state.
     @inline(__always)
     public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {

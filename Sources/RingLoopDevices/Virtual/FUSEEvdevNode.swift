@@ -20,7 +20,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     public let deviceDescription: InputDeviceDescription
     let inode: UInt64
     private weak var folder: FUSEDeviceFolder?
-    private let lock = ThreadLock<Void>(())
+    private let lock = ThreadLock<Void>(())  // guards the stored properties below
     private var state: EvdevDeviceState
     private var clients: [UInt64: Client] = [:]
     private var nextClient: UInt64 = 1
@@ -407,7 +407,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     @discardableResult
     private func lockedPerform<T>(_ body: () -> T) -> T {
-        lock.withLock { _ in body() }
+        lock.locked(body)
     }
 
     private func perform(_ replies: [Reply]) {
