@@ -73,20 +73,21 @@ enum TimerBench {
         var cancelMicroseconds: Double
     }
 
-    /// Schedules `count` one-shot timers far in the future on a fresh loop, then cancels
-    /// `cancels` of them spread over the set, one at a time.
-    static func oursSchedule(count: Int, cancels: Int) -> ScheduleFigures {
+    /// Schedules `count` one-shot timers far in the future with `schedule` (index → the
+    /// timer), on a fresh thread, then cancels `cancels` of them spread over the set, one
+    /// at a time, with `cancel`. `settle` runs after (a loop pass, for ours).
+    static func measureSchedule(
+        count: Int, cancels: Int, schedule: @escaping (Int) -> AnyObject, cancel: @escaping (AnyObject) -> Void,
+        settle: @escaping () -> Void = {}
+    ) -> ScheduleFigures {
         onFreshThread {
-            let loop = RingRunLoop.current
-            let base = MonotonicInstant.now + .seconds(3600)
-            var kept: [LoopTimer] = []
+            var kept: [AnyObject] = []
             let stride = max(1, count / cancels)
             kept.reserveCapacity(cancels + 1)
             let rssBefore = residentBytes()
             let start = MonotonicInstant.now
             for index in 0..<count {
-                let timer = LoopTimer(fireDate: base + .microseconds(index)) { _ in }
-                loop.add(timer, to: .default)
+                let timer = schedule(index)
                 if index % stride == stride / 2 { kept.append(timer) }
             }
             let elapsed = MonotonicInstant.now - start
@@ -94,43 +95,35 @@ enum TimerBench {
             var cancelTimes: [Double] = []
             for timer in kept {
                 let begin = MonotonicInstant.now
-                timer.invalidate()
+                cancel(timer)
                 cancelTimes.append(Double((MonotonicInstant.now - begin).nanosecondsValue) / 1000)
             }
-            // Let the loop drop what it no longer needs, as it would while running.
-            loop.run(mode: .default, for: .zero)
+            settle()
             return ScheduleFigures(
                 seconds: elapsed.secondsValue, bytesEach: bytes / Double(count),
                 cancelMicroseconds: median(cancelTimes))
         }
     }
 
+    static func oursSchedule(count: Int, cancels: Int) -> ScheduleFigures {
+        let base = MonotonicInstant.now + .seconds(3600)
+        return measureSchedule(count: count, cancels: cancels, schedule: { index in
+            let timer = LoopTimer(fireDate: base + .microseconds(index)) { _ in }
+            RingRunLoop.current.add(timer, to: .default)
+            return timer
+        }, cancel: { ($0 as! LoopTimer).invalidate() }, settle: {
+            // Let the loop drop what it no longer needs, as it would while running.
+            RingRunLoop.current.run(mode: .default, for: .zero)
+        })
+    }
+
     static func foundationSchedule(count: Int, cancels: Int) -> ScheduleFigures {
-        onFreshThread {
-            let loop = RunLoop.current
-            let base = Date(timeIntervalSinceNow: 3600)
-            var kept: [Timer] = []
-            let stride = max(1, count / cancels)
-            kept.reserveCapacity(cancels + 1)
-            let rssBefore = residentBytes()
-            let start = MonotonicInstant.now
-            for index in 0..<count {
-                let timer = Timer(fire: base.addingTimeInterval(Double(index) / 1_000_000), interval: 0, repeats: false) { _ in }
-                loop.add(timer, forMode: .default)
-                if index % stride == stride / 2 { kept.append(timer) }
-            }
-            let elapsed = MonotonicInstant.now - start
-            let bytes = Double(residentBytes() - rssBefore)
-            var cancelTimes: [Double] = []
-            for timer in kept {
-                let begin = MonotonicInstant.now
-                timer.invalidate()
-                cancelTimes.append(Double((MonotonicInstant.now - begin).nanosecondsValue) / 1000)
-            }
-            return ScheduleFigures(
-                seconds: elapsed.secondsValue, bytesEach: bytes / Double(count),
-                cancelMicroseconds: median(cancelTimes))
-        }
+        let base = Date(timeIntervalSinceNow: 3600)
+        return measureSchedule(count: count, cancels: cancels, schedule: { index in
+            let timer = Timer(fire: base.addingTimeInterval(Double(index) / 1_000_000), interval: 0, repeats: false) { _ in }
+            RunLoop.current.add(timer, forMode: .default)
+            return timer
+        }, cancel: { ($0 as! Timer).invalidate() })
     }
 
     /// Runs one scheduling measurement in a child process (`ringloop bench-child`), so

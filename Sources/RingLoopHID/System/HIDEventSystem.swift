@@ -480,7 +480,8 @@ public final class HIDEventSystem {
                 Self.logger.warning("HID event dispatched \(lag) after the kernel stamped it (\(statistics.late) late so far)")
             }
         }
-        let deviceClass = deviceTable.deviceClass(event.device)
+        // The class is looked up (a lock) only if some handler filters by class.
+        var deviceClass: HIDDeviceClass??
         dispatching = true
         defer {
             dispatching = false
@@ -490,7 +491,10 @@ public final class HIDEventSystem {
         var index = 0
         while index < count {
             defer { index += 1 }
-            guard handlers[index].active, matches(handlers[index].filter, event, deviceClass) else { continue }
+            guard handlers[index].active, matches(handlers[index].filter, event, classOf: {
+                if deviceClass == nil { deviceClass = deviceTable.deviceClass(event.device) }
+                return deviceClass!
+            }) else { continue }
             if Self.callHandler(handlers[index].body, event) == .consumed { return }
         }
     }
@@ -501,11 +505,11 @@ public final class HIDEventSystem {
         body(event)
     }
 
-    private func matches(_ filter: Filter, _ event: HIDEvent, _ deviceClass: HIDDeviceClass?) -> Bool {
+    private func matches(_ filter: Filter, _ event: HIDEvent, classOf: () -> HIDDeviceClass?) -> Bool {
         if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
         if let device = filter.device, device != event.device { return false }
         if let classes = filter.classes {
-            guard let deviceClass, classes.contains(deviceClass) else { return false }
+            guard let deviceClass = classOf(), classes.contains(deviceClass) else { return false }
         }
         if let usage = filter.usage {
             guard case .key(let key) = event.payload, key.usage == usage else { return false }
