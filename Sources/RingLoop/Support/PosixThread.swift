@@ -5,7 +5,7 @@ import Glibc
 
 /// A joinable POSIX thread running a closure: the smallest wrapper the package needs
 /// (Foundation's `Thread` is not used, so RingLoop does not depend on Foundation).
-final class PosixThread: @unchecked Sendable {
+public final class PosixThread: @unchecked Sendable {
     // @unchecked: `handle` is written once, by `start`, before any other thread reads it.
     private var handle = pthread_t()
     private let body: @Sendable () -> Void
@@ -17,7 +17,7 @@ final class PosixThread: @unchecked Sendable {
     }
 
     /// Starts a thread running `body`. Fails only if the system cannot create threads.
-    static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
+    public static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
         let thread = PosixThread(name: name, body: body)
         let context = Unmanaged.passRetained(thread).toOpaque()
         let result = pthread_create(&thread.handle, nil, { context in
@@ -31,5 +31,5 @@ final class PosixThread: @unchecked Sendable {
     }
 
     /// Waits for the thread to finish.
-    func join() { pthread_join(handle, nil) }
+    public func join() { pthread_join(handle, nil) }
 }

@@ -1,5 +1,4 @@
 import CFuse
-import Dispatch
 import Logging
 import RingLoop
 import Synchronization
@@ -44,13 +43,14 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
 /// Running as root, the folder mounts without the setuid helper. A stale mount left by
 /// a crashed run at the same path is detached first.
 public final class FUSEDeviceFolder: @unchecked Sendable {
-    // @unchecked: `session` is set once in init and only handed to libfuse after;
+    // @unchecked: `session` and `thread` are set once in init and only read after;
     // everything else shared is behind `state`.
 
     /// Where the nodes appear.
     public let path: String
     fileprivate let session: OpaquePointer
-    private let thread: Thread
+    /// The serving thread, started once the callbacks can find this folder.
+    private var thread: PosixThread?
     fileprivate let state = FolderLock()
     private let closed = Atomic<Bool>(false)
     static let logger = Logger(label: "RingLoop.FUSEDeviceFolder")
@@ -83,20 +83,16 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
             throw .mount(path: path, reason: reason)
         }
         self.session = session
-        let done = DispatchSemaphore(value: 0)
-        // One serving thread: no handler ever blocks (reads with no data are parked and
-        // answered later), so more threads would add nothing but cancellation at exit.
-        thread = Thread(name: "fuse-evdev") {
-            _ = fuse_session_loop(session)
-            done.signal()
-        }
-        self.loopDone = done
         self.context = retained
         context.folder = self
-        thread.start()
+        // One serving thread: no handler ever blocks (reads with no data are parked and
+        // answered later), so more threads would add nothing but cancellation at exit.
+        let sessionAddress = UInt(bitPattern: session)
+        thread = PosixThread.start(name: "fuse-evdev") {
+            _ = fuse_session_loop(OpaquePointer(bitPattern: sessionAddress))
+        }
     }
 
-    private let loopDone: DispatchSemaphore
     private let context: Unmanaged<ServerContext>
 
     deinit { close() }
@@ -111,7 +107,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         // open (a reader that has not closed yet, an inotify watch).
         _ = ringloop_force_unmount(path)
         fuse_session_unmount(session)
-        loopDone.wait()
+        thread?.join()
         fuse_session_destroy(session)
         context.takeUnretainedValue().folder = nil
         context.release()
@@ -238,27 +234,6 @@ final class FolderLock: @unchecked Sendable {
 final class ServerContext: @unchecked Sendable {
     // @unchecked: `folder` is set before the loop starts and cleared after it ended.
     weak var folder: FUSEDeviceFolder?
-}
-
-/// A thread running one closure (libfuse's loop), joined through a semaphore.
-final class Thread: @unchecked Sendable {
-    private let body: () -> Void
-    private let name: String
-    init(name: String, _ body: @escaping () -> Void) {
-        self.name = name
-        self.body = body
-    }
-    func start() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var handle = pthread_t()
-        let result = pthread_create(&handle, nil, { context in
-            let thread = Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue()
-            thread.body()
-            return nil
-        }, context)
-        precondition(result == 0, "pthread_create failed: \(result)")
-        pthread_detach(handle)
-    }
 }
 
 // MARK: - libfuse callbacks
