@@ -65,6 +65,49 @@ static inline unsigned ringloop_sq_flags(const struct io_uring *ring) {
     return __atomic_load_n(ring->sq.kflags, __ATOMIC_ACQUIRE);
 }
 
+/// `IORING_ENTER_ABS_TIMER` (kernel 6.12): the wait's timeout is an absolute time on the
+/// ring's clock (CLOCK_MONOTONIC unless registered otherwise), not a duration.
+#ifndef IORING_ENTER_ABS_TIMER
+#define IORING_ENTER_ABS_TIMER (1U << 5)
+#endif
+
+/// Publishes the submission entries queued since the last enter to the kernel (what
+/// liburing does before every enter; liburing 2.3 does not export it) and returns how
+/// many entries the kernel has not consumed yet.
+static inline unsigned ringloop_flush_submissions(struct io_uring *ring) {
+    struct io_uring_sq *sq = &ring->sq;
+    unsigned tail = sq->sqe_tail;
+    if (sq->sqe_head != tail) {
+        sq->sqe_head = tail;
+        __atomic_store_n(sq->ktail, tail, __ATOMIC_RELEASE);
+    }
+    return tail - __atomic_load_n(sq->khead, __ATOMIC_ACQUIRE);
+}
+
+/// One io_uring_enter that submits what is queued and sleeps until a completion is ready
+/// or CLOCK_MONOTONIC reaches `deadline` (IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER).
+/// An absolute deadline is not pushed back by the time spent entering the kernel, as a
+/// relative timeout is. `registered` says whether io_uring_register_ring_fd succeeded.
+/// Returns what io_uring_enter returns, or -errno (-ETIME at the deadline, -EINVAL on
+/// kernels without ABS_TIMER).
+static inline int ringloop_submit_and_wait_until(struct io_uring *ring, const struct __kernel_timespec *deadline,
+                                                 int registered) {
+    unsigned submit = ringloop_flush_submissions(ring);
+    struct io_uring_getevents_arg arg;
+    arg.sigmask = 0;
+    arg.sigmask_sz = 0;
+    arg.pad = 0;
+    arg.ts = (__u64)(uintptr_t)deadline;
+    unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG | IORING_ENTER_ABS_TIMER;
+    int fd = ring->ring_fd;
+    if (registered) {
+        flags |= IORING_ENTER_REGISTERED_RING;
+        fd = ring->enter_ring_fd;
+    }
+    long r = syscall(__NR_io_uring_enter, fd, submit, 1, flags, &arg, sizeof(arg));
+    return r < 0 ? -errno : (int)r;
+}
+
 /// errno of the calling thread (Glibc's errno is a macro).
 static inline int ringloop_errno(void) { return errno; }
 

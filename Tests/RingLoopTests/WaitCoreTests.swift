@@ -17,7 +17,17 @@ struct WaitCoreTests {
             if core.ring.setupFlags.contains(.deferTaskrun) {
                 #expect(core.ring.setupFlags.contains(.singleIssuer))
             }
+            // IORING_ENTER_ABS_TIMER arrived in 6.12: the probe must find it exactly there.
+            #expect(core.ring.waitTakesAbsoluteDeadline == !Self.kernelVersion().lexicographicallyPrecedes([6, 12]))
         }
+    }
+
+    /// The running kernel's major and minor version, from uname.
+    static func kernelVersion() -> [Int] {
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
     }
 
     @Test("Another thread wakes a sleeping loop with one system call", arguments: WakeUpMechanism.allCases)

@@ -79,6 +79,13 @@ final class Ring {
     /// The ring's file descriptor (valid until deinit).
     let fileDescriptor: Int32
 
+    /// Whether `io_uring_register_ring_fd` succeeded, so enters name the ring by its
+    /// registered index.
+    private let ringFileDescriptorRegistered: Bool
+    /// Whether the kernel takes a wait's deadline as an absolute time
+    /// (`IORING_ENTER_ABS_TIMER`, 6.12), probed at creation.
+    let waitTakesAbsoluteDeadline: Bool
+
     /// Calls into the kernel made through this ring (submit, wait, get-events).
     private(set) var enterCount: UInt64 = 0
 
@@ -116,7 +123,14 @@ final class Ring {
         self.batchCapacity = params.cq_entries
         self.batch = .allocate(capacity: Int(params.cq_entries))
         // Saves the kernel a file-table lookup per enter; optional, so a failure is ignored.
-        _ = io_uring_register_ring_fd(ring)
+        let registered = io_uring_register_ring_fd(ring) == 1
+        self.ringFileDescriptorRegistered = registered
+        // Absolute deadlines (6.12): a wait until a time already past returns at once,
+        // with ETIME where the kernel knows the flag and EINVAL where it does not.
+        var past = __kernel_timespec(tv_sec: 0, tv_nsec: 0)
+        let probe = params.features & UInt32(IORING_FEAT_EXT_ARG) != 0
+            ? ringloop_submit_and_wait_until(ring, &past, registered ? 1 : 0) : -EINVAL
+        self.waitTakesAbsoluteDeadline = probe != -EINVAL
     }
 
     deinit {
@@ -177,6 +191,13 @@ final class Ring {
         let result: Int32
         if deadline == .distantFuture {
             result = io_uring_submit_and_wait(ring, 1)
+        } else if waitTakesAbsoluteDeadline {
+            // The kernel arms its timer for the deadline itself: no clock read here, and
+            // the time spent entering the kernel does not push the wake-up back.
+            var until = __kernel_timespec(
+                tv_sec: Int64(deadline.nanoseconds / 1_000_000_000),
+                tv_nsec: Int64(deadline.nanoseconds % 1_000_000_000))
+            result = ringloop_submit_and_wait_until(ring, &until, ringFileDescriptorRegistered ? 1 : 0)
         } else {
             let now = MonotonicInstant.now
             let remaining = deadline.nanoseconds > now.nanoseconds ? deadline.nanoseconds - now.nanoseconds : 0
@@ -213,6 +234,7 @@ final class Ring {
 
     var debugDescription: String {
         "io_uring fd \(fileDescriptor): \(submissionEntries) SQ / \(completionEntries) CQ entries, setup \(setupFlags)"
-            + (waitTakesTimeout ? ", EXT_ARG waits" : ", timeout-SQE waits")
+            + (waitTakesAbsoluteDeadline
+                ? ", absolute-deadline waits" : waitTakesTimeout ? ", EXT_ARG waits" : ", timeout-SQE waits")
     }
 }
