@@ -108,6 +108,16 @@ static inline int ringloop_submit_and_wait_until(struct io_uring *ring, const st
     return r < 0 ? -errno : (int)r;
 }
 
+/// A spin-wait hint to the CPU (x86 `pause`, Arm `yield`): eases the sibling hyperthread
+/// and the memory system while a thread polls a flag.
+static inline void ringloop_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /// errno of the calling thread (Glibc's errno is a macro).
 static inline int ringloop_errno(void) { return errno; }
 

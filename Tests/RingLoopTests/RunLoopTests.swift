@@ -191,6 +191,66 @@ struct RunLoopTests {
         }
     }
 
+    /// Set by the loop thread when it runs out of work; read by a sender thread.
+    final class Flag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
+
+    @Test("A loop polling before it sleeps catches another thread's signal with no sleep and no wake-up call")
+    func spinBeforeSleepingCatchesSignal() {
+        DescriptorAudit.shared {
+            onFreshLoopThread {
+                let loop = RingRunLoop.current
+                loop.spinBeforeSleeping = .seconds(10)
+                var performed = 0
+                let source = LoopSource { performed += 1 }
+                loop.add(source, to: .default)
+                let outOfWork = Flag()
+                loop.add(
+                    LoopObserver(activities: .beforeWaiting) { _, _ in outOfWork.value.store(true, ordering: .releasing) },
+                    to: .default)
+                try? loop.prepare()
+                let sleepsBefore = loop.core!.sleepCount
+                let kicksBefore = loop.core!.signal.kickCount
+                let sender = PosixThread.start {
+                    // The loop announced BeforeWaiting, so it is polling (for up to 10 s).
+                    if waitUntil({ outOfWork.value.load(ordering: .acquiring) }) {
+                        source.signal()
+                        loop.wakeUp()
+                    }
+                }
+                let outcome = loop.run(mode: .default, for: .seconds(30), returnAfterSourceHandled: true)
+                sender.join()
+                #expect(outcome == .handledSource)
+                #expect(performed == 1)
+                #expect(loop.core!.sleepCount == sleepsBefore, "the loop slept although work came while it polled")
+                #expect(loop.core!.signal.kickCount == kicksBefore, "the sender made a wake-up system call")
+                #expect(loop.core!.spinHits >= 1)
+            }
+        }
+    }
+
+    @Test("Polling before sleeping ends at the next timer's deadline")
+    func spinBeforeSleepingKeepsTimers() {
+        DescriptorAudit.shared {
+            onFreshLoopThread {
+                let loop = RingRunLoop.current
+                loop.spinBeforeSleeping = .seconds(10)
+                var fired: MonotonicInstant?
+                let timer = LoopTimer(after: .milliseconds(20)) { _ in fired = .now }
+                let due = timer.nextFireDate
+                loop.add(timer, to: .default)
+                #expect(loop.run(mode: .default, for: .seconds(30)) == .finished)
+                #expect(fired != nil)
+                if let fired {
+                    #expect(fired >= due)
+                    // Not held up by the 10-second window (a second leaves room for a loaded machine).
+                    #expect(fired - due < .seconds(1))
+                }
+            }
+        }
+    }
+
     @Test("A stop while the loop is not running has no effect, as in CFRunLoop")
     func stopOutsideRun() {
         DescriptorAudit.shared {

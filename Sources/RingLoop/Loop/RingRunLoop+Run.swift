@@ -94,7 +94,7 @@ extension RingRunLoop {
                 if let timer = nextTimerDeadline(state), timer < wakeAt.nanoseconds {
                     wakeAt = MonotonicInstant(nanoseconds: timer)
                 }
-                try core.wait(until: wakeAt)
+                try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds)
             }
         } catch {
             Self.logger.error("wait failed: \(error)")

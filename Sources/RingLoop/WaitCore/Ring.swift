@@ -179,6 +179,14 @@ final class Ring {
         return true
     }
 
+    /// Whether the kernel has something for this ring that a poll would collect: a
+    /// completion in the queue, or completion work waiting for this thread (flagged in
+    /// the shared ring with `IORING_SETUP_TASKRUN_FLAG`). Reads shared memory only.
+    var hasPendingCompletions: Bool {
+        io_uring_cq_ready(ring) > 0
+            || ringloop_sq_flags(ring) & UInt32(IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW) != 0
+    }
+
     /// Submits what is queued and sleeps until at least one completion is ready or
     /// `deadline` passes. Returns `false` when it returned because of the deadline.
     ///

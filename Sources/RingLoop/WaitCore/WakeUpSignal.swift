@@ -149,6 +149,10 @@ final class WakeUpSignal: Sendable {
         state.store(0, ordering: .sequentiallyConsistent)
     }
 
+    /// Whether a wake-up was requested since the loop last woke (loop thread, while it
+    /// polls before sleeping; a sender sets it without a system call then).
+    var isPending: Bool { state.load(ordering: .acquiring) & Self.pendingBit != 0 }
+
     /// Whether the loop thread is inside (or about to enter) its wait.
     var isSleeping: Bool { state.load(ordering: .sequentiallyConsistent) & Self.sleepingBit != 0 }
 
