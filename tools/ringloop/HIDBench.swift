@@ -1,3 +1,4 @@
+import CLibURing
 import CMallocCounter
 import Foundation
 import RingLoop
@@ -57,7 +58,22 @@ enum HIDBench {
 
     /// Device → handler latency: frames sent to a FUSE node one at a time; the handler
     /// measures now − the kernel-style timestamp the node stamped at sending.
-    static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape) throws -> [Double] {
+    ///
+    /// With `pinned`, every thread of the measurement (the FUSE server, the loops, the
+    /// sender) runs on one CPU: hand-offs become context switches on that CPU instead of
+    /// wake-ups of the other, halted vCPU. It separates the chain's own latency from the
+    /// machine's cross-CPU wake-up cost (which a kernel evdev device pays once, FUSE four
+    /// times per frame).
+    static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape, pinned: Bool = false) throws -> [Double] {
+        var savedAffinity: UInt64 = 0
+        // A machine with more than 64 CPUs answers EINVAL to the 64-bit mask: unpinned then.
+        let pin = pinned && ringloop_thread_affinity(&savedAffinity, 1) == 0 && savedAffinity != 0
+        if pin {
+            // The lowest CPU this process may use; threads created from here inherit it.
+            var one = savedAffinity & (~savedAffinity &+ 1)
+            _ = ringloop_thread_affinity(&one, 0)
+        }
+        defer { if pin { _ = ringloop_thread_affinity(&savedAffinity, 0) } }
         let samples = BenchSize.of(quick ? 300 : 2000)
         let path = "/tmp/ringloop-bench-\(getpid())-\(shape.rawValue)"
         let folder = try FUSEDeviceFolder(path: path)
@@ -103,17 +119,19 @@ enum HIDBench {
 
     static func endToEndResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
         var results: [BenchResult] = []
-        for shape in HIDEventSystem.Shape.allCases {
-            var p50: [Double] = []
-            var p99: [Double] = []
-            for _ in 0..<(quick ? 1 : rounds) {
-                let latencies = try endToEnd(quick: quick, shape: shape)
-                p50.append(percentile(latencies, 0.5))
-                p99.append(percentile(latencies, 0.99))
+        for pinned in [false, true] {
+            for shape in HIDEventSystem.Shape.allCases {
+                var p50: [Double] = []
+                var p99: [Double] = []
+                for _ in 0..<(quick ? 1 : rounds) {
+                    let latencies = try endToEnd(quick: quick, shape: shape, pinned: pinned)
+                    p50.append(percentile(latencies, 0.5))
+                    p99.append(percentile(latencies, 0.99))
+                }
+                let prefix = (shape == .clientLoop ? "hid.e2e" : "hid.e2e.thread") + (pinned ? ".one_cpu" : "")
+                results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
+                results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
             }
-            let prefix = shape == .clientLoop ? "hid.e2e" : "hid.e2e.thread"
-            results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
-            results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
         }
         return results
     }
