@@ -232,6 +232,58 @@ struct MoreChainTests {
         #expect(ledger.maxFingers == 2)
     }
 
+    @Test("Protocol A: a new contact reported before a matched one takes a free slot, not the matched one's")
+    func protocolASlotsStayDistinct() {
+        let axis = AxisRange(minimum: 0, maximum: 1000, resolution: 0)
+        let codes: [UInt16: Set<UInt16>] = [1: [0x14a], 3: [0x00, 0x01, 0x35, 0x36]]
+        let info = HIDDeviceInfo(
+            id: HIDDeviceID(rawValue: 1), path: "(memory)", name: "Protocol A screen", busType: 0, vendor: 0, product: 0,
+            version: 0, deviceClass: HIDDeviceInfo.classify(codes: codes, properties: [1]),
+            axes: [0x00: axis, 0x01: axis, 0x35: axis, 0x36: axis], slotCount: 0, isProtocolA: true, isSemiMultitouch: false,
+            hasHighResolutionWheel: false, hasHighResolutionHorizontalWheel: false, leds: [], codes: codes, properties: [1])
+        var decoder = FrameDecoder(info: info)
+        var out: [HIDEvent] = []
+        func contact(_ x: Int32, _ y: Int32) -> [(UInt16, UInt16, Int32)] { [(3, 0x35, x), (3, 0x36, y), (0, 2, 0)] }
+        let frames: [[(UInt16, UInt16, Int32)]] = [
+            contact(100, 100) + [(1, 0x14a, 1), (0, 0, 0)],
+            // The new finger comes first in the report; the first finger moved by one.
+            contact(900, 900) + contact(101, 101) + [(0, 0, 0)],
+            contact(902, 902) + contact(102, 102) + [(0, 0, 0)],
+        ]
+        for (index, frame) in frames.enumerated() {
+            for (type, code, value) in frame {
+                decoder.feed(RawInputEvent(seconds: 1, microseconds: index * 1000, type: type, code: code, value: value), into: &out)
+            }
+        }
+        let digitizer = out.compactMap { event -> DigitizerFrame? in
+            if case .digitizer(let frame) = event.payload { return frame }
+            return nil
+        }
+        #expect(digitizer.count == 3)
+        guard digitizer.count == 3 else { return }
+        let first = digitizer[0].contacts
+        let second = digitizer[1].contacts
+        #expect(first.count == 1 && first[0].phase == .began && first[0].slot == 0)
+        #expect(second.count == 2)
+        let kept = second.first { $0.trackingID == first[0].trackingID }
+        let added = second.first { $0.trackingID != first[0].trackingID }
+        #expect(kept?.phase == .moved && kept?.slot == 0 && kept?.x == 101)
+        #expect(added?.phase == .began && added?.slot == 1 && added?.x == 900)
+        // Both keep their ids and slots in the next frame.
+        let third = digitizer[2].contacts
+        #expect(Set(third.map(\.trackingID)) == Set(second.map(\.trackingID)))
+        #expect(third.allSatisfy { $0.phase == .moved })
+        #expect(third.first { $0.trackingID == added?.trackingID }?.slot == 1)
+
+        // Coordinates at opposite ends of Int32 (hostile input) are matched without a trap.
+        out.removeAll()
+        let extremes = contact(Int32.min, Int32.min) + contact(Int32.max, Int32.max) + [(0, 0, 0)]
+        for (type, code, value) in extremes {
+            decoder.feed(RawInputEvent(seconds: 2, microseconds: 0, type: type, code: code, value: value), into: &out)
+        }
+        #expect(out.contains { if case .digitizer = $0.payload { true } else { false } })
+    }
+
     @Test("Semi-MT touchpad: bounding-box frames with BTN_TOOL finger counts")
     func semiMultitouch() throws {
         let events = try runChain(try loadRecording("touchpad-semi-mt"), shape: .clientLoop)

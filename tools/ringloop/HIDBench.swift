@@ -13,7 +13,10 @@ enum HIDBench {
         guard let folder = bundledRecordingsFolder(nil) else { return [] }
         var perSecond: [Double] = []
         var allocations: [Double] = []
-        let names = ["touchscreen-multitouch.evemu", "keyboard.evemu", "mouse-hires-wheel.evemu", "touchpad.evemu"]
+        let names = [
+            "touchscreen-multitouch.evemu", "keyboard.evemu", "mouse-hires-wheel.evemu", "touchpad.evemu",
+            "touchpad-protocol-a.evemu",
+        ]
         var inputs: [(HIDDeviceInfo, [RawInputEvent])] = []
         for name in names {
             let recording = try Recording.load(contentsOf: folder + "/" + name)

@@ -77,6 +77,10 @@ public struct FrameDecoder {
     private var protocolAPending = Contact()
     private var protocolAHasPending = false
     private var previousProtocolA: [Contact] = []
+    // Scratch storage for protocol-A matching, kept so a warm decoder allocates nothing.
+    private var matchedPrevious: [Bool] = []
+    private var previousIndexOfContact: [Int] = []
+    private var currentProtocolA: [Contact] = []
     private var nextTrackingID: Int32 = 1
     private var dropping = false
     private var frameTouchedSlots = false
@@ -100,6 +104,9 @@ public struct FrameDecoder {
         pendingSwitches.reserveCapacity(8)
         protocolAContacts.reserveCapacity(DigitizerFrame.capacity)
         previousProtocolA.reserveCapacity(DigitizerFrame.capacity)
+        matchedPrevious.reserveCapacity(DigitizerFrame.capacity)
+        previousIndexOfContact.reserveCapacity(DigitizerFrame.capacity)
+        currentProtocolA.reserveCapacity(DigitizerFrame.capacity)
     }
 
     /// Whether the decoder is discarding events until the end of a dropped frame.
@@ -401,59 +408,74 @@ public struct FrameDecoder {
     }
 
     /// Protocol A: contacts carry no ids; match them to the previous frame's by
-    /// nearest distance (as mtdev does) to assign slots and tracking ids.
+    /// distance, closest pairs first (as mtdev matches by least movement), to assign
+    /// slots and tracking ids. Allocation-free once warm.
     private mutating func emitProtocolAFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
         var frame = DigitizerFrame()
         frame.buttonDown = clickDown
-        var matchedPrevious = [Bool](repeating: false, count: previousProtocolA.count)
-        var current: [Contact] = []
-        current.reserveCapacity(protocolAContacts.count)
-        for raw in protocolAContacts.prefix(DigitizerFrame.capacity) {
-            var best = -1
-            var bestDistance = Int64.max
-            for (index, old) in previousProtocolA.enumerated() where !matchedPrevious[index] {
-                let dx = Int64(raw.x) - Int64(old.x)
-                let dy = Int64(raw.y) - Int64(old.y)
-                let distance = dx * dx + dy * dy
-                if distance < bestDistance {
-                    bestDistance = distance
-                    best = index
+        let reported = min(protocolAContacts.count, DigitizerFrame.capacity)
+        matchedPrevious.removeAll(keepingCapacity: true)
+        matchedPrevious.append(contentsOf: repeatElement(false, count: previousProtocolA.count))
+        previousIndexOfContact.removeAll(keepingCapacity: true)
+        previousIndexOfContact.append(contentsOf: repeatElement(-1, count: reported))
+        // Closest pair first, over all pairs (not in report order: a new finger reported
+        // before a moving one must not take the moving one's identity).
+        while true {
+            var best: (contact: Int, previous: Int) = (-1, -1)
+            var bestDistance = Double.infinity
+            for index in 0..<reported where previousIndexOfContact[index] < 0 {
+                let raw = protocolAContacts[index]
+                for (previous, old) in previousProtocolA.enumerated() where !matchedPrevious[previous] {
+                    // In floating point: squares of full-range Int32 differences overflow Int64.
+                    let dx = Double(raw.x) - Double(old.x)
+                    let dy = Double(raw.y) - Double(old.y)
+                    let distance = dx * dx + dy * dy
+                    if distance < bestDistance {
+                        bestDistance = distance
+                        best = (index, previous)
+                    }
                 }
             }
-            var id: Int32
-            var phase: Contact.Phase
-            var slot: Int
-            if best >= 0 {
-                matchedPrevious[best] = true
-                id = previousProtocolA[best].trackingID
-                slot = Int(previousProtocolA[best].slot)
-                phase = raw.x == previousProtocolA[best].x && raw.y == previousProtocolA[best].y ? .stationary : .moved
+            if best.contact < 0 { break }
+            previousIndexOfContact[best.contact] = best.previous
+            matchedPrevious[best.previous] = true
+        }
+        currentProtocolA.removeAll(keepingCapacity: true)
+        // Slots (at most DigitizerFrame.capacity of them) kept by matched contacts, as bits.
+        var usedSlots: UInt64 = 0
+        for index in 0..<reported {
+            let raw = protocolAContacts[index]
+            let previous = previousIndexOfContact[index]
+            if previous >= 0 {
+                let old = previousProtocolA[previous]
+                let phase: Contact.Phase = raw.x == old.x && raw.y == old.y ? .stationary : .moved
+                currentProtocolA.append(
+                    contact(slot: Int(old.slot), id: old.trackingID, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
+                usedSlots |= Self.slotBit(old.slot)
             } else {
-                id = nextID()
-                slot = Self.freeSlot(excluding: current, previous: previousProtocolA, matched: matchedPrevious)
-                phase = .began
+                currentProtocolA.append(
+                    contact(slot: -1, id: nextID(), phase: .began, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
             }
-            current.append(contact(slot: slot, id: id, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
+        }
+        // New contacts take the lowest slots no matched contact keeps.
+        for index in currentProtocolA.indices where currentProtocolA[index].slot < 0 {
+            let slot = Int16((~usedSlots).trailingZeroBitCount)
+            currentProtocolA[index].slot = slot
+            usedSlots |= Self.slotBit(slot)
         }
         for (index, old) in previousProtocolA.enumerated() where !matchedPrevious[index] {
             var ended = old
             ended.phase = .ended
             frame.append(ended)
         }
-        for contact in current { frame.append(contact) }
-        frame.fingerCount = toolFingers > 0 ? toolFingers : current.count
+        for contact in currentProtocolA { frame.append(contact) }
+        frame.fingerCount = toolFingers > 0 ? toolFingers : currentProtocolA.count
         if frame.count > 0 || !previousProtocolA.isEmpty { out.append(event(time, .digitizer(frame))) }
-        previousProtocolA = current
+        swap(&previousProtocolA, &currentProtocolA)
         protocolAContacts.removeAll(keepingCapacity: true)
     }
 
-    private static func freeSlot(excluding current: [Contact], previous: [Contact], matched: [Bool]) -> Int {
-        var used = Set<Int16>(current.map(\.slot))
-        for (index, contact) in previous.enumerated() where matched[index] { used.insert(contact.slot) }
-        var slot: Int16 = 0
-        while used.contains(slot) { slot += 1 }
-        return Int(slot)
-    }
+    private static func slotBit(_ slot: Int16) -> UInt64 { slot >= 0 && slot < 64 ? 1 << UInt64(slot) : 0 }
 
     private mutating func nextID() -> Int32 {
         defer { nextTrackingID = nextTrackingID == Int32.max ? 1 : nextTrackingID + 1 }
