@@ -118,12 +118,12 @@ static inline void ringloop_cpu_relax(void) {
 #endif
 }
 
-/// Restricts the calling thread (and threads it creates afterwards) to the CPUs in the
-/// first 64 bits of `mask` (bit n = CPU n), or with `get` set, stores its current mask
-/// there. Raw sched_{set,get}affinity: glibc declares them only under _GNU_SOURCE.
-/// Returns 0 or -errno.
-static inline int ringloop_thread_affinity(uint64_t *mask, int get) {
-    long r = syscall(get ? SYS_sched_getaffinity : SYS_sched_setaffinity, 0, sizeof(uint64_t), mask);
+/// The calling thread's CPU affinity as a bit mask of `words` 64-bit words (bit n = CPU
+/// n): `get` stores it there, otherwise the thread (and threads it creates afterwards) is
+/// restricted to it. Raw sched_{get,set}affinity, which glibc declares only under
+/// _GNU_SOURCE. Returns 0 or -errno.
+static inline int ringloop_thread_affinity(uint64_t *mask, size_t words, int get) {
+    long r = syscall(get ? SYS_sched_getaffinity : SYS_sched_setaffinity, 0, words * sizeof(uint64_t), mask);
     return r < 0 ? -errno : 0;
 }
 

@@ -88,3 +88,47 @@ struct OutputAndRepeatTests {
         #expect(kinds == [.deviceAdded, .key, .key, .deviceRemoved])
     }
 }
+
+@Suite("Event-system thread placement")
+struct EventThreadPlacementTests {
+    @Test("eventThreadCPUs outside the online CPUs is refused at start, naming the valid ones")
+    func refused() throws {
+        let online = PosixThread.onlineCPUs()
+        let error: HIDError? = try onFreshThread { () -> HIDError? in
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: "/tmp", shape: .dedicatedThread, eventThreadCPUs: [100_000]),
+                loop: RingRunLoop.current)
+            do throws(HIDError) {
+                try system.start()
+                system.stop()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        guard case .configuration(let message) = error else {
+            Issue.record("expected a configuration error, got \(String(describing: error))")
+            return
+        }
+        #expect(message.hasPrefix("eventThreadCPUs: "))
+        #expect(message.contains("100000 not available"))
+        #expect(message.contains("available: \(online.map(String.init).joined(separator: ", "))"))
+    }
+
+    @Test("The event-system thread runs on the CPUs it was given")
+    func placed() throws {
+        let first = try #require(PosixThread.onlineCPUs().first)
+        let cpus: [Int] = try onFreshThread {
+            let path = "/tmp/ringloop-placement-\(getpid())"
+            mkdir(path, 0o755)
+            defer { rmdir(path) }
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: path, shape: .dedicatedThread, eventThreadCPUs: [first]),
+                loop: RingRunLoop.current)
+            try system.start()
+            defer { system.stop() }
+            return try #require(system.eventThreadAllowedCPUs())
+        }
+        #expect(cpus == [first])
+    }
+}

@@ -1,4 +1,3 @@
-import CLibURing
 import CMallocCounter
 import Foundation
 import RingLoop
@@ -68,15 +67,10 @@ enum HIDBench {
     /// machine's cross-CPU wake-up cost (which a kernel evdev device pays once, FUSE four
     /// times per frame).
     static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape, pinned: Bool = false) throws -> [Double] {
-        var savedAffinity: UInt64 = 0
-        // A machine with more than 64 CPUs answers EINVAL to the 64-bit mask: unpinned then.
-        let pin = pinned && ringloop_thread_affinity(&savedAffinity, 1) == 0 && savedAffinity != 0
-        if pin {
-            // The lowest CPU this process may use; threads created from here inherit it.
-            var one = savedAffinity & (~savedAffinity &+ 1)
-            _ = ringloop_thread_affinity(&one, 0)
-        }
-        defer { if pin { _ = ringloop_thread_affinity(&savedAffinity, 0) } }
+        let savedCPUs = PosixThread.allowedCPUs()
+        // The lowest CPU this thread may use; threads created from here inherit it.
+        if pinned, let first = savedCPUs.first { try? PosixThread.restrictCurrentThread(to: [first]) }
+        defer { if pinned, !savedCPUs.isEmpty { try? PosixThread.restrictCurrentThread(to: savedCPUs) } }
         let samples = BenchSize.of(quick ? 300 : 2000)
         let path = "/tmp/ringloop-bench-\(getpid())-\(shape.rawValue)"
         let folder = try FUSEDeviceFolder(path: path)

@@ -27,11 +27,30 @@ public final class LoopThread: Sendable {
     /// - Parameters:
     ///   - name: The thread's name (as `top -H` shows it; 15 bytes kept).
     ///   - onMessage: Called on the thread for each message sent to ``port``.
-    public init(name: String = "ringloop", onMessage: (@Sendable (PortMessage) -> Void)? = nil) {
+    public convenience init(name: String = "ringloop", onMessage: (@Sendable (PortMessage) -> Void)? = nil) {
+        self.init(name: name, validatedCPUs: nil, onMessage: onMessage)
+    }
+
+    /// Starts the thread restricted to `cpus` and returns once its loop is running.
+    /// - Parameters:
+    ///   - name: The thread's name (as `top -H` shows it; 15 bytes kept).
+    ///   - cpus: CPUs the thread may run on: a non-empty subset of the calling thread's
+    ///     (``PosixThread/allowedCPUs()``); anything else throws before a thread starts.
+    ///   - onMessage: Called on the thread for each message sent to ``port``.
+    public convenience init(
+        name: String = "ringloop", cpus: [Int], onMessage: (@Sendable (PortMessage) -> Void)? = nil
+    ) throws(CPUAffinityError) {
+        try PosixThread.validate(cpus: cpus)
+        self.init(name: name, validatedCPUs: cpus, onMessage: onMessage)
+    }
+
+    private init(name: String, validatedCPUs cpus: [Int]?, onMessage: (@Sendable (PortMessage) -> Void)?) {
         let ready = DispatchSemaphore(value: 0)
         let handoff = ThreadLock<(RingRunLoop, MessagePort)?>(nil)
         let state = State()
         thread = PosixThread.start(name: name) {
+            // Validated by the caller against the same mask this thread inherited.
+            if let cpus { try? PosixThread.restrictCurrentThread(to: cpus) }
             let loop = RingRunLoop.current
             let port = loop.makeMessagePort()
             loop.add(LoopPortSource(port: port) { message in onMessage?(message) }, to: .default)

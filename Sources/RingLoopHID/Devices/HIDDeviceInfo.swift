@@ -151,6 +151,8 @@ public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
     case describe(path: String, errno: Int32)
     case directory(path: String, errno: Int32)
     case ring(String)
+    /// A setting of the event system that cannot be honoured, and why.
+    case configuration(String)
 
     public var description: String {
         switch self {
@@ -161,6 +163,7 @@ public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
         case .describe(let path, let errno): return "\(path): not an evdev device: \(String(cString: strerror(errno)))"
         case .directory(let path, let errno): return "\(path): cannot watch: \(String(cString: strerror(errno)))"
         case .ring(let message): return message
+        case .configuration(let message): return message
         }
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import RingLoop
 import Synchronization
@@ -70,13 +71,19 @@ public final class HIDEventSystem {
         /// each, delivered when the loop is about to wait (like UIKit's gesture observer
         /// at BeforeWaiting); other events flush what is pending first, so order holds.
         public var coalesceMotion: Bool
+        /// CPUs the event-system thread may run on (`dedicatedThread` shape; `nil`: any).
+        /// Putting it on the client loop's CPU turns the hand-off into a context switch
+        /// instead of a wake-up of another CPU.
+        public var eventThreadCPUs: [Int]?
 
         public init(
             deviceDirectory: String = "/dev/input", shape: Shape = .clientLoop, queueCapacity: Int = 1024,
             grabDevices: Bool = false, lateThreshold: Duration = .milliseconds(50), openAttempts: Int = 10,
             retryInterval: Duration = .milliseconds(50), nodeNames: Set<String>? = nil,
-            keyRepeat: (delay: Duration, interval: Duration)? = nil, coalesceMotion: Bool = false
+            keyRepeat: (delay: Duration, interval: Duration)? = nil, coalesceMotion: Bool = false,
+            eventThreadCPUs: [Int]? = nil
         ) {
+            self.eventThreadCPUs = eventThreadCPUs
             self.coalesceMotion = coalesceMotion
             self.nodeNames = nodeNames
             self.keyRepeat = keyRepeat
@@ -184,6 +191,9 @@ public final class HIDEventSystem {
 
     /// Enumerates the device folder, attaches what is there and follows hotplug.
     public func start() throws(HIDError) {
+        if let cpus = configuration.eventThreadCPUs {
+            do { try PosixThread.validate(cpus: cpus) } catch { throw .configuration("eventThreadCPUs: \(error)") }
+        }
         let dispatch = LoopSource(order: 0) { [unowned self] in self.drainQueue() }
         dispatchSource = dispatch
         loop.add(dispatch, to: .common)
@@ -214,7 +224,14 @@ public final class HIDEventSystem {
             let source = LoopPortSource(port: port) { [unowned self] _ in self.takeForwarded() }
             forwardSource = source
             loop.add(source, to: .common)
-            let thread = LoopThread(name: "hid-events")
+            let thread: LoopThread
+            if let cpus = configuration.eventThreadCPUs {
+                do { thread = try LoopThread(name: "hid-events", cpus: cpus) } catch {
+                    throw .configuration("eventThreadCPUs: \(error)")
+                }
+            } else {
+                thread = LoopThread(name: "hid-events")
+            }
             readerThread = thread
             let table = deviceTable
             let startError = ThreadLock<HIDError?>(nil)
@@ -240,6 +257,20 @@ public final class HIDEventSystem {
                 throw error
             }
         }
+    }
+
+    /// The CPUs the event-system thread may run on (`dedicatedThread` shape, while
+    /// started). Waits for the thread to answer.
+    func eventThreadAllowedCPUs() -> [Int]? {
+        guard let thread = readerThread else { return nil }
+        let answer = ThreadLock<[Int]?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        thread.perform {
+            answer.withLock { $0 = PosixThread.allowedCPUs() }
+            answered.signal()
+        }
+        answered.wait()
+        return answer.withLock { $0 }
     }
 
     /// Detaches every device (clients see releases, cancels and removals) and stops.
