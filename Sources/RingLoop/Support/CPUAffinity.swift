@@ -72,8 +72,8 @@ extension PosixThread {
     ///
     /// Pinning the threads that hand work to each other onto one CPU turns each hand-off
     /// into a context switch on that CPU instead of a wake-up of another CPU, which on a
-    /// virtual machine may be halted (measured here: device → handler p99 87–186 µs
-    /// across two vCPUs, 41–55 µs on one; see README's performance section).
+    /// virtual machine may be halted (measured here: device → handler p99 84–186 µs
+    /// across two vCPUs, 39–57 µs on one; see README's performance section).
     public static func restrictCurrentThread(to cpus: [Int]) throws(CPUAffinityError) {
         try validate(cpus: cpus)
         var mask = [UInt64](repeating: 0, count: maskWords)
