@@ -28,29 +28,42 @@ public final class LoopThread: Sendable {
     ///   - name: The thread's name (as `top -H` shows it; 15 bytes kept).
     ///   - onMessage: Called on the thread for each message sent to ``port``.
     public convenience init(name: String = "ringloop", onMessage: (@Sendable (PortMessage) -> Void)? = nil) {
-        self.init(name: name, validatedCPUs: nil, onMessage: onMessage)
+        // Without CPUs to apply there is nothing that can fail.
+        try! self.init(name: name, placedOn: nil, onMessage: onMessage)
     }
 
     /// Starts the thread restricted to `cpus` and returns once its loop is running.
     /// - Parameters:
     ///   - name: The thread's name (as `top -H` shows it; 15 bytes kept).
-    ///   - cpus: CPUs the thread may run on: a non-empty subset of the calling thread's
-    ///     (``PosixThread/allowedCPUs()``); anything else throws before a thread starts.
+    ///   - cpus: CPUs the thread may run on: a non-empty set of online CPUs
+    ///     (``PosixThread/onlineCPUs()``) the process may use. Anything else throws, and
+    ///     no thread is left running.
     ///   - onMessage: Called on the thread for each message sent to ``port``.
     public convenience init(
         name: String = "ringloop", cpus: [Int], onMessage: (@Sendable (PortMessage) -> Void)? = nil
     ) throws(CPUAffinityError) {
         try PosixThread.validate(cpus: cpus)
-        self.init(name: name, validatedCPUs: cpus, onMessage: onMessage)
+        try self.init(name: name, placedOn: cpus, onMessage: onMessage)
     }
 
-    private init(name: String, validatedCPUs cpus: [Int]?, onMessage: (@Sendable (PortMessage) -> Void)?) {
+    private init(name: String, placedOn cpus: [Int]?, onMessage: (@Sendable (PortMessage) -> Void)?)
+        throws(CPUAffinityError)
+    {
         let ready = DispatchSemaphore(value: 0)
         let handoff = ThreadLock<(RingRunLoop, MessagePort)?>(nil)
+        let placementError = ThreadLock<CPUAffinityError?>(nil)
         let state = State()
-        thread = PosixThread.start(name: name) {
-            // Validated by the caller against the same mask this thread inherited.
-            if let cpus { try? PosixThread.restrictCurrentThread(to: cpus) }
+        let thread = PosixThread.start(name: name) {
+            if let cpus {
+                do throws(CPUAffinityError) {
+                    try PosixThread.restrictCurrentThread(to: cpus)
+                } catch {
+                    // The kernel kept the thread off a CPU (a cpuset): end before any loop.
+                    placementError.withLock { $0 = error }
+                    ready.signal()
+                    return
+                }
+            }
             let loop = RingRunLoop.current
             let port = loop.makeMessagePort()
             loop.add(LoopPortSource(port: port) { message in onMessage?(message) }, to: .default)
@@ -61,6 +74,11 @@ public final class LoopThread: Sendable {
             }
         }
         ready.wait()
+        if let error = placementError.withLock({ $0 }) {
+            thread.join()
+            throw error
+        }
+        self.thread = thread
         (loop, port) = handoff.withLock { $0! }
         self.state = state
     }

@@ -227,6 +227,7 @@ public final class HIDEventSystem {
             let thread: LoopThread
             if let cpus = configuration.eventThreadCPUs {
                 do { thread = try LoopThread(name: "hid-events", cpus: cpus) } catch {
+                    stop()  // takes back the sources added above
                     throw .configuration("eventThreadCPUs: \(error)")
                 }
             } else {
