@@ -99,21 +99,20 @@ struct Bench: ParsableCommand {
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
         if selected("hid.e2e") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
+        let machine = Self.machine()
         if !json {
-            let machine = Self.machine()
             var footer = "machine: \(machine["cores"] ?? "?") cores, kernel \(machine["kernel"] ?? "?")"
             if let driver = machine["cpuidle"] { footer += ", cpuidle \(driver)" }
             if let poll = machine["guest_halt_poll_ns"] { footer += " (guest_halt_poll_ns \(poll))" }
             print(footer)
-        }
-        if json {
+        } else {
             struct Output: Codable {
                 var results: [BenchResult]
                 var machine: [String: String]
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try encoder.encode(Output(results: results, machine: Self.machine())), as: UTF8.self))
+            print(String(decoding: try encoder.encode(Output(results: results, machine: machine)), as: UTF8.self))
         }
     }
 
@@ -125,30 +124,16 @@ struct Bench: ParsableCommand {
     }
 
     static func machine() -> [String: String] {
-        var name = utsname()
-        uname(&name)
-        let kernel = withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         var machine = [
             "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
-            "kernel": kernel,
+            "kernel": kernelRelease(),
             "date": ISO8601DateFormatter().string(from: Date()),
         ]
-        // How an idle CPU waits decides every wake-up figure: a guest that polls before
-        // halting (haltpoll, guest_halt_poll_ns > 0) wakes within microseconds after a
-        // short sleep; one that halts at once pays a hypervisor exit and entry.
-        if let driver = Self.firstLine(of: "/sys/devices/system/cpu/cpuidle/current_driver") {
-            machine["cpuidle"] = driver
-        }
-        if let poll = Self.firstLine(of: "/sys/module/haltpoll/parameters/guest_halt_poll_ns") {
-            machine["guest_halt_poll_ns"] = poll
-        }
+        // How idle CPUs wait decides every wake-up figure (see IdleCPUSetting).
+        let idle = IdleCPUSetting.current()
+        machine["cpuidle"] = idle.driver
+        machine["guest_halt_poll_ns"] = idle.guestHaltPollNanoseconds
         return machine
-    }
-
-    static func firstLine(of path: String) -> String? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        let line = text.split(separator: "\n").first.map(String.init) ?? ""
-        return line.isEmpty ? nil : line
     }
 }
 

@@ -35,9 +35,7 @@ struct Doctor: ParsableCommand {
     }
 
     func run() throws {
-        var name = utsname()
-        uname(&name)
-        let kernel = withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let kernel = kernelRelease()
 
         let loop = RingRunLoop.main
         var waitCoreError: String?
@@ -59,7 +57,7 @@ struct Doctor: ParsableCommand {
             inputDirectory: inputDirectory,
             fuse: Self.nodeStatus("/dev/fuse"),
             uinput: Self.nodeStatus("/dev/uinput"),
-            cpuIdle: Self.cpuIdleStatus()
+            cpuIdle: IdleCPUSetting.current().summary
         )
         if json {
             let encoder = JSONEncoder()
@@ -101,20 +99,6 @@ struct Doctor: ParsableCommand {
             loop.run(mode: .default, until: deadline)
         }
         return (flags.dispatch, flags.actor)
-    }
-
-    /// How an idle CPU waits, which sets the floor of every wake-up: a virtual machine's
-    /// guest that polls before halting wakes in a few microseconds after a short sleep;
-    /// one that halts at once pays a hypervisor exit and entry (about 20 µs measured here).
-    static func cpuIdleStatus() -> String {
-        guard let driver = Bench.firstLine(of: "/sys/devices/system/cpu/cpuidle/current_driver") else {
-            return "unknown (no cpuidle driver reported)"
-        }
-        guard driver == "haltpoll", let poll = Bench.firstLine(of: "/sys/module/haltpoll/parameters/guest_halt_poll_ns")
-        else { return driver }
-        return poll == "0"
-            ? "haltpoll, guest halt polling off (guest_halt_poll_ns 0): waking an idle CPU pays a hypervisor exit"
-            : "haltpoll, guest polls up to \(poll) ns before halting"
     }
 
     static func nodeStatus(_ path: String) -> String {

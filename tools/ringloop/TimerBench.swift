@@ -303,8 +303,7 @@ final class Spinner: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     func spin() {
-        var iterations: UInt64 = 0
-        while running.load(ordering: .relaxed) { iterations &+= 1 }
+        while running.load(ordering: .relaxed) {}
         finished.signal()
     }
 
