@@ -86,6 +86,13 @@ let package = Package(
         // The `ringloop` command, run as a subprocess.
         .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices"]),
         .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"]),
-        .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev"]),
+        // evemu's own reader (libevemu), for differential tests of the evemu format.
+        .systemLibrary(
+            name: "CEvemu",
+            path: "Tests/CEvemu",
+            pkgConfig: "evemu",
+            providers: [.apt(["libevemu-dev"])]
+        ),
+        .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev", "CEvemu"]),
     ]
 )

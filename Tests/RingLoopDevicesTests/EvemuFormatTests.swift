@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import RingLoopDevices
@@ -106,25 +107,33 @@ struct EvemuFormatTests {
             ("N: X\nI: 0003 zz 0001 0001\n", 2, "I: bus vendor product version"),
             ("N: X\nI: 0003 0001 0001\n", 2, "I: bus vendor product version"),
             ("N: X\nI: 0003 0001 0001 10000\n", 2, "at most ffff"),
-            ("N: X\nI: 1 2 3 4\nB: 07 ff\n", 3, "has no capability mask"),
-            ("N: X\nI: 1 2 3 4\nB: 02 ff ff ff ff ff ff ff ff ff\n", 3, "more than 8 mask bytes"),
+            ("N: X\nI: 1 2 3 4\nB: 20 ff\n", 3, "above EV_MAX"),
+            ("N: X\nI: 1 2 3 4\nB: 02 1ff\n", 3, "at most ff each"),
             ("N: X\nI: 1 2 3 4\nP: 00 1ff\n", 3, "at most ff"),
             ("N: X\nI: 1 2 3 4\nB: 03 01\nA: 00 0 x 0 0\n", 4, "A: code"),
-            ("N: X\nI: 1 2 3 4\nB: 03 01\nA: 40 0 1 0 0\n", 4, "above ABS_MAX"),
             ("N: X\nI: 1 2 3 4\nB: 03 01\nA: 00 0 1 0\n", 4, "A: code"),
-            ("N: X\nI: 1 2 3 4\nA: 00 0 1 0 0\n", 3, "does not list"),
-            ("E: 1.5 0001 001e 1\nE: 1.000002 0001 001e one\n", 2, "decimal 32-bit value"),
+            ("N: X\nI: 1 2 3 4\nB: 03 01\nA: 00 0 1 0 0 99999999999\n", 4, "fit in 32 bits"),
+            ("N: X\nI: 1 2 3 4\nA: 00 0 1 0 0\nB: 03 01\n", 4, "move it up"),
+            ("N: X\nI: 1 2 3 4\nB: 01 01\nE: 0.000001 0001 0000 1\nB: 01 02\n", 5, "after the device's events"),
+            ("N: X\nI: 1 2 3 4\nB: 03 00 00 00 00 00 80\nA: 2f 0 2147483647 0 0 0\n", 1, "at most 1024"),
+            ("N: X\nI: 1 2 3 4\nB: 03 00 00 00 00 00 80\nA: 2f 0 -5 0 0 0\n", 1, "slots count from 0"),
+            ("N: X\nI: 3 0001 0001\n", 2, "4 hexadecimal numbers"),
+            ("N: X\nR: 52 05 01\n", 2, "hid-recorder"),
+            ("E: 1.5 0001 001e 1\n", 1, "six digits of microseconds"),
+            ("E: 1.000001 0001 001e 1\nE: 1.000002 0001 001e one\n", 2, "decimal 32-bit value"),
             ("E: 1.000001 0001 001e 1\nE: 1:000002 0001 001e 1\n", 2, "time like"),
             ("E: 1.000001 0001 001e 99999999999\n", 1, "decimal 32-bit value"),
             ("E: 1.000001 10001 001e 1\n", 1, "at most ffff"),
             ("E: 1.000001 0001 001e\n", 1, "E: seconds.microseconds"),
-            ("E: 1.000001 0001 001e 1\nN: late\n", 2, "after events"),
+            ("E: 1.000001 0001 001e 1\nN: late\n", 2, "after events that have none"),
+            ("E: 0.000001 ffffffffffffffffff 0 1\n", 1, "at most ffff"),
+            ("E: 0.000001 0003 ffffffffffffffffff 1\n", 1, "at most ffff"),
+            ("N: X\nI: 1 2 3 4\nB: 01 ffffffffffffffffffff\n", 3, "at most ff each"),
             ("X: what\n", 1, "unknown line"),
             ("hello\n", 1, "expected N:, I:"),
             ("N: X\nN: Y\n", 2, "second N:"),
             ("N: X\n", 1, "without an I: line"),
-            ("I: 1 2 3 4\n", 1, "without an N: name"),
-            ("N: X\nI: 1 2 3 4\nL: 10 1\n", 3, "above"),
+            ("I: 1 2 3 4\n", 1, "before the N: name line"),
         ] as [(String, Int, String)])
     func malformed(text: String, line: Int, message: String) {
         do {
@@ -167,5 +176,84 @@ struct EvemuFormatTests {
         #expect(throws: RecordingError.unreadable(file: "/nonexistent/x.evemu", errno: 2)) {
             try Recording.load(contentsOf: "/nonexistent/x.evemu")
         }
+    }
+
+    @Test("Several devices in one file are read in order, on one clock")
+    func severalDevices() throws {
+        let text = """
+            # EVEMU 1.3
+            N: Keyboard Part
+            I: 0003 046d c52b 0111
+            B: 01 00 00 00 40 00 00 00 00
+            B: 14 03 00 00 00 00 00 00 00
+            E: 10.000000 0001 001e 0001
+            E: 10.000000 0000 0000 0000
+            # EVEMU 1.3
+            N: Mouse Part
+            I: 0003 046d c52b 0111
+            B: 01 00 00 00 00 00 00 00 00
+            B: 01 00 00 00 00 00 00 00 00
+            B: 01 00 00 00 00 00 00 00 00
+            B: 01 00 00 00 00 00 00 00 00
+            B: 01 00 00 01 00 00 00 00 00
+            B: 02 03 00 00 00 00 00 00 00
+            E: 10.500000 0002 0000 0004
+            E: 10.500000 0000 0000 0000
+            """
+        let recordings = try EvemuFormat.parseAll(text)
+        #expect(recordings.map { $0.description?.name } == ["Keyboard Part", "Mouse Part"])
+        #expect(recordings[0].events.first?.timeMicroseconds == 10_000_000)
+        #expect(recordings[1].events.first?.timeMicroseconds == 10_500_000)
+        #expect(recordings[0].description?.keyRepeat?.delay == 250, "B: 14 gives kernel key repeat")
+        #expect(recordings[0].description?.codes[0]?.contains(0x14) == true)
+        #expect(recordings[1].description?.keyRepeat == nil)
+        #expect(throws: RecordingError.self) { try EvemuFormat.parse(text) }  // one device expected
+    }
+
+    @Test("What evemu ignores is ignored with a warning naming its line")
+    func warnings() throws {
+        let text = """
+            N: Warned
+            I: 0003 0001 0002 0003
+            P: 00 00 00 00 01 00 00 00
+            B: 00 ff ff ff ff 00 00 00 00
+            B: 02 03 00 ff 00 00 00 00 00
+            B: 07 01
+            B: 03 01 00 00 00 00 00 00 00
+            A: 00 0 10 0 0 0
+            A: 02 0 99 0 0 0
+            L: 10 1
+            """
+        let recording = try EvemuFormat.parse(text, file: "w.evemu")
+        let device = try #require(recording.description)
+        #expect(device.codes[0] == [0, 2, 3], "B: 00 adds no types; types are those with codes")
+        #expect(device.codes[2] == [0, 1], "bits past REL_MAX are ignored")
+        #expect(device.properties.isEmpty)
+        #expect(device.absoluteAxes.keys.sorted() == [0])
+        let lines = recording.warnings.map(\.line)
+        #expect(lines.contains(9), "\(recording.warnings)")  // the A: 02 line
+        #expect(lines.contains(10))  // L: 10
+        #expect(recording.warnings.contains { $0.message.contains("B: 02") })
+        #expect(recording.warnings.contains { $0.message.contains("INPUT_PROP_MAX") })
+        #expect(recording.warnings.allSatisfy { $0.description.hasPrefix("w.evemu:") })
+    }
+
+    @Test("CR LF line ends and trailing comments read like plain ones")
+    func crlf() throws {
+        let plain = try EvemuFormat.parse(Self.mouse)
+        let crlf = try EvemuFormat.parse(Self.mouse.replacingOccurrences(of: "\n", with: "\r\n"))
+        #expect(crlf == plain)
+    }
+
+    @Test("The writer writes masks as evemu-record does: B: 00 0b, B: 14 for key repeat")
+    func writerMatchesEvemu() throws {
+        let mouse = try #require(try EvemuFormat.parse(Self.mouse).description)
+        let device = InputDeviceDescription(
+            name: mouse.name, busType: mouse.busType, vendor: mouse.vendor, product: mouse.product, version: mouse.version,
+            codes: mouse.codes, keyRepeat: InputDeviceDescription.kernelDefaultKeyRepeat)
+        let text = EvemuFormat.write(Recording(description: device, events: []))
+        #expect(text.contains("B: 00 0b 00 00 00 00 00 00 00\n"))
+        #expect(text.contains("B: 14 03 00 00 00 00 00 00 00\n"))
+        #expect(try EvemuFormat.parse(text).description == device)
     }
 }

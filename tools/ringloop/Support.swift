@@ -91,6 +91,9 @@ enum EventFormat {
         case .gamepadAxis(let axis): body = "axis \(CodeNames.code(type: 3, code: axis.code)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
         case .switchChanged(let change): body = "switch \(CodeNames.code(type: 5, code: change.code)) \(change.isOn ? "on" : "off")"
         case .dial(let steps): body = "dial \(steps)"
+        case .axis(let axis):
+            let name = CodeNames.code(type: axis.source == .absolute ? 3 : 2, code: axis.code)
+            body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(String(format: "%.2f", $0)))" } ?? "")
         case .deviceAdded: body = "added"
         case .deviceRemoved: body = "removed"
         case .eventsDropped(let count): body = "EVENTS DROPPED (\(count))"
@@ -148,6 +151,11 @@ enum EventFormat {
             object["code"] = CodeNames.code(type: 5, code: change.code)
             object["state"] = change.isOn ? "on" : "off"
         case .dial(let steps): object["steps"] = Int(steps)
+        case .axis(let axis):
+            object["source"] = axis.source.rawValue
+            object["code"] = CodeNames.code(type: axis.source == .absolute ? 3 : 2, code: axis.code)
+            object["value"] = Int(axis.value)
+            object["normalized"] = axis.normalized ?? NSNull()
         case .eventsDropped(let count): object["count"] = count
         case .deviceAdded, .deviceRemoved: break
         }

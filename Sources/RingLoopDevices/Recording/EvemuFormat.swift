@@ -1,22 +1,67 @@
 /// The evemu text format that `evemu-record` writes and `evemu-play` reads: `N:` name,
-/// `I:` ids, `P:` property mask, `B:` capability masks, `A:` axis ranges, `L:` and `S:`
+/// `I:` ids, `P:` property masks, `B:` capability masks, `A:` axis ranges, `L:` and `S:`
 /// LED and switch states, then `E: sec.usec type code value` events, `#` comments.
 ///
-/// Types, codes and masks are hexadecimal; the event value and the axis numbers are
-/// decimal (the value may be negative). Format 1.0 `A:` lines without a resolution
-/// column are accepted, as are files of events only.
+/// The reader follows `evemu_read` of evemu 2.7 (with libevdev underneath) wherever that
+/// reading is well defined:
+/// - The first line may be `# EVEMU major.minor`; without it the file is format 1.0.
+/// - A description is `N:`, then `I:`, then any `P:`, `B:`, `A:`, `L:`, `S:` lines in that
+///   order. Each `P:`/`B:` line adds the next bytes of its mask.
+/// - The device's event types are the types that have codes, as libevdev enables them;
+///   the `B: 00` line (which evemu 2 always writes as `0b`, and evemu 1 wrote as the
+///   type mask) does not add types. A `B: 14` (`EV_REP`) line with any bit set gives the
+///   device kernel key repeat; `B:` lines of types that have no codes the kernel reports
+///   (`EV_PWR`, `EV_FF_STATUS`, unassigned types) are read and ignored. Mask bits beyond
+///   the kernel's maximum for the type are ignored, as libevdev ignores them.
+/// - An `A:` line for an axis the `B: 03` mask does not list is ignored, as evemu ignores
+///   it (libevdev's setters do nothing for a disabled axis); a warning says so.
+/// - `A:` lines with five numbers (format 1.0/1.1) or six (resolution, 1.2 and later) are
+///   both accepted whatever the header says (evemu requires the count its header implies).
+/// - `L:` and `S:` give the initial LED and switch state (evemu reads and drops them).
+/// - Events are `E:` lines; comments and blank lines may appear anywhere, and a `#`
+///   comment may end any line but `N:` (whose text is the name, as evemu reads it).
+///   CR LF line ends are accepted.
+/// - A second `N:` after a description or its events starts a second device; the file's
+///   devices share one clock. (evemu reads the first description and would play every
+///   event of the file into that device.)
+///
+/// Where evemu would silently drop or misread a line, this reader stops with an error
+/// that says so (it is stricter than evemu): description lines out of evemu's order or
+/// after the device's events, lines that are neither description, event nor comment
+/// (evemu skips them, or stops reading at a short one), and event times whose fraction is
+/// not six digits (evemu reads `1.5` as 1.000005 s).
 public enum EvemuFormat {
     // MARK: Reading
 
     /// The longest line accepted.
     static let maximumLineLength = 4096
+    /// The newest format this reader knows (evemu 2.7 writes 1.3).
+    static let newestVersion = (major: 1, minor: 3)
 
-    /// Parses evemu text. `file` names the source in errors.
+    /// Parses evemu text holding one device (or events only). `file` names the source in
+    /// errors.
     public static func parse(_ text: String, file: String = "<text>") throws(RecordingError) -> Recording {
-        try parse(Array(text.utf8), file: file)
+        try single(parseAll(Array(text.utf8), file: file), file: file)
+    }
+
+    /// Parses evemu text holding one or more devices (or events only), in file order.
+    public static func parseAll(_ text: String, file: String = "<text>") throws(RecordingError) -> [Recording] {
+        try parseAll(Array(text.utf8), file: file)
     }
 
     static func parse(_ bytes: [UInt8], file: String) throws(RecordingError) -> Recording {
+        try single(parseAll(bytes, file: file), file: file)
+    }
+
+    static func single(_ recordings: [Recording], file: String) throws(RecordingError) -> Recording {
+        guard recordings.count == 1 else {
+            throw .unexpectedContent(
+                file: file, message: "holds \(recordings.count) devices; load them with Recording.loadAll(contentsOf:)")
+        }
+        return recordings[0]
+    }
+
+    static func parseAll(_ bytes: [UInt8], file: String) throws(RecordingError) -> [Recording] {
         var parser = Parser(file: file)
         var lineStart = 0
         var lineNumber = 0
@@ -34,21 +79,53 @@ public enum EvemuFormat {
             try parser.consume(bytes[lineStart..<end], line: lineNumber)
             lineStart = lineEnd + 1
         }
-        return try parser.finish(lastLine: lineNumber)
+        return try parser.finish()
     }
 
-    struct Parser {
-        let file: String
+    /// Where a description is: evemu reads its lines in this order.
+    enum Section: Int, Comparable {
+        case none, name, ids, properties, masks, axes, leds, switches, events
+
+        static func < (lhs: Section, rhs: Section) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        var tag: String {
+            switch self {
+            case .none: ""
+            case .name: "N:"
+            case .ids: "I:"
+            case .properties: "P:"
+            case .masks: "B:"
+            case .axes: "A:"
+            case .leds: "L:"
+            case .switches: "S:"
+            case .events: "E:"
+            }
+        }
+    }
+
+    /// One device being read.
+    struct DeviceBlock {
         var name: String?
+        var nameLine = 0
         var ids: (UInt16, UInt16, UInt16, UInt16)?
         var propertyBytes: [UInt8] = []
         var masks: [UInt16: [UInt8]] = [:]
-        var axes: [UInt16: AbsoluteAxis] = [:]
+        var axes: [(line: Int, code: UInt16, axis: AbsoluteAxis)] = []
         var leds: [UInt16: Int32] = [:]
         var switches: [UInt16: Int32] = [:]
         var events: [RecordedEvent] = []
         var notes: [String] = []
-        var descriptionLine = 0
+        var warnings: [RecordingWarning] = []
+        var section = Section.none
+    }
+
+    struct Parser {
+        let file: String
+        var blocks: [DeviceBlock] = []
+        var current = DeviceBlock()
+        var sawFirstLine = false
+        /// Comments before the first description or event, kept as notes.
+        var headerOpen = true
 
         init(file: String) { self.file = file }
 
@@ -64,86 +141,157 @@ public enum EvemuFormat {
             .malformed(file: file, line: line, message: message)
         }
 
+        mutating func warn(_ line: Int, _ message: String) {
+            current.warnings.append(RecordingWarning(file: file, line: line, message: message))
+        }
+
         mutating func consume(_ raw: ArraySlice<UInt8>, line: Int) throws(RecordingError) {
             var slice = raw
             while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
             guard let first = slice.first else { return }
+            defer { sawFirstLine = true }
             if first == UInt8(ascii: "#") {
-                if events.isEmpty, name == nil {
-                    let note = String(decoding: slice.dropFirst().drop { $0 == 0x20 }, as: UTF8.self)
-                    if !note.isEmpty, !note.allSatisfy({ $0 == "#" || $0 == " " }),
-                        !Self.generatedCommentPrefixes.contains(where: { note.hasPrefix($0) })
-                    {
-                        notes.append(note)
-                    }
-                }
+                try comment(slice.dropFirst(), line: line)
                 return
             }
             guard slice.count >= 2, slice[slice.startIndex + 1] == UInt8(ascii: ":") else {
-                throw fail(line, "expected N:, I:, P:, B:, A:, L:, S:, E: or a # comment, found '\(preview(slice))'")
+                throw fail(
+                    line,
+                    "expected N:, I:, P:, B:, A:, L:, S:, E: or a # comment, found '\(preview(slice))'"
+                        + " (evemu would skip this line, or stop reading at it; ringloop is stricter)")
             }
             let body = slice.dropFirst(2)
             let tag = Character(UnicodeScalar(first))
-            if tag != "E" {
-                if !events.isEmpty {
-                    throw fail(line, "'\(tag):' description line after events; the description comes first")
-                }
-                descriptionLine = line
-            }
+            headerOpen = false
             switch tag {
-            case "N":
-                if name != nil { throw fail(line, "a second N: line; a recording describes one device") }
-                var text = body
-                while let c = text.first, c == 0x20 || c == 0x09 { text = text.dropFirst() }
-                while let c = text.last, c == 0x20 || c == 0x09 { text = text.dropLast() }
-                guard !text.isEmpty else { throw fail(line, "expected a device name after N:") }
-                name = String(decoding: text, as: UTF8.self)
+            case "N": try nameLine(body, line)
             case "I":
+                guard current.section == .name else {
+                    throw fail(line, current.section == .none ? "I: line before the N: name line" : "I: must follow the N: line")
+                }
                 let fields = try numbers(body, line, hexCount: 4, decimalCount: 0, what: "I: bus vendor product version (4 hexadecimal numbers)")
-                guard fields.allSatisfy({ $0 <= 0xFFFF }) else {
-                    throw fail(line, "I: values must be at most ffff")
+                guard fields.allSatisfy({ $0 <= 0xFFFF }) else { throw fail(line, "I: values must be at most ffff") }
+                current.ids = (UInt16(fields[0]), UInt16(fields[1]), UInt16(fields[2]), UInt16(fields[3]))
+                current.section = .ids
+            case "P", "B", "A", "L", "S":
+                try descriptionLine(tag, body, line)
+            case "E":
+                if current.section == .name { throw fail(line, "expected the I: line after N:, found an event") }
+                current.events.append(try event(body, line))
+                current.section = .events
+            case "R", "D":
+                throw fail(
+                    line,
+                    "'\(tag):' is a line of hid-recorder (hid-tools), which records raw HID reports, not evdev events;"
+                        + " record the evdev node with evemu-record or libinput record instead")
+            default:
+                throw fail(line, "unknown line '\(tag):'; expected N:, I:, P:, B:, A:, L:, S: or E:")
+            }
+        }
+
+        mutating func comment(_ text: ArraySlice<UInt8>, line: Int) throws(RecordingError) {
+            let note = String(decoding: text.drop { $0 == 0x20 }, as: UTF8.self)
+            if !sawFirstLine, note.hasPrefix("EVEMU ") {
+                let version = note.dropFirst(6).split(separator: ".")
+                if version.count == 2, let major = Int(version[0]), let minor = Int(version[1].prefix { $0.isNumber }),
+                    (major, minor) > EvemuFormat.newestVersion
+                {
+                    warn(line, "file format \(major).\(minor) is newer than \(newestVersion.major).\(newestVersion.minor), the newest this reader knows")
                 }
-                ids = (UInt16(fields[0]), UInt16(fields[1]), UInt16(fields[2]), UInt16(fields[3]))
+                return
+            }
+            guard headerOpen else { return }
+            if !note.isEmpty, !note.allSatisfy({ $0 == "#" || $0 == " " }),
+                !Self.generatedCommentPrefixes.contains(where: { note.hasPrefix($0) })
+            {
+                current.notes.append(note)
+            }
+        }
+
+        mutating func nameLine(_ body: ArraySlice<UInt8>, _ line: Int) throws(RecordingError) {
+            if current.name == nil && !current.events.isEmpty {
+                throw fail(line, "a device description after events that have none")
+            }
+            switch current.section {
+            case .none:
+                break
+            case .name:
+                throw fail(line, "a second N: line before the I: line")
+            default:
+                // A new device: the previous one is complete.
+                blocks.append(current)
+                current = DeviceBlock()
+            }
+            var text = body
+            while let c = text.first, c == 0x20 || c == 0x09 { text = text.dropFirst() }
+            while let c = text.last, c == 0x20 || c == 0x09 { text = text.dropLast() }
+            guard !text.isEmpty else { throw fail(line, "expected a device name after N:") }
+            current.name = String(decoding: text, as: UTF8.self)
+            current.nameLine = line
+            current.section = .name
+        }
+
+        mutating func descriptionLine(_ tag: Character, _ body: ArraySlice<UInt8>, _ line: Int) throws(RecordingError) {
+            let section: Section =
+                switch tag {
+                case "P": .properties
+                case "B": .masks
+                case "A": .axes
+                case "L": .leds
+                default: .switches
+                }
+            switch current.section {
+            case .none: throw fail(line, "\(tag): line before the N: name line")
+            case .name: throw fail(line, "expected the I: line after N:, found \(tag):")
+            case .events:
+                throw fail(
+                    line,
+                    "\(tag): line after the device's events; the description comes first"
+                        + " (evemu would skip it; ringloop is stricter)")
+            default:
+                if section < current.section {
+                    throw fail(
+                        line,
+                        "\(tag): line after \(current.section.tag) lines: evemu reads P:, B:, A:, L:, S: in this order"
+                            + " and would ignore this line; move it up (ringloop is stricter)")
+                }
+            }
+            current.section = section
+            switch tag {
             case "P":
-                let fields = try numbers(body, line, hexCount: -1, decimalCount: 0, what: "P: followed by hexadecimal mask bytes")
-                guard fields.allSatisfy({ $0 <= 0xFF }) else { throw fail(line, "P: mask bytes must be at most ff") }
-                propertyBytes += fields.map { UInt8($0) }
-                if propertyBytes.count > EvdevLimits.propertyMaskBytes {
-                    throw fail(line, "more than \(EvdevLimits.propertyMaskBytes) property mask bytes")
-                }
+                let fields = try maskBytes(body, line, what: "P: followed by hexadecimal mask bytes")
+                current.propertyBytes += fields
             case "B":
-                let fields = try numbers(body, line, hexCount: -1, decimalCount: 0, what: "B: type followed by hexadecimal mask bytes")
+                let fields = try maskBytes(body, line, what: "B: type followed by hexadecimal mask bytes", leading: true)
                 guard fields.count >= 2 else { throw fail(line, "expected B: type followed by mask bytes") }
-                guard fields[0] <= 0x1F, let limit = EvdevLimits.maskBytes(type: UInt16(fields[0])) else {
-                    throw fail(line, "B: type \(hex(fields[0])) has no capability mask; valid: \(EvdevLimits.maskTypes.map { hex(Int64($0)) }.joined(separator: ", "))")
+                guard fields[0] <= 0x1F else {
+                    throw fail(line, "B: type \(hex(Int64(fields[0]))) is above EV_MAX (1f)")
                 }
-                guard fields.dropFirst().allSatisfy({ $0 <= 0xFF }) else { throw fail(line, "B: mask bytes must be at most ff") }
-                let type = UInt16(fields[0])
-                masks[type, default: []] += fields.dropFirst().map { UInt8($0) }
-                if masks[type]!.count > limit {
-                    throw fail(line, "more than \(limit) mask bytes for type \(hex(fields[0]))")
-                }
+                current.masks[UInt16(fields[0]), default: []] += fields.dropFirst()
             case "A":
                 let fields = try axisNumbers(body, line)
-                guard fields[0] <= 0x3F else { throw fail(line, "A: axis code \(hex(fields[0])) is above ABS_MAX (3f)") }
                 guard fields.dropFirst().allSatisfy({ $0 >= Int64(Int32.min) && $0 <= Int64(Int32.max) }) else {
                     throw fail(line, "A: values must fit in 32 bits")
                 }
-                axes[UInt16(fields[0])] = AbsoluteAxis(
-                    minimum: Int32(fields[1]), maximum: Int32(fields[2]), fuzz: Int32(fields[3]), flat: Int32(fields[4]),
-                    resolution: fields.count > 5 ? Int32(fields[5]) : 0)
-            case "L", "S":
+                guard fields[0] <= 0xFF else { throw fail(line, "A: axis code \(hex(fields[0])) is above ff") }
+                current.axes.append(
+                    (
+                        line, UInt16(fields[0]),
+                        AbsoluteAxis(
+                            minimum: Int32(fields[1]), maximum: Int32(fields[2]), fuzz: Int32(fields[3]),
+                            flat: Int32(fields[4]), resolution: fields.count > 5 ? Int32(fields[5]) : 0)
+                    ))
+            default:
                 let fields = try numbers(body, line, hexCount: 1, decimalCount: 1, what: "\(tag): code (hexadecimal) and value (decimal)")
-                let maximum: Int64 = tag == "L" ? 0x0F : 0x10
-                guard fields[0] <= maximum else { throw fail(line, "\(tag): code \(hex(fields[0])) is above \(hex(maximum))") }
                 guard fields[1] >= Int64(Int32.min), fields[1] <= Int64(Int32.max) else {
                     throw fail(line, "\(tag): value must fit in 32 bits")
                 }
-                if tag == "L" { leds[UInt16(fields[0])] = Int32(fields[1]) } else { switches[UInt16(fields[0])] = Int32(fields[1]) }
-            case "E":
-                events.append(try event(body, line))
-            default:
-                throw fail(line, "unknown line '\(tag):'; expected N:, I:, P:, B:, A:, L:, S: or E:")
+                let maximum: Int64 = tag == "L" ? 0x0F : 0x10
+                guard fields[0] <= maximum else {
+                    warn(line, "\(tag): code \(hex(fields[0])) is above \(tag == "L" ? "LED_MAX" : "SW_MAX") (\(hex(maximum))): ignored")
+                    return
+                }
+                if tag == "L" { current.leds[UInt16(fields[0])] = Int32(fields[1]) } else { current.switches[UInt16(fields[0])] = Int32(fields[1]) }
             }
         }
 
@@ -156,13 +304,17 @@ public enum EvemuFormat {
             guard let dot = time.firstIndex(of: UInt8(ascii: ".")),
                 let seconds = parseInteger(time[time.startIndex..<dot], radix: 10, signed: false),
                 seconds <= Int64(Int32.max) * 4,
-                case let fraction = time[(dot + 1)...], !fraction.isEmpty, fraction.count <= 6,
-                let micro = parseInteger(fraction, radix: 10, signed: false)
+                case let fraction = time[(dot + 1)...], !fraction.isEmpty,
+                let microseconds = parseInteger(fraction, radix: 10, signed: false)
             else { throw fail(line, "expected a time like 12.345678 in \(what), found '\(preview(time))'") }
-            var microseconds = micro
-            for _ in fraction.count..<6 { microseconds *= 10 }
-            guard let type = parseInteger(fields[1], radix: 16, signed: false), type <= 0xFFFF,
-                let code = parseInteger(fields[2], radix: 16, signed: false), code <= 0xFFFF
+            guard fraction.count == 6 else {
+                throw fail(
+                    line,
+                    "expected six digits of microseconds in '\(preview(time))' (evemu reads the digits as a count of"
+                        + " microseconds, so '1.5' is 1.000005 s; ringloop is stricter)")
+            }
+            guard fields[1].count <= 4, let type = parseInteger(fields[1], radix: 16, signed: false),
+                fields[2].count <= 4, let code = parseInteger(fields[2], radix: 16, signed: false)
             else { throw fail(line, "expected hexadecimal type and code of at most ffff in \(what)") }
             guard let value = parseInteger(fields[3], radix: 10, signed: true), value >= Int64(Int32.min),
                 value <= Int64(Int32.max)
@@ -172,11 +324,30 @@ public enum EvemuFormat {
                 value: Int32(value))
         }
 
+        /// Hexadecimal bytes of one or two digits each (evemu reads `%02hhx`); with
+        /// `leading`, the first field is the event type (also at most two digits).
+        func maskBytes(_ body: ArraySlice<UInt8>, _ line: Int, what: String, leading: Bool = false)
+            throws(RecordingError) -> [UInt8]
+        {
+            let fields = tokens(stripComment(body))
+            guard !fields.isEmpty else { throw fail(line, "expected \(what)") }
+            var result: [UInt8] = []
+            result.reserveCapacity(fields.count)
+            for field in fields {
+                guard field.count <= 2, let number = parseInteger(field, radix: 16, signed: false) else {
+                    throw fail(line, "expected \(what) (at most ff each), found '\(preview(field))'")
+                }
+                result.append(UInt8(number))
+            }
+            _ = leading
+            return result
+        }
+
         func axisNumbers(_ body: ArraySlice<UInt8>, _ line: Int) throws(RecordingError) -> [Int64] {
             let fields = tokens(stripComment(body))
             let what = "A: code (hexadecimal) minimum maximum fuzz flat [resolution] (decimal)"
             guard fields.count == 5 || fields.count == 6 else { throw fail(line, "expected \(what)") }
-            guard let code = parseInteger(fields[0], radix: 16, signed: false) else {
+            guard fields[0].count <= 2, let code = parseInteger(fields[0], radix: 16, signed: false) else {
                 throw fail(line, "expected \(what), found '\(preview(fields[0]))'")
             }
             var result = [code]
@@ -189,17 +360,15 @@ public enum EvemuFormat {
             return result
         }
 
-        /// Parses `hexCount` hexadecimal fields (any number ≥ 1 when -1), then
-        /// `decimalCount` decimal ones.
+        /// Parses `hexCount` hexadecimal fields, then `decimalCount` decimal ones.
         func numbers(_ body: ArraySlice<UInt8>, _ line: Int, hexCount: Int, decimalCount: Int, what: String)
             throws(RecordingError) -> [Int64]
         {
             let fields = tokens(stripComment(body))
-            if hexCount >= 0, fields.count != hexCount + decimalCount { throw fail(line, "expected \(what)") }
-            if hexCount < 0, fields.isEmpty { throw fail(line, "expected \(what)") }
+            if fields.count != hexCount + decimalCount { throw fail(line, "expected \(what)") }
             var result: [Int64] = []
             for (index, field) in fields.enumerated() {
-                let decimal = hexCount >= 0 && index >= hexCount
+                let decimal = index >= hexCount
                 guard let number = parseInteger(field, radix: decimal ? 10 : 16, signed: decimal) else {
                     throw fail(line, "expected \(what), found '\(preview(field))'")
                 }
@@ -208,39 +377,107 @@ public enum EvemuFormat {
             return result
         }
 
-        mutating func finish(lastLine: Int) throws(RecordingError) -> Recording {
-            if name == nil, ids == nil, propertyBytes.isEmpty, masks.isEmpty, axes.isEmpty {
-                return Recording(description: nil, events: events, notes: notes)
+        mutating func finish() throws(RecordingError) -> [Recording] {
+            if current.section == .name {
+                throw fail(current.nameLine, "device description without an I: line")
             }
-            guard let name else { throw fail(descriptionLine, "device description without an N: name line") }
-            guard let ids else { throw fail(descriptionLine, "device description without an I: line") }
+            if current.section != .none || !current.events.isEmpty || blocks.isEmpty {
+                blocks.append(current)
+            }
+            var recordings: [Recording] = []
+            for block in blocks {
+                recordings.append(try recording(from: block))
+            }
+            return recordings
+        }
+
+        func recording(from block: DeviceBlock) throws(RecordingError) -> Recording {
+            guard let name = block.name, let ids = block.ids else {
+                return Recording(description: nil, events: block.events, notes: block.notes, warnings: block.warnings)
+            }
+            var warnings = block.warnings
+            func warnDescription(_ message: String) {
+                warnings.append(RecordingWarning(file: file, line: block.nameLine, message: message))
+            }
             var properties = Set<UInt16>()
-            for (index, byte) in propertyBytes.enumerated() {
-                for bit in 0..<8 where byte & (1 << bit) != 0 { properties.insert(UInt16(index * 8 + bit)) }
+            var ignoredProperties = 0
+            for (index, byte) in block.propertyBytes.enumerated() {
+                for bit in 0..<8 where byte & (1 << bit) != 0 {
+                    let property = index * 8 + bit
+                    if property <= Int(EvdevLimits.maximumProperty) { properties.insert(UInt16(property)) } else { ignoredProperties += 1 }
+                }
+            }
+            if ignoredProperties > 0 {
+                warnDescription("\(ignoredProperties) property bit(s) above INPUT_PROP_MAX (1f) ignored, as libevdev ignores them")
             }
             var codes: [UInt16: Set<UInt16>] = [:]
-            for (type, bytes) in masks {
+            var hasRepeat = false
+            for (type, bytes) in block.masks.sorted(by: { $0.key < $1.key }) {
                 var set = Set<UInt16>()
+                var ignored = 0
+                let maximum = EvdevLimits.maximumCode(type: type)
                 for (index, byte) in bytes.enumerated() {
-                    for bit in 0..<8 where byte & (1 << bit) != 0 { set.insert(UInt16(index * 8 + bit)) }
+                    for bit in 0..<8 where byte & (1 << bit) != 0 {
+                        let code = index * 8 + bit
+                        if let maximum, code <= Int(maximum) { set.insert(UInt16(code)) } else { ignored += 1 }
+                    }
+                }
+                switch type {
+                case 0x00:
+                    // evemu 2 writes a fixed `B: 00 0b` line; evemu 1 wrote the type mask.
+                    // libevdev enables types through their codes, so evemu ignores it.
+                    continue
+                case 0x14:
+                    hasRepeat = hasRepeat || bytes.contains { $0 != 0 }
+                    continue
+                default:
+                    if maximum == nil {
+                        if ignored > 0 {
+                            warnDescription("B: \(pad2(type)) bits ignored: the kernel reports no codes for event type \(hex(type))")
+                        }
+                        continue
+                    }
+                }
+                if ignored > 0 {
+                    warnDescription("\(ignored) bit(s) of B: \(pad2(type)) above the kernel's maximum code (\(hex(maximum!))) ignored")
                 }
                 if !set.isEmpty { codes[type] = set }
             }
-            for code in axes.keys where !(codes[0x03]?.contains(code) ?? false) {
-                throw fail(descriptionLine, "A: line for axis \(hex(Int64(code))) that the B: 03 mask does not list")
+            var axes: [UInt16: AbsoluteAxis] = [:]
+            for (line, code, axis) in block.axes {
+                guard codes[0x03]?.contains(code) == true else {
+                    warnings.append(
+                        RecordingWarning(
+                            file: file, line: line,
+                            message: "A: line for axis \(pad2(code)) that the B: 03 mask does not list: ignored, as evemu ignores it"))
+                    continue
+                }
+                axes[code] = axis
             }
-            let hasRepeat = codes[0]?.contains(0x14) ?? false
+            var leds = block.leds
+            var switches = block.switches
+            for code in leds.keys where codes[0x11]?.contains(code) != true { leds[code] = nil }
+            for code in switches.keys where codes[0x05]?.contains(code) != true { switches[code] = nil }
+            var types = Set(codes.keys)
+            types.insert(0)
+            if hasRepeat { types.insert(0x14) }
+            codes[0] = types
             let description = InputDeviceDescription(
                 name: name, busType: ids.0, vendor: ids.1, product: ids.2, version: ids.3, properties: properties,
                 codes: codes, absoluteAxes: axes, ledStates: leds, switchStates: switches,
-                keyRepeat: hasRepeat ? (250, 33) : nil)
-            return Recording(description: description, events: events, notes: notes)
+                keyRepeat: hasRepeat ? InputDeviceDescription.kernelDefaultKeyRepeat : nil)
+            if let problem = description.problem {
+                throw fail(block.nameLine, problem)
+            }
+            return Recording(description: description, events: block.events, notes: block.notes, warnings: warnings)
         }
     }
 
     // MARK: Writing
 
-    /// The evemu 1.3 text of a recording, with evemu's explanatory comments.
+    /// The evemu 1.3 text of a recording, with evemu's explanatory comments; the masks are
+    /// written as evemu-record writes them (`B: 00 0b`, every type with codes, `B: 14` for
+    /// key repeat).
     public static func write(_ recording: Recording) -> String {
         var out = "# EVEMU 1.3\n"
         for note in recording.notes { out += "# \(note)\n" }
@@ -250,11 +487,11 @@ public enum EvemuFormat {
             out += "N: \(device.name)\n"
             out += "I: \(pad4(device.busType)) \(pad4(device.vendor)) \(pad4(device.product)) \(pad4(device.version))\n"
             out += maskLines(prefix: "P: ", bits: device.properties, bytes: EvdevLimits.propertyMaskBytes)
-            for type in EvdevLimits.maskTypes {
-                var bits = device.codes[type] ?? []
-                if type == 0 { bits.insert(0) }
-                out += maskLines(prefix: "B: \(pad2(type)) ", bits: bits, bytes: EvdevLimits.maskBytes(type: type)!)
+            out += "B: 00 0b 00 00 00 00 00 00 00\n"
+            for type in EvdevLimits.maskTypes where type != 0 {
+                out += maskLines(prefix: "B: \(pad2(type)) ", bits: device.codes[type] ?? [], bytes: EvdevLimits.maskBytes(type: type)!)
             }
+            if device.keyRepeat != nil { out += "B: 14 03 00 00 00 00 00 00 00\n" }
             for code in device.absoluteAxes.keys.sorted() {
                 let axis = device.absoluteAxes[code]!
                 out += "A: \(pad2(code)) \(axis.minimum) \(axis.maximum) \(axis.fuzz) \(axis.flat) \(axis.resolution)\n"
@@ -302,8 +539,8 @@ func stripComment(_ body: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
     return body
 }
 
-/// Parses digits of `radix` (and a leading `-` when `signed`), at most 18 digits; `nil`
-/// for anything else.
+/// Parses digits of `radix` (and a leading `-` when `signed`), at most 18 digits (so the
+/// value always fits in 64 bits); `nil` for anything else.
 func parseInteger(_ field: ArraySlice<UInt8>, radix: Int64, signed: Bool) -> Int64? {
     var digits = field
     var negative = false
@@ -316,7 +553,7 @@ func parseInteger(_ field: ArraySlice<UInt8>, radix: Int64, signed: Bool) -> Int
     {
         digits = digits.dropFirst(2)
     }
-    guard !digits.isEmpty, digits.count <= 18 else { return nil }
+    guard !digits.isEmpty, digits.count <= (radix == 16 ? 15 : 18) else { return nil }
     var value: Int64 = 0
     for byte in digits {
         let digit: Int64

@@ -114,17 +114,44 @@ public struct InputDeviceDescription: Hashable, Sendable {
         codes[0] = types
         if codes[0x03]?.isEmpty == false {
             for code in codes[0x03]! where absoluteAxes[code] == nil {
-                absoluteAxes[code] = AbsoluteAxis(minimum: 0, maximum: 0)
+                // No range given: libevdev's (and so evemu's) placeholder range.
+                absoluteAxes[code] = AbsoluteAxis(minimum: 0, maximum: 1)
             }
         }
     }
+
+    /// The kernel's key repeat for a new device with `EV_REP` (`input_register_device`:
+    /// 250 ms delay, 33 ms period). Recordings do not carry repeat settings, so a
+    /// recorded device with `EV_REP` gets these, as it did when it was plugged in.
+    public static let kernelDefaultKeyRepeat: (delay: Int32, period: Int32) = (250, 33)
+
+    /// The most multitouch slots the kernel allows a device (`input_mt_init_slots`).
+    public static let maximumSlotCount = 1024
+
+    /// Why a kernel would not accept this description, or `nil`: counts that size memory
+    /// (slots) are bounded as the kernel bounds them.
+    public var problem: String? {
+        if isMultitouch, let slot = absoluteAxes[0x2f] {
+            if slot.minimum != 0 || slot.maximum < 0 || Int(slot.maximum) >= Self.maximumSlotCount {
+                return "ABS_MT_SLOT range \(slot.minimum)…\(slot.maximum): slots count from 0 and the kernel allows"
+                    + " at most \(Self.maximumSlotCount) (maximum 0…\(Self.maximumSlotCount - 1))"
+            }
+        }
+        return nil
+    }
+
+    /// Whether the device reports multitouch slots: it has `ABS_MT_SLOT` and not the axis
+    /// below it (`ABS_RESERVED`, 0x2e). Devices whose HID descriptor has more axes than
+    /// the kernel has names fill codes up to and past 0x2e ("fake MT", as udev and
+    /// libevdev call it); their 0x2f is an ordinary axis.
+    public var isMultitouch: Bool { has(type: 0x03, code: 0x2f) && !has(type: 0x03, code: 0x2e) }
 
     /// Whether the device can send `code` of `type`.
     public func has(type: UInt16, code: UInt16) -> Bool { codes[type]?.contains(code) ?? false }
 
     /// The number of multitouch slots (`ABS_MT_SLOT` maximum + 1), or 0.
     public var slotCount: Int {
-        guard let slot = absoluteAxes[0x2f], has(type: 0x03, code: 0x2f) else { return 0 }
+        guard isMultitouch, let slot = absoluteAxes[0x2f], problem == nil else { return 0 }
         return Int(slot.maximum) + 1
     }
 

@@ -4,8 +4,18 @@ import Yams
 /// developers ask for in bug reports: each device's `evdev` description (name, id,
 /// codes, absinfo, properties) and its `events`, a list of frames of
 /// `[sec, usec, type, code, value]`. Several devices in one file share one clock.
+///
+/// Also read, because people paste them into bug reports: a file's `devices:` list or
+/// one device (`- node:` … with `evdev:` and `events:`) without the file's header, and
+/// fragments of events only (an `events:` list, or its `- evdev:` items), which replay
+/// onto a description given separately (``Recording/load(description:events:)``).
+/// Entries of other kinds in the events list (`- libinput:` events libinput itself
+/// printed) and the `hid:`, `udev:` and `quirks:` sections are skipped. As libinput
+/// writes them, `codes:` lists the device's event types with their codes (type 0 lists
+/// `SYN_*` codes, not types; type 20 (`EV_REP`) means kernel key repeat).
 public enum LibinputRecording {
-    /// Parses a `libinput record` file into one recording per device, in file order.
+    /// Parses `libinput record` YAML into one recording per device, in file order (one
+    /// recording without a description for an events-only fragment).
     public static func parse(_ text: String, file: String = "<text>") throws(RecordingError) -> [Recording] {
         let root: Node
         do {
@@ -20,41 +30,98 @@ public enum LibinputRecording {
         } catch {
             throw .malformed(file: file, line: 1, message: "not valid YAML: \(error)")
         }
+        let reader = Reader(file: file)
+        if let sequence = root.sequence {
+            // A pasted list: of devices (`- node:`/`- evdev:` with a description) or of
+            // event frames (`- evdev: [[…], …]`).
+            if sequence.contains(where: { $0.mapping?["evdev"]?.mapping != nil }) {
+                return try sequence.map { node throws(RecordingError) in try reader.device(node) }
+            }
+            return [try reader.eventsOnly(root)]
+        }
+        guard let top = root.mapping else {
+            throw reader.fail(root, "expected libinput record YAML: a mapping with version: and devices:, or an events: list")
+        }
+        if let version = top["version"] {
+            guard let number = version.int else { throw reader.fail(version, "expected 'version: 1'") }
+            guard number == 1 else {
+                throw reader.fail(version, "unsupported libinput record version \(number); expected 1")
+            }
+        }
+        if let devices = top["devices"] {
+            guard let list = devices.sequence, !list.isEmpty else {
+                throw reader.fail(devices, "expected 'devices:' with at least one device")
+            }
+            return try list.map { node throws(RecordingError) in try reader.device(node) }
+        }
+        if top["evdev"] != nil { return [try reader.device(root)] }
+        if let events = top["events"] { return [try reader.eventsOnly(events)] }
+        throw reader.fail(root, top["version"] == nil
+            ? "expected libinput record YAML: 'version: 1' and 'devices:', one device's 'evdev:', or an 'events:' list"
+            : "expected 'devices:' with at least one device")
+    }
+
+    /// Turns YAML nodes into recordings, naming the file and line of what is wrong.
+    struct Reader {
+        let file: String
+
         func fail(_ node: Node?, _ message: String) -> RecordingError {
             .malformed(file: file, line: node?.mark?.line ?? 1, message: message)
         }
-        guard let top = root.mapping else { throw fail(root, "expected a mapping with version: and devices:") }
-        guard let version = top["version"]?.int else { throw fail(root, "expected 'version: 1'") }
-        guard version == 1 else { throw fail(top["version"], "unsupported libinput record version \(version); expected 1") }
-        guard let devices = top["devices"]?.sequence, !devices.isEmpty else {
-            throw fail(root, "expected 'devices:' with at least one device")
+
+        func warning(_ node: Node?, _ message: String) -> RecordingWarning {
+            RecordingWarning(file: file, line: node?.mark?.line ?? 1, message: message)
         }
-        var recordings: [Recording] = []
-        for deviceNode in devices {
-            guard let device = deviceNode.mapping, let evdev = device["evdev"]?.mapping else {
+
+        /// One entry of `devices:`: `evdev:` description and `events:`.
+        func device(_ deviceNode: Node) throws(RecordingError) -> Recording {
+            guard let device = deviceNode.mapping, let evdevNode = device["evdev"], let evdev = evdevNode.mapping else {
                 throw fail(deviceNode, "expected a device with an 'evdev:' description")
             }
-            guard let name = evdev["name"]?.string else { throw fail(deviceNode, "expected evdev 'name:'") }
+            var warnings: [RecordingWarning] = []
+            guard let name = evdev["name"]?.string else { throw fail(evdevNode, "expected evdev 'name:'") }
             guard let id = evdev["id"]?.sequence, id.count == 4, let ids = intList(id), ids.allSatisfy({ 0...0xffff ~= $0 })
-            else { throw fail(evdev["id"] ?? deviceNode, "expected 'id: [bus, vendor, product, version]' (0…65535)") }
+            else { throw fail(evdev["id"] ?? evdevNode, "expected 'id: [bus, vendor, product, version]' (0…65535)") }
             var codes: [UInt16: Set<UInt16>] = [:]
-            if let codeMap = evdev["codes"]?.mapping {
+            var types: Set<UInt16> = [0]
+            if let codesNode = evdev["codes"] {
+                guard let codeMap = codesNode.mapping else { throw fail(codesNode, "expected 'codes:' mapping types to code lists") }
                 for (typeNode, listNode) in codeMap {
-                    guard let type = typeNode.int, let maximum = EvdevLimits.maximumCode(type: UInt16(clamping: type)),
-                        0...0x1f ~= type
-                    else { throw fail(typeNode, "expected an event type with codes (0, 1, 2, 3, 4, 5, 17, 18, 21)") }
-                    guard let list = listNode.sequence, let values = intList(list), values.allSatisfy({ 0...Int(maximum) ~= $0 })
-                    else { throw fail(listNode, "expected a list of codes from 0 to \(maximum) for type \(type)") }
-                    codes[UInt16(type)] = Set(values.map { UInt16($0) })
+                    guard let type = typeNode.int, 0...0x1f ~= type else {
+                        throw fail(typeNode, "expected an event type from 0 to 31")
+                    }
+                    guard let list = listNode.sequence, let values = intList(list), values.allSatisfy({ 0...0xffff ~= $0 }) else {
+                        throw fail(listNode, "expected a list of codes for type \(type)")
+                    }
+                    types.insert(UInt16(type))
+                    // Type 0 lists SYN_* codes and type 20 the EV_REP codes: neither is
+                    // a mask the kernel reports codes for.
+                    guard type != 0, type != 0x14 else { continue }
+                    guard let maximum = EvdevLimits.maximumCode(type: UInt16(type)) else {
+                        if !values.isEmpty {
+                            warnings.append(warning(listNode, "codes of event type \(type) ignored: the kernel reports none for it"))
+                        }
+                        continue
+                    }
+                    let kept = values.filter { $0 <= Int(maximum) }
+                    if kept.count != values.count {
+                        warnings.append(warning(listNode, "codes above \(maximum) for type \(type) ignored: the kernel has none"))
+                    }
+                    if !kept.isEmpty { codes[UInt16(type)] = Set(kept.map { UInt16($0) }) }
                 }
             }
             var axes: [UInt16: AbsoluteAxis] = [:]
-            if let absinfo = evdev["absinfo"]?.mapping {
+            if let absinfoNode = evdev["absinfo"] {
+                guard let absinfo = absinfoNode.mapping else { throw fail(absinfoNode, "expected 'absinfo:' mapping axes to ranges") }
                 for (codeNode, infoNode) in absinfo {
                     guard let code = codeNode.int, 0...0x3f ~= code else { throw fail(codeNode, "expected an axis code from 0 to 63") }
                     guard let info = infoNode.sequence, let v = intList(info), v.count == 5,
                         v.allSatisfy({ Int(Int32.min)...Int(Int32.max) ~= $0 })
                     else { throw fail(infoNode, "expected '[minimum, maximum, fuzz, flat, resolution]'") }
+                    guard codes[0x03]?.contains(UInt16(code)) == true else {
+                        warnings.append(warning(codeNode, "absinfo for axis \(code), which 'codes:' does not list for type 3: ignored"))
+                        continue
+                    }
                     axes[UInt16(code)] = AbsoluteAxis(
                         minimum: Int32(v[0]), maximum: Int32(v[1]), fuzz: Int32(v[2]), flat: Int32(v[3]), resolution: Int32(v[4]))
                 }
@@ -66,13 +133,39 @@ public enum LibinputRecording {
                 }
                 properties = Set(values.map { UInt16($0) })
             }
+            types.formUnion(codes.keys)
+            codes[0] = types
+            let description = InputDeviceDescription(
+                name: name, busType: UInt16(ids[0]), vendor: UInt16(ids[1]), product: UInt16(ids[2]),
+                version: UInt16(ids[3]), properties: properties, codes: codes, absoluteAxes: axes,
+                keyRepeat: types.contains(0x14) ? InputDeviceDescription.kernelDefaultKeyRepeat : nil)
+            if let problem = description.problem { throw fail(evdevNode, problem) }
+            let events = try self.events(device["events"])
+            let node = device["node"]?.string
+            return Recording(
+                description: description, events: events, notes: node.map { ["libinput record of \($0)"] } ?? [],
+                warnings: warnings)
+        }
+
+        /// A fragment with events and no description.
+        func eventsOnly(_ node: Node) throws(RecordingError) -> Recording {
+            Recording(description: nil, events: try events(node))
+        }
+
+        /// An `events:` list: frames `- evdev: [[sec, usec, type, code, value], …]`;
+        /// entries of other kinds are skipped.
+        func events(_ node: Node?) throws(RecordingError) -> [RecordedEvent] {
+            guard let node else { return [] }
+            if node.null != nil { return [] }
+            guard let frames = node.sequence else { throw fail(node, "expected 'events:' to be a list of '- evdev:' frames") }
             var events: [RecordedEvent] = []
-            for frameNode in device["events"]?.sequence ?? [] {
+            for frameNode in frames {
                 guard let evdevFrame = frameNode.mapping?["evdev"] else { continue }  // libinput-only entries
                 guard let list = evdevFrame.sequence else { throw fail(evdevFrame, "expected a list of events") }
                 for eventNode in list {
                     guard let fields = eventNode.sequence, let v = intList(fields), v.count == 5, v[0] >= 0,
-                        0...999_999 ~= v[1], 0...0xffff ~= v[2], 0...0xffff ~= v[3], Int(Int32.min)...Int(Int32.max) ~= v[4]
+                        v[0] <= Int(Int32.max) * 4, 0...999_999 ~= v[1], 0...0xffff ~= v[2], 0...0xffff ~= v[3],
+                        Int(Int32.min)...Int(Int32.max) ~= v[4]
                     else { throw fail(eventNode, "expected '[sec, usec, type, code, value]'") }
                     events.append(
                         RecordedEvent(
@@ -80,15 +173,8 @@ public enum LibinputRecording {
                             value: Int32(v[4])))
                 }
             }
-            let description = InputDeviceDescription(
-                name: name, busType: UInt16(ids[0]), vendor: UInt16(ids[1]), product: UInt16(ids[2]),
-                version: UInt16(ids[3]), properties: properties, codes: codes, absoluteAxes: axes,
-                keyRepeat: codes[0]?.contains(0x14) == true ? (250, 33) : nil)
-            let node = device["node"]?.string
-            recordings.append(
-                Recording(description: description, events: events, notes: node.map { ["libinput record of \($0)"] } ?? []))
+            return events
         }
-        return recordings
     }
 
     static func intList(_ nodes: Node.Sequence) -> [Int]? {

@@ -11,15 +11,39 @@ public struct Recording: Hashable, Sendable {
     /// Comment lines of the header (without `# `), kept for the reader; not the
     /// comments evemu generates.
     public var notes: [String]
+    /// What the reader accepted but did not use, each with its line (an `A:` line for an
+    /// axis the masks do not list, mask bits beyond the kernel's maximum…). Commands
+    /// print them on standard error.
+    public var warnings: [RecordingWarning]
 
-    public init(description: InputDeviceDescription?, events: [RecordedEvent], notes: [String] = []) {
+    public init(
+        description: InputDeviceDescription?, events: [RecordedEvent], notes: [String] = [],
+        warnings: [RecordingWarning] = []
+    ) {
         self.description = description
         self.events = events
         self.notes = notes
+        self.warnings = warnings
     }
 
     /// The largest file ``load(contentsOf:)`` reads (bounded memory on hostile input).
     public static let maximumFileSize = 256 << 20
+}
+
+/// Something a recording said that the reader accepted but did not use, and why.
+public struct RecordingWarning: Hashable, Sendable, CustomStringConvertible {
+    public var file: String
+    /// The line it is about, counting from 1.
+    public var line: Int
+    public var message: String
+
+    public init(file: String, line: Int, message: String) {
+        self.file = file
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String { "\(file):\(line): warning: \(message)" }
 }
 
 /// Why a recording could not be read.
@@ -45,29 +69,27 @@ public enum RecordingError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Recording {
-    /// Reads a recording from a file: the evemu format (`.evemu`, `.events`, anything else),
-    /// or libinput's `record` YAML when the file starts with `version:` (see
-    /// ``LibinputRecording``).
+    /// Reads a recording of one device from a file: the evemu format (`.evemu`, `.events`,
+    /// `.desc`, anything else), or libinput's `record` YAML (see ``LibinputRecording``),
+    /// told apart by content, not by name.
     public static func load(contentsOf path: String) throws(RecordingError) -> Recording {
-        let all = try loadAll(contentsOf: path)
-        guard all.count == 1 else {
-            throw .unexpectedContent(
-                file: path, message: "holds \(all.count) devices; load them with Recording.loadAll(contentsOf:)")
-        }
-        return all[0]
+        try EvemuFormat.single(loadAll(contentsOf: path), file: path)
     }
 
-    /// Reads every device of a recording file: one for the evemu format, one or more for
-    /// `libinput record` YAML.
+    /// Reads every device of a recording file, in file order: an evemu file may describe
+    /// several devices one after the other, a `libinput record` file lists them under
+    /// `devices:`. Their events share one clock.
     public static func loadAll(contentsOf path: String) throws(RecordingError) -> [Recording] {
         let bytes = try readFile(path)
         if isLibinputYAML(bytes) {
             return try LibinputRecording.parse(String(decoding: bytes, as: UTF8.self), file: path)
         }
-        return [try EvemuFormat.parse(bytes, file: path)]
+        return try EvemuFormat.parseAll(bytes, file: path)
     }
 
-    /// Whether the text starts, after comments and blank lines, with `version:` or `---`.
+    /// Whether the text is YAML of `libinput record`: after comments and blank lines, it
+    /// starts with one of the keys that tool writes (`version:`, `devices:`, `events:`…),
+    /// a YAML document marker, or an events list item (`- evdev:`).
     static func isLibinputYAML(_ bytes: [UInt8]) -> Bool {
         var index = 0
         while index < bytes.count {
@@ -78,25 +100,39 @@ extension Recording {
                 continue
             }
             let rest = bytes[index...]
-            return rest.starts(with: Array("version:".utf8)) || rest.starts(with: Array("---".utf8))
+            let starts = [
+                "version:", "---", "ndevices:", "libinput:", "system:", "devices:", "events:", "- node:",
+                "- evdev:", "evdev:",
+            ]
+            return starts.contains { rest.starts(with: Array($0.utf8)) }
         }
         return false
     }
 
-    /// Reads an events-only file whose description is in a separate file (as
-    /// `evemu-play` takes them).
+    /// Reads events whose device description is in another file, as `evemu-play` takes
+    /// them: `events` holds events only (an evemu events file, or a `libinput record`
+    /// `events:` fragment); `description` holds one device (an evemu description, with or
+    /// without events of its own, which are not used, or a `libinput record` file of one
+    /// device).
     public static func load(description descriptionPath: String, events eventsPath: String) throws(RecordingError)
         -> Recording
     {
-        let description = try EvemuFormat.parse(try readFile(descriptionPath), file: descriptionPath)
-        guard description.events.isEmpty, let device = description.description else {
-            throw .unexpectedContent(file: descriptionPath, message: "expected a device description without events")
+        let descriptions = try loadAll(contentsOf: descriptionPath)
+        guard descriptions.count == 1, let device = descriptions[0].description else {
+            throw .unexpectedContent(
+                file: descriptionPath,
+                message: descriptions.count == 1
+                    ? "holds events only; a description needs N: and I: lines (evemu) or an evdev: section (libinput record)"
+                    : "describes \(descriptions.count) devices; give a description of one device")
         }
-        let events = try EvemuFormat.parse(try readFile(eventsPath), file: eventsPath)
-        guard events.description == nil else {
-            throw .unexpectedContent(file: eventsPath, message: "expected events only, found a device description")
+        let events = try loadAll(contentsOf: eventsPath)
+        guard events.count == 1, events[0].description == nil else {
+            throw .unexpectedContent(
+                file: eventsPath, message: "has a device description of its own; --description is for files of events only")
         }
-        return Recording(description: device, events: events.events, notes: description.notes)
+        return Recording(
+            description: device, events: events[0].events, notes: descriptions[0].notes + events[0].notes,
+            warnings: descriptions[0].warnings + events[0].warnings)
     }
 
     /// Writes the recording in the evemu 1.3 format.

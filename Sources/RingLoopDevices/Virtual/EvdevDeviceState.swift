@@ -3,7 +3,8 @@
 /// state is dropped (repeats pass only while the key is down), relative events of 0
 /// are dropped, absolute values are defuzzed and dropped when unchanged, multitouch
 /// values go to the current slot and `ABS_MT_SLOT` is sent only before a value that
-/// changed, and a `SYN_REPORT` with nothing before it is no frame at all.
+/// changed, multitouch values of a device without slots pass unfiltered, and a
+/// `SYN_REPORT` with nothing before it is no frame at all.
 struct EvdevDeviceState {
     let description: InputDeviceDescription
     private(set) var keys: BitSet
@@ -125,6 +126,12 @@ struct EvdevDeviceState {
                 frame.append((0x03, 0x2f, stagedSlot))
             }
             frame.append((0x03, code, new))
+        } else if code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode {
+            // Without slots (protocol A, or a device whose HID axes spill into these
+            // codes) the input core passes multitouch values unfiltered: two contacts of
+            // one frame may well share a coordinate.
+            axes[code]?.value = value
+            frame.append((0x03, code, value))
         } else {
             let old = axes[code]?.value ?? 0
             let new = Self.defuzz(value, old: old, fuzz: fuzz)

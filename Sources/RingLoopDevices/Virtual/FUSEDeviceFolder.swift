@@ -116,8 +116,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
 
     /// Adds a node for `description`; returns it once it is visible in the folder.
     /// - Parameters:
-    ///   - bufferSize: Events each reader's buffer holds before it overflows (the kernel
-    ///     picks 64 or 8 frames' worth, rounded up to a power of two).
+    ///   - bufferSize: Events each reader's buffer holds before it overflows (default: the
+    ///     kernel's choice for such a device, ``kernelBufferSize(_:)``).
     ///   - appliesFuzz: Whether absolute values are defuzzed as the input core does.
     ///     Pass `false` to replay a recording: its values were filtered when recorded,
     ///     and a second pass would move them (readers still see the recorded fuzz).
@@ -145,16 +145,35 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         return node
     }
 
-    /// The kernel's choice: 8 packets of the device's typical frame, at least 64 events.
+    /// The kernel's choice (`evdev_compute_buffer_size`): 8 packets of the device's
+    /// typical frame, at least 64 events, rounded up to a power of two; the typical
+    /// frame as `input_estimate_events_per_packet` estimates it when the driver gives no
+    /// hint (slots, or the tracking-id range clamped to 2…32, or 2 for protocol A; one per
+    /// axis and each multitouch axis once per slot; relative axes; 7 for keys and
+    /// `MSC_*`; the frame's `SYN_MT_REPORT`s and `SYN_REPORT`).
     static func kernelBufferSize(_ description: InputDeviceDescription) -> Int {
-        var perPacket = 2
-        if description.slotCount > 0 { perPacket += description.slotCount * 7 + 10 }
-        perPacket += (description.codes[0x03]?.count ?? 0) + (description.codes[0x02]?.count ?? 0)
-        var size = max(64, perPacket * 8)
+        let absolute = description.codes[0x03] ?? []
+        let slots: Int
+        if description.slotCount > 0 {
+            slots = description.slotCount
+        } else if absolute.contains(0x39), let tracking = description.absoluteAxes[0x39] {
+            slots = Int(min(max(Int64(tracking.maximum) - Int64(tracking.minimum) + 1, 2), 32))
+        } else if absolute.contains(0x35) {
+            slots = 2
+        } else {
+            slots = 0
+        }
+        var events = slots + 1
+        for code in absolute {
+            // input_is_mt_axis: ABS_MT_SLOT … ABS_MT_TOOL_Y (only with real multitouch)
+            events += code >= 0x2f && code <= 0x3d ? slots : 1
+        }
+        events += description.codes[0x02]?.count ?? 0
+        events += 7
+        let wanted = max(events * 8, 64)
         var power = 1
-        while power < size { power <<= 1 }
-        size = power
-        return size
+        while power < wanted { power <<= 1 }
+        return power
     }
 
     /// Takes a removed node's entry out of the folder through the kernel (an `unlink`

@@ -10,6 +10,19 @@ public enum ReplaySpeed: Sendable, Hashable {
     case scaled(Double)
     /// Without waiting between frames.
     case asFastAsPossible
+
+    /// A recorded gap at this speed, in nanoseconds (at most about 146 years, whatever
+    /// the factor); `nil` when there is no waiting.
+    func scaled(nanoseconds: Int64) -> Int64? {
+        switch self {
+        case .recorded: return nanoseconds
+        case .asFastAsPossible: return nil
+        case .scaled(let factor):
+            guard factor.isFinite, factor > 0 else { return nil }
+            let scaled = Double(nanoseconds) / factor
+            return scaled < Double(Int64.max / 2) ? Int64(scaled) : Int64.max / 2
+        }
+    }
 }
 
 /// Replays a recording's events into a virtual device, frame by frame (up to each
@@ -43,30 +56,66 @@ public enum Replay {
         _ recording: Recording, to device: any VirtualInputDevice, speed: ReplaySpeed = .recorded,
         progress: ((Int, Int) -> Void)? = nil, shouldStop: () -> Bool = { false }
     ) throws(VirtualDeviceError) -> Int {
-        let frames = frames(of: recording)
-        guard let first = frames.first?.time else { return 0 }
-        // Offsets count from the moment the first frame has been sent, so no gap between
-        // two frames' timestamps is ever shorter than recorded (scaled).
+        try play([(recording, device)], timeline: .sharedClock, speed: speed, progress: progress, shouldStop: shouldStop)
+    }
+
+    /// How the recordings replayed together are put on one timeline.
+    public enum Timeline: Sendable, Hashable {
+        /// Their timestamps are on one clock (the devices of one file: `libinput record`
+        /// of several devices, an evemu file of several descriptions): the gaps between
+        /// devices are kept.
+        case sharedClock
+        /// Each starts at once, from its own first frame (recordings made apart).
+        case eachFromItsStart
+    }
+
+    /// Sends the frames of several recordings, each to its device, merged in time order
+    /// on one thread, sleeping between them as `speed` says.
+    /// - Parameters:
+    ///   - progress: Called after each frame with (frames sent, frame count of all).
+    ///   - shouldStop: Checked before each frame; return `true` to stop early.
+    /// - Returns: The number of frames sent.
+    @discardableResult
+    public static func play(
+        _ pairs: [(recording: Recording, device: any VirtualInputDevice)], timeline: Timeline,
+        speed: ReplaySpeed = .recorded, progress: ((Int, Int) -> Void)? = nil, shouldStop: () -> Bool = { false }
+    ) throws(VirtualDeviceError) -> Int {
+        var schedule: [(offset: Int64, device: Int, events: [RecordedEvent])] = []
+        let perDevice = pairs.map { frames(of: $0.recording) }
+        let sharedStart = perDevice.compactMap { $0.first?.time }.min() ?? 0
+        for (index, list) in perDevice.enumerated() {
+            guard let start = timeline == .sharedClock ? sharedStart : list.first?.time else { continue }
+            // A device's frames keep their file order even where the recorded clock steps
+            // back (two recordings joined): such a frame goes out at once.
+            var previous: Int64 = 0
+            for frame in list {
+                previous = max(previous, frame.time - start)
+                schedule.append((previous, index, frame.events))
+            }
+        }
+        // Stable: frames of one device keep their order, devices keep theirs at equal times.
+        schedule = schedule.enumerated().sorted {
+            ($0.element.offset, $0.offset) < ($1.element.offset, $1.offset)
+        }.map(\.element)
         var startNanoseconds: Int64 = 0
-        for (index, frame) in frames.enumerated() {
+        for (index, entry) in schedule.enumerated() {
             if shouldStop() { return index }
             if index > 0 {
-                let offset = max(0, frame.time - first) * 1000
-                switch speed {
-                case .recorded: sleepUntil(nanoseconds: startNanoseconds + offset)
-                case .scaled(let factor): sleepUntil(nanoseconds: startNanoseconds + Int64(Double(offset) / max(factor, 1e-6)))
-                case .asFastAsPossible: break
-                }
+                let offset = entry.offset * 1000
+                if let wait = speed.scaled(nanoseconds: offset) { sleepUntil(nanoseconds: startNanoseconds &+ wait) }
+            } else {
+                startNanoseconds = monotonicNanoseconds() - entry.offset * 1000
             }
-            try device.send(frame.events.map { ($0.type, $0.code, $0.value) })
-            if index == 0 {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                startNanoseconds = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-            }
-            progress?(index + 1, frames.count)
+            try pairs[entry.device].device.send(entry.events.map { ($0.type, $0.code, $0.value) })
+            progress?(index + 1, schedule.count)
         }
-        return frames.count
+        return schedule.count
+    }
+
+    static func monotonicNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     static func sleepUntil(nanoseconds: Int64) {

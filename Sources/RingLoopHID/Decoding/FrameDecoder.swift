@@ -40,11 +40,30 @@ public struct DeviceStateSnapshot: Sendable {
 /// and resyncs from the device's state, so no key stays held that is up and no touch
 /// stays live that has lifted.
 ///
+/// What a frame yields follows the device's capabilities, not only its class, so
+/// nothing it reports is lost: multitouch slots become digitizer frames on any device (a
+/// touch mouse too), pen tools and axes become pen events wherever there is a pen (a
+/// pen-and-touch screen yields both), and every axis no other event describes (pad rings
+/// and strips, `ABS_MISC`, `REL_Z`…) arrives as an ``AxisEvent``.
+///
 /// Allocation-free once warm: frames are built in reused buffers and events appended to
 /// the caller's array.
 public struct FrameDecoder {
     public let info: HIDDeviceInfo
     private let deviceID: HIDDeviceID
+
+    /// Where an absolute axis's values go.
+    enum AbsoluteRoute: UInt8 { case axisEvent, pen, touch, pointer, gamepad }
+    /// Per `ABS_*` code (0…63).
+    private let absoluteRoutes: InlineArray<64, AbsoluteRoute>
+    /// The device has a pen (`BTN_TOOL_PEN` or `BTN_STYLUS`, and is not a tablet pad).
+    private let hasPen: Bool
+    /// Touches come from `ABS_MT_*` slots, protocol A, or a single-touch surface.
+    private let hasTouch: Bool
+    /// A touchscreen or touchpad without multitouch: one contact from `ABS_X`/`ABS_Y`.
+    private let isSingleTouch: Bool
+    /// Gamepads and joysticks: every axis is a gamepad axis.
+    private let isGamepad: Bool
 
     // State applied at SYN_REPORT.
     private var keysDown = BitSet768()
@@ -66,6 +85,7 @@ public struct FrameDecoder {
     private var pendingKeys: [(UInt16, Int32)] = []
     private var pendingAbsolute: [(UInt16, Int32)] = []
     private var pendingSwitches: [(UInt16, Int32)] = []
+    private var pendingRelative: [(UInt16, Int32)] = []
     private var relX: Int32 = 0
     private var relY: Int32 = 0
     private var wheel: Int32 = 0
@@ -92,16 +112,45 @@ public struct FrameDecoder {
         var y: Int32 = 0
         var pressure: Int32 = 0
         var major: Int32 = 0
+        var minor: Int32 = 0
+        var orientation: Int32 = 0
+        var distance: Int32 = 0
+        var toolType: Int32 = 0
         var changed = false
     }
 
     public init(info: HIDDeviceInfo) {
         self.info = info
         self.deviceID = info.id
+        let keys = info.codes[1] ?? []
+        let pen = info.deviceClass != .tabletPad && (keys.contains(0x140) || keys.contains(0x14b))
+        let multitouch = info.slotCount > 0 || info.isProtocolA
+        let singleTouch = !multitouch && (info.deviceClass == .touchscreen || info.deviceClass == .touchpad)
+        let gamepad = info.deviceClass == .gamepad || info.deviceClass == .joystick
+        hasPen = pen
+        hasTouch = multitouch || singleTouch
+        isSingleTouch = singleTouch
+        isGamepad = gamepad
+        var routes = InlineArray<64, AbsoluteRoute>(repeating: .axisEvent)
+        let penAxes: Set<Int> = [0x00, 0x01, 0x18, 0x19, 0x1a, 0x1b]  // X, Y, PRESSURE, DISTANCE, TILT_X/Y
+        let touchAxes: Set<Int> = [0x00, 0x01, 0x18, 0x1c]  // X, Y, PRESSURE, TOOL_WIDTH (pointer emulation)
+        for code in 0..<64 {
+            if gamepad {
+                routes[code] = .gamepad
+            } else if pen && penAxes.contains(code) {
+                routes[code] = .pen
+            } else if (multitouch || singleTouch) && touchAxes.contains(code) {
+                routes[code] = .touch
+            } else if (code == 0x00 || code == 0x01) && info.deviceClass != .tabletPad {
+                routes[code] = .pointer
+            }
+        }
+        absoluteRoutes = routes
         slots = Array(repeating: SlotState(), count: min(info.slotCount, 64))
         pendingKeys.reserveCapacity(32)
         pendingAbsolute.reserveCapacity(64)
         pendingSwitches.reserveCapacity(8)
+        pendingRelative.reserveCapacity(8)
         protocolAContacts.reserveCapacity(DigitizerFrame.capacity)
         previousProtocolA.reserveCapacity(DigitizerFrame.capacity)
         matchedPrevious.reserveCapacity(DigitizerFrame.capacity)
@@ -143,7 +192,7 @@ public struct FrameDecoder {
             case 0x07: dial &+= event.value
             case 0x0b: wheelHiRes &+= event.value
             case 0x0c: horizontalWheelHiRes &+= event.value
-            default: break
+            default: pendingRelative.append((event.code, event.value))
             }
         case 0x03: feedAbsolute(event.code, event.value)
         case 0x05: pendingSwitches.append((event.code, event.value))
@@ -158,14 +207,19 @@ public struct FrameDecoder {
             case 0x2f:
                 currentSlot = Int(value)
                 return
-            case 0x35, 0x36, 0x39, 0x3a, 0x30:
+            case 0x30...0x3d:
                 guard currentSlot >= 0, currentSlot < slots.count else { return }  // out-of-range slots: ignored
                 switch code {
                 case 0x35: slots[currentSlot].x = value
                 case 0x36: slots[currentSlot].y = value
                 case 0x39: slots[currentSlot].trackingID = value
                 case 0x3a: slots[currentSlot].pressure = value
-                default: slots[currentSlot].major = value
+                case 0x30: slots[currentSlot].major = value
+                case 0x31: slots[currentSlot].minor = value
+                case 0x34: slots[currentSlot].orientation = value
+                case 0x37: slots[currentSlot].toolType = value
+                case 0x3b: slots[currentSlot].distance = value
+                default: break  // width, blob id and tool position belong to the contact, not reported
                 }
                 slots[currentSlot].changed = true
                 frameTouchedSlots = true
@@ -179,6 +233,10 @@ public struct FrameDecoder {
             case 0x36: protocolAPending.y = value
             case 0x3a: protocolAPending.pressure = value
             case 0x30: protocolAPending.size = value
+            case 0x31: protocolAPending.minor = value
+            case 0x34: protocolAPending.orientation = value
+            case 0x37: protocolAPending.toolType = value
+            case 0x3b: protocolAPending.distance = value
             default: break
             }
             return
@@ -196,6 +254,7 @@ public struct FrameDecoder {
         pendingKeys.removeAll(keepingCapacity: true)
         pendingAbsolute.removeAll(keepingCapacity: true)
         pendingSwitches.removeAll(keepingCapacity: true)
+        pendingRelative.removeAll(keepingCapacity: true)
         protocolAContacts.removeAll(keepingCapacity: true)
         protocolAHasPending = false
         relX = 0
@@ -222,104 +281,145 @@ public struct FrameDecoder {
             } else {
                 keysDown.set(code, value != 0)
             }
+            let changed = value != 2 && wasDown != (value != 0)
             switch code {
             case 0x110...0x117:
                 if info.deviceClass == .touchpad && code == 0x110 {
                     clickDown = value != 0
                     digitizerChanged = true
                 }
-                if value != 2, wasDown != (value != 0) {
+                if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x100...0x10f:
-                if value != 2, wasDown != (value != 0) {
-                    out.append(event(time, .button(ButtonEvent(code: code, number: Int(code - 0x100) + 1, isDown: value != 0))))
+            case 0x100...0x10f, 0x118...0x11f:  // BTN_0…BTN_9 (pads, remotes), further mouse buttons
+                if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x120...0x13f, 0x2c0...0x2e7:
-                if value != 2, wasDown != (value != 0) {
-                    out.append(event(time, .gamepadButton(GamepadButtonEvent(code: code, isDown: value != 0))))
+            case 0x120...0x13f, 0x2c0...0x2e7, 0x220...0x223:  // joystick, gamepad, trigger-happy, d-pad
+                if isGamepad || code >= 0x2c0 && info.roles.contains(.joystick) {
+                    if changed { out.append(event(time, .gamepadButton(GamepadButtonEvent(code: code, isDown: value != 0)))) }
+                } else if code < 0x140 {
+                    // A tablet pad's or remote's buttons in the gamepad range are buttons.
+                    if changed {
+                        out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
+                    }
+                } else {
+                    emitKey(code, value, wasDown: wasDown, at: time, into: &out)
                 }
-            case 0x140...0x147:  // BTN_TOOL_PEN … BTN_TOOL_LENS
-                if info.deviceClass == .tablet {
+            case 0x140...0x144, 0x146, 0x147:  // BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS
+                if hasPen {
                     penTool = value != 0 ? Self.penTool(code) : (penTool == Self.penTool(code) ? nil : penTool)
                     penChanged = true
-                } else if code == 0x145 {
+                } else if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
+                }
+            case 0x145:  // BTN_TOOL_FINGER
+                if hasTouch {
                     toolFingers = value != 0 ? 1 : (toolFingers == 1 ? 0 : toolFingers)
                     digitizerChanged = true
+                } else if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x14a:  // BTN_TOUCH
-                if info.deviceClass == .tablet {
+            case 0x14a:  // BTN_TOUCH: the pen's tip where the pen is near (or there is no touch surface)
+                if hasPen && (!hasTouch || penTool != nil) {
                     penTouching = value != 0
                     penChanged = true
-                } else {
+                } else if hasTouch {
                     touching = value != 0
                     digitizerChanged = true
+                } else if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
             case 0x14b, 0x14c, 0x149:  // BTN_STYLUS, BTN_STYLUS2, BTN_STYLUS3
-                let bit: UInt8 = code == 0x14b ? 1 : code == 0x14c ? 2 : 4
-                if value != 0 { penButtons |= bit } else { penButtons &= ~bit }
-                penChanged = true
+                if hasPen {
+                    let bit: UInt8 = code == 0x14b ? 1 : code == 0x14c ? 2 : 4
+                    if value != 0 { penButtons |= bit } else { penButtons &= ~bit }
+                    penChanged = true
+                } else if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
+                }
             case 0x14d, 0x14e, 0x14f, 0x148:  // DOUBLETAP, TRIPLETAP, QUADTAP, QUINTTAP
-                let fingers = code == 0x14d ? 2 : code == 0x14e ? 3 : code == 0x14f ? 4 : 5
-                if value != 0 { toolFingers = fingers } else if toolFingers == fingers { toolFingers = 0 }
-                digitizerChanged = true
+                if hasTouch {
+                    let fingers = code == 0x14d ? 2 : code == 0x14e ? 3 : code == 0x14f ? 4 : 5
+                    if value != 0 { toolFingers = fingers } else if toolFingers == fingers { toolFingers = 0 }
+                    digitizerChanged = true
+                } else if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
+                }
+            case 0x150...0x15f:  // BTN_GEAR_DOWN, BTN_GEAR_UP and the rest of the button range
+                if changed {
+                    out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
+                }
             default:
-                // Keys (below BTN_MISC, and KEY_OK onwards).
-                let state: KeyEvent.State = value == 2 ? .repeat : value != 0 ? .down : .up
-                if let modifier = KeyModifiers.forLinuxKey(code) {
-                    if value == 0 { modifiers.remove(modifier) } else { modifiers.insert(modifier) }
-                }
-                if value == 2 || wasDown != (value != 0) {
-                    out.append(
-                        event(time, .key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: state, modifiers: modifiers))))
-                }
+                emitKey(code, value, wasDown: wasDown, at: time, into: &out)
             }
         }
-        // Relative motion, wheels and dials.
+        // Relative motion, wheels, dials and the other relative axes.
         if relX != 0 || relY != 0 { out.append(event(time, .pointerMotion(dx: relX, dy: relY))) }
         emitScroll(at: time, into: &out)
         if dial != 0 { out.append(event(time, .dial(dial))) }
-        // Absolute axes.
-        var absoluteChanged = false
+        for (code, value) in pendingRelative where value != 0 {
+            out.append(event(time, .axis(AxisEvent(source: .relative, code: code, value: value, normalized: nil))))
+        }
+        // Absolute axes, each where its route says.
+        var touchAxisChanged = false
+        var penAxisChanged = false
+        var pointerChanged = false
         for (code, value) in pendingAbsolute where Int(code) < absolute.count {
             absolute[Int(code)] = value
-            absoluteChanged = true
-            if info.deviceClass == .gamepad || info.deviceClass == .joystick {
+            switch absoluteRoutes[Int(code)] {
+            case .gamepad:
                 let range = info.axes[code] ?? AxisRange(minimum: 0, maximum: 1, resolution: 0)
                 let normalized = range.minimum < 0
-                    ? Double(value) / Double(max(-Int64(range.minimum), Int64(range.maximum)))
+                    ? Double(value) / Double(max(-Int64(range.minimum), Int64(range.maximum), 1))
                     : range.normalized(value)
                 out.append(event(time, .gamepadAxis(GamepadAxisEvent(code: code, value: value, normalized: normalized))))
+            case .pen: penAxisChanged = true
+            case .touch: touchAxisChanged = true
+            case .pointer: pointerChanged = true
+            case .axisEvent:
+                let normalized = info.axes[code].flatMap { $0.maximum > $0.minimum ? $0.normalized(value) : nil }
+                out.append(event(time, .axis(AxisEvent(source: .absolute, code: code, value: value, normalized: normalized))))
             }
         }
-        if info.deviceClass == .tablet, absoluteChanged || penChanged {
+        if hasPen, penAxisChanged || penChanged {
             out.append(event(time, .pen(penEvent())))
-        } else if info.deviceClass == .touchscreen || info.deviceClass == .touchpad {
-            if info.isProtocolA {
-                finishProtocolAContact()
-                emitProtocolAFrame(at: time, into: &out)
-            } else if !slots.isEmpty {
-                if digitizerChanged || absoluteChanged { emitSlotFrame(at: time, into: &out) }
-            } else if absoluteChanged || digitizerChanged {
-                emitSingleTouchFrame(at: time, into: &out)
-            }
-        } else if absoluteChanged, info.deviceClass != .gamepad, info.deviceClass != .joystick,
-            info.axes[0] != nil, info.axes[1] != nil
-        {
+        }
+        if info.isProtocolA {
+            finishProtocolAContact()
+            emitProtocolAFrame(at: time, into: &out)
+        } else if !slots.isEmpty {
+            if digitizerChanged || touchAxisChanged { emitSlotFrame(at: time, into: &out) }
+        } else if isSingleTouch, touchAxisChanged || digitizerChanged {
+            emitSingleTouchFrame(at: time, into: &out)
+        }
+        if pointerChanged, let rangeX = info.axes[0], let rangeY = info.axes[1] {
             let x = absolute[0]
             let y = absolute[1]
             out.append(
                 event(
                     time,
                     .absolutePointer(
-                        AbsolutePointerEvent(
-                            x: x, y: y, normalizedX: info.axes[0]!.normalized(x), normalizedY: info.axes[1]!.normalized(y)))))
+                        AbsolutePointerEvent(x: x, y: y, normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y)))))
         }
         for (code, value) in pendingSwitches where switchesOn.contains(code) != (value != 0) {
             if value != 0 { switchesOn.insert(code) } else { switchesOn.remove(code) }
             out.append(event(time, .switchChanged(SwitchEvent(code: code, isOn: value != 0))))
         }
         clearPending()
+    }
+
+    /// A keyboard, consumer or system key (`value` 2 is a repeat of a held key).
+    private mutating func emitKey(
+        _ code: UInt16, _ value: Int32, wasDown: Bool, at time: MonotonicInstant, into out: inout [HIDEvent]
+    ) {
+        let state: KeyEvent.State = value == 2 ? .repeat : value != 0 ? .down : .up
+        if let modifier = KeyModifiers.forLinuxKey(code) {
+            if value == 0 { modifiers.remove(modifier) } else { modifiers.insert(modifier) }
+        }
+        if value == 2 || wasDown != (value != 0) {
+            out.append(event(time, .key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: state, modifiers: modifiers))))
+        }
     }
 
     private mutating func emitScroll(at time: MonotonicInstant, into out: inout [HIDEvent]) {
@@ -350,12 +450,23 @@ public struct FrameDecoder {
     private func contact(slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32)
         -> Contact
     {
+        contact(slot: slot, id: id, phase: phase, x: x, y: y, pressure: pressure, size: size, from: nil)
+    }
+
+    private func contact(slot: Int, id: Int32, phase: Contact.Phase, from state: SlotState) -> Contact {
+        contact(slot: slot, id: id, phase: phase, x: state.x, y: state.y, pressure: state.pressure, size: state.major, from: state)
+    }
+
+    private func contact(
+        slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32, from state: SlotState?
+    ) -> Contact {
         let rangeX = info.axes[0x35] ?? info.axes[0] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
         let rangeY = info.axes[0x36] ?? info.axes[1] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
         return Contact(
             slot: Int16(slot), trackingID: id, phase: phase, x: x, y: y, normalizedX: rangeX.normalized(x),
             normalizedY: rangeY.normalized(y), millimetresX: rangeX.millimetres(x), millimetresY: rangeY.millimetres(y),
-            pressure: pressure, size: size)
+            pressure: pressure, size: size, minor: state?.minor ?? 0, orientation: state?.orientation ?? 0,
+            distance: state?.distance ?? 0, toolType: state?.toolType ?? 0)
     }
 
     /// Protocol B: one contact per slot with a tracking id, and ended ones.
@@ -371,11 +482,11 @@ public struct FrameDecoder {
             if previous != -1, current != previous {
                 // Lifted, or the id was reused without a release (handled as libevdev
                 // does: the old touch ends, a new one begins).
-                frame.append(contact(slot: index, id: previous, phase: .ended, x: slot.x, y: slot.y, pressure: slot.pressure, size: slot.major))
+                frame.append(contact(slot: index, id: previous, phase: .ended, from: slot))
             }
             if current != -1 {
                 let phase: Contact.Phase = current != previous ? .began : slot.changed ? .moved : .stationary
-                frame.append(contact(slot: index, id: current, phase: phase, x: slot.x, y: slot.y, pressure: slot.pressure, size: slot.major))
+                frame.append(contact(slot: index, id: current, phase: phase, from: slot))
                 live += 1
             }
             slots[index].reportedID = current
@@ -450,11 +561,14 @@ public struct FrameDecoder {
                 let old = previousProtocolA[previous]
                 let phase: Contact.Phase = raw.x == old.x && raw.y == old.y ? .stationary : .moved
                 currentProtocolA.append(
-                    contact(slot: Int(old.slot), id: old.trackingID, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
+                    Self.carryingExtras(
+                        of: raw,
+                        contact(slot: Int(old.slot), id: old.trackingID, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size)))
                 usedSlots |= Self.slotBit(old.slot)
             } else {
                 currentProtocolA.append(
-                    contact(slot: -1, id: nextID(), phase: .began, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
+                    Self.carryingExtras(
+                        of: raw, contact(slot: -1, id: nextID(), phase: .began, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size)))
             }
         }
         // New contacts take the lowest slots no matched contact keeps.
@@ -473,6 +587,17 @@ public struct FrameDecoder {
         if frame.count > 0 || !previousProtocolA.isEmpty { out.append(event(time, .digitizer(frame))) }
         swap(&previousProtocolA, &currentProtocolA)
         protocolAContacts.removeAll(keepingCapacity: true)
+    }
+
+    /// `contact` with the minor axis, orientation, distance and tool type of the raw
+    /// protocol-A contact it was made from.
+    private static func carryingExtras(of raw: Contact, _ contact: Contact) -> Contact {
+        var result = contact
+        result.minor = raw.minor
+        result.orientation = raw.orientation
+        result.distance = raw.distance
+        result.toolType = raw.toolType
+        return result
     }
 
     private static func slotBit(_ slot: Int16) -> UInt64 { slot >= 0 && slot < 64 ? 1 << UInt64(slot) : 0 }
@@ -505,12 +630,13 @@ public struct FrameDecoder {
         HIDEvent(device: deviceID, timestamp: time, payload: payload)
     }
 
+    /// Mouse buttons count from `BTN_LEFT` (1 primary, 2 secondary, 3 middle, then
+    /// side, extra…); every other button from `BTN_0` (`BTN_0` is 1, a pad's `BTN_BASE`
+    /// 39).
     static func buttonNumber(_ code: UInt16) -> Int {
         switch code {
-        case 0x110: 1
-        case 0x111: 2
-        case 0x112: 3
-        default: Int(code - 0x110) + 1
+        case 0x110...0x11f: Int(code) - 0x110 + 1
+        default: Int(code) - 0x100 + 1
         }
     }
 
@@ -551,8 +677,19 @@ public struct FrameDecoder {
                 frameTouchedSlots = true
             }
         }
-        if info.isProtocolA { previousProtocolA.removeAll(keepingCapacity: true) }
         finishFrame(at: time, into: &out)
+        if info.isProtocolA && !previousProtocolA.isEmpty {
+            // A protocol-A device keeps no contact state to read back: the contacts seen
+            // before the loss are cancelled, and the next frame begins those still down.
+            var frame = DigitizerFrame()
+            for old in previousProtocolA {
+                var cancelled = old
+                cancelled.phase = .cancelled
+                frame.append(cancelled)
+            }
+            previousProtocolA.removeAll(keepingCapacity: true)
+            out.append(event(time, .digitizer(frame)))
+        }
     }
 
     /// The device is gone: releases held keys and buttons, cancels live touches and

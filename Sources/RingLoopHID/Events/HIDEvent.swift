@@ -39,6 +39,9 @@ public struct HIDEvent: Sendable {
         case gamepadAxis(GamepadAxisEvent)
         case switchChanged(SwitchEvent)
         case dial(Int32)
+        /// An axis no other event describes: a tablet pad's ring and strips, `ABS_MISC`,
+        /// a pen's rotation or wheel, `REL_Z`… of a 3D mouse.
+        case axis(AxisEvent)
         case deviceAdded
         case deviceRemoved
         /// The queue or the kernel dropped events; `count` when known (0 when the
@@ -60,6 +63,7 @@ public struct HIDEvent: Sendable {
         case .gamepadAxis: .gamepadAxis
         case .switchChanged: .switchChanged
         case .dial: .dial
+        case .axis: .axis
         case .deviceAdded: .deviceAdded
         case .deviceRemoved: .deviceRemoved
         case .eventsDropped: .eventsDropped
@@ -69,7 +73,7 @@ public struct HIDEvent: Sendable {
     /// Kinds of events, for handler registration.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
-        case switchChanged, dial, deviceAdded, deviceRemoved, eventsDropped
+        case switchChanged, dial, axis, deviceAdded, deviceRemoved, eventsDropped
     }
 }
 
@@ -133,6 +137,14 @@ public struct Contact: Sendable, Hashable {
     public var pressure: Int32 = 0
     /// Touch major axis (device units; 0 when not reported).
     public var size: Int32 = 0
+    /// Touch minor axis (device units; 0 when not reported).
+    public var minor: Int32 = 0
+    /// Orientation of the touch ellipse (device units; 0 when not reported).
+    public var orientation: Int32 = 0
+    /// Hover distance (device units; 0 when touching or not reported).
+    public var distance: Int32 = 0
+    /// `ABS_MT_TOOL_TYPE`: 0 finger, 1 pen, 2 palm, 0x0a dial (0 when not reported).
+    public var toolType: Int32 = 0
 }
 
 /// All contacts of one multitouch frame, inline.
@@ -203,6 +215,22 @@ public struct GamepadAxisEvent: Sendable, Hashable {
     public var value: Int32
     /// −1…1 for centred axes, 0…1 for triggers.
     public var normalized: Double
+}
+
+/// An axis that no other event describes, so that nothing a device reports is lost:
+/// a tablet pad's touch ring (`ABS_WHEEL`) and strips (`ABS_RX`, `ABS_RY`), `ABS_MISC`,
+/// a pen's rotation (`ABS_Z`) or airbrush wheel, throttle and rudder on a device that is
+/// not a gamepad, the extra axes of a HID device, `REL_Z`, `REL_RX`… of a 3D mouse.
+public struct AxisEvent: Sendable, Hashable {
+    /// Whether the value is a position (`EV_ABS`) or a change (`EV_REL`).
+    public enum Source: String, Sendable, Hashable { case absolute, relative }
+    public var source: Source
+    /// The Linux code (`ABS_WHEEL` is 0x08).
+    public var code: UInt16
+    /// The new value (absolute) or the change (relative).
+    public var value: Int32
+    /// The value over the axis range, 0…1, for absolute axes with a range; `nil` otherwise.
+    public var normalized: Double?
 }
 
 /// A switch (lid, tablet mode, headphone jack…).

@@ -166,8 +166,9 @@ public final class HIDEventSystem {
 
     // MARK: Handlers
 
-    /// Registers a handler for events matching every given filter (`nil`: any).
-    /// Handlers run in registration order on the client loop; one that returns
+    /// Registers a handler for events matching every given filter (`nil`: any). A
+    /// device matches `deviceClasses` when its class or any of its other roles is in the
+    /// set (``HIDDeviceInfo/roles``). Handlers run in registration order on the client loop; one that returns
     /// ``HIDHandlerResult/consumed`` stops the event. Handlers may be added or removed
     /// from inside a handler (the change applies from the next event).
     @discardableResult
@@ -512,8 +513,8 @@ public final class HIDEventSystem {
                 Self.logger.warning("HID event dispatched \(lag) after the kernel stamped it (\(statistics.late) late so far)")
             }
         }
-        // The class is looked up (a lock) only if some handler filters by class.
-        var deviceClass: HIDDeviceClass??
+        // The roles are looked up (a lock) only if some handler filters by class.
+        var deviceRoles: Set<HIDDeviceClass>??
         dispatching = true
         defer {
             dispatching = false
@@ -523,9 +524,9 @@ public final class HIDEventSystem {
         var index = 0
         while index < count {
             defer { index += 1 }
-            guard handlers[index].active, matches(handlers[index].filter, event, classOf: {
-                if deviceClass == nil { deviceClass = deviceTable.deviceClass(event.device) }
-                return deviceClass!
+            guard handlers[index].active, matches(handlers[index].filter, event, rolesOf: {
+                if deviceRoles == nil { deviceRoles = deviceTable.roles(event.device) }
+                return deviceRoles!
             }) else { continue }
             if Self.callHandler(handlers[index].body, event) == .consumed { return }
         }
@@ -537,11 +538,11 @@ public final class HIDEventSystem {
         body(event)
     }
 
-    private func matches(_ filter: Filter, _ event: HIDEvent, classOf: () -> HIDDeviceClass?) -> Bool {
+    private func matches(_ filter: Filter, _ event: HIDEvent, rolesOf: () -> Set<HIDDeviceClass>?) -> Bool {
         if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
         if let device = filter.device, device != event.device { return false }
         if let classes = filter.classes {
-            guard let deviceClass = classOf(), classes.contains(deviceClass) else { return false }
+            guard let roles = rolesOf(), !roles.isDisjoint(with: classes) else { return false }
         }
         if let usage = filter.usage {
             guard case .key(let key) = event.payload, key.usage == usage else { return false }
@@ -551,17 +552,18 @@ public final class HIDEventSystem {
 }
 
 /// Attached devices, shared between the reading loop and the client. A removed
-/// device's class stays known, so its last events still match class filters.
+/// device's roles stay known, so its last events still match class filters.
 final class DeviceTable: @unchecked Sendable {
-    private let state = ThreadLock<(attached: [HIDDeviceInfo], classes: [HIDDeviceID: HIDDeviceClass])>(([], [:]))
+    private let state = ThreadLock<(attached: [HIDDeviceInfo], roles: [HIDDeviceID: Set<HIDDeviceClass>])>(([], [:]))
     func replace(_ devices: [HIDDeviceInfo]) {
         state.withLock { state in
             state.attached = devices
-            for device in devices { state.classes[device.id] = device.deviceClass }
+            for device in devices { state.roles[device.id] = device.roles.union([device.deviceClass]) }
         }
     }
     var all: [HIDDeviceInfo] { state.withLock { $0.attached } }
-    func deviceClass(_ id: HIDDeviceID) -> HIDDeviceClass? { state.withLock { $0.classes[id] } }
+    /// The device's class and every other role it has.
+    func roles(_ id: HIDDeviceID) -> Set<HIDDeviceClass>? { state.withLock { $0.roles[id] } }
 }
 
 /// Events crossing from the event-system thread to the client's loop: a bounded buffer
