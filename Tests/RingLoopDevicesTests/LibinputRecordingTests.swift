@@ -1,3 +1,6 @@
+import Foundation
+import Glibc
+import RingLoop
 import Testing
 
 @testable import RingLoopDevices
@@ -99,5 +102,148 @@ struct LibinputRecordingTests {
     func detection() {
         #expect(Recording.isLibinputYAML(Array("# comment\n\nversion: 1\n".utf8)))
         #expect(!Recording.isLibinputYAML(Array("# EVEMU 1.3\nN: x\n".utf8)))
+    }
+}
+
+@Suite("libinput record as libinput writes it")
+struct LibinputToolTests {
+    static let tool = "/usr/bin/libinput"
+
+    /// Two real recordings hosted as FUSE nodes, recorded by the real `libinput record`
+    /// while they replay: its YAML reads back as the two devices, with the events each
+    /// node delivered (read by a second reader of our own), on one clock.
+    @Test("A libinput record of two devices reads back as those devices and their events")
+    func recordedByLibinput() throws {
+        try #require(access(Self.tool, X_OK) == 0, "libinput-tools is not installed (tools/setup installs it)")
+        let touchpad = try Recording.load(
+            description: RealRecordings.folder + "/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.hp8470p.desc",
+            events: RealRecordings.folder + "/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.hp8470p.two-finger-scroll-vertical.events")
+        let keyboard = try Recording.load(
+            contentsOf: RealRecordings.folder + "/evemu-devices/keyboards/Lenovo ThinkPad Compact USB Keyboard with TrackPoint.keyboard.events")
+        let output = "/tmp/ringloop-libinput-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).yml"
+        defer { unlink(output) }
+        try withDeviceFolder { folder in
+            let nodes = [
+                try folder.addDevice(touchpad.description!, bufferSize: 65536, appliesFuzz: false),
+                try folder.addDevice(keyboard.description!, bufferSize: 65536, appliesFuzz: false),
+            ]
+            let ours = nodes.map { open($0.path, O_RDONLY | O_NONBLOCK) }
+            defer { ours.forEach { close($0) } }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.tool)
+            process.arguments = ["record", "--show-keycodes", "-o", output] + nodes.map(\.path)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Replay once libinput has both nodes open (each has our reader and its), and
+            // keeps them: it opens each node more than once while it starts.
+            let deadline = MonotonicInstant.now + .seconds(10)
+            var steadySince: MonotonicInstant?
+            while MonotonicInstant.now < deadline {
+                if nodes.allSatisfy({ $0.clientCount >= 2 }) {
+                    if steadySince == nil { steadySince = .now }
+                    if MonotonicInstant.now - steadySince! > .milliseconds(300) { break }
+                } else {
+                    steadySince = nil
+                }
+                usleep(10_000)
+            }
+            try #require(nodes.allSatisfy { $0.clientCount >= 2 }, "libinput record never opened the nodes: \(nodes.map(\.clientCount))")
+            try Replay.play([(touchpad, nodes[0]), (keyboard, nodes[1])], timeline: .eachFromItsStart, speed: .scaled(4))
+            usleep(300_000)
+            process.interrupt()  // SIGINT: libinput record finishes its file and exits
+            process.waitUntilExit()
+            let delivered = ours.map { readEvents($0).map { [Int($0.type), Int($0.code), Int($0.value)] } }
+            let recordings = try Recording.loadAll(contentsOf: output)
+            try #require(recordings.count == 2)
+            for (index, recording) in recordings.enumerated() {
+                let recorded = try #require(recording.description)
+                let hosted = nodes[index].deviceDescription
+                #expect(recorded.name == hosted.name)
+                #expect([recorded.busType, recorded.vendor, recorded.product, recorded.version]
+                    == [hosted.busType, hosted.vendor, hosted.product, hosted.version])
+                #expect(recorded.properties == hosted.properties)
+                #expect(recorded.codes == hosted.codes, "\(recorded.name): codes")
+                #expect(recorded.absoluteAxes == hosted.absoluteAxes, "\(recorded.name): axes")
+                #expect((recorded.keyRepeat != nil) == (hosted.keyRepeat != nil))
+                let events = recording.events.map { [Int($0.type), Int($0.code), Int($0.value)] }
+                #expect(events == delivered[index], "\(recorded.name): \(events.count) events recorded, \(delivered[index].count) delivered")
+            }
+            // One clock: the keyboard's first event came after the touchpad's (both started together,
+            // the keyboard's recording starts later in its own time).
+            let firstTimes = recordings.map { $0.events.first?.timeMicroseconds ?? -1 }
+            #expect(firstTimes.allSatisfy { $0 >= 0 && $0 < 5_000_000 }, "\(firstTimes)")
+        }
+    }
+
+    @Test("Pasted pieces: a device without the file header, a devices list, an events fragment")
+    func pastedPieces() throws {
+        let device = """
+            - node: /dev/input/event7
+              evdev:
+                name: "Lid Switch"
+                id: [25, 0, 5, 0]
+                codes:
+                  0: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] # EV_SYN
+                  5: [0] # EV_SW
+                properties: []
+              hid: [0x05, 0x01]
+              udev:
+                properties:
+                - ID_INPUT=1
+                - ID_INPUT_SWITCH=1
+              quirks:
+              events:
+              - evdev:
+                - [  1, 500000,   5,   0,       1] # EV_SW / SW_LID  1
+                - [  1, 500000,   0,   0,       0] # ------------ SYN_REPORT (0) ---------- +0ms
+            """
+        let single = try LibinputRecording.parse(device)
+        try #require(single.count == 1)
+        let lid = try #require(single[0].description)
+        #expect(lid.name == "Lid Switch" && lid.busType == 25)
+        #expect(lid.codes[0] == [0, 5], "type 0 lists SYN_* codes, not types: the types are the code lists present")
+        #expect(lid.codes[5] == [0])
+        #expect(single[0].events.count == 2)
+        #expect(Recording.isLibinputYAML(Array(device.utf8)))
+
+        let fragment = """
+              events:
+              - evdev:
+                - [  0,      0,   2,   8,       1] # EV_REL / REL_WHEEL                 1
+                - [  0,      0,   0,   0,       0] # ------------ SYN_REPORT (0) ---------- +0ms
+              - evdev:
+                - [  0,  15126,   2,   8,      -1] # EV_REL / REL_WHEEL                -1
+                - [  0,  15126,   0,   0,       0] # ------------ SYN_REPORT (0) ---------- +15ms
+            """
+        let events = try LibinputRecording.parse(fragment)
+        #expect(events.count == 1 && events[0].description == nil)
+        #expect(events[0].events.map(\.value) == [1, 0, -1, 0])
+        #expect(Recording.isLibinputYAML(Array(fragment.utf8)))
+        let items = try LibinputRecording.parse("- evdev:\n  - [0, 1, 1, 30, 1]\n  - [0, 1, 0, 0, 0]\n")
+        #expect(items.count == 1 && items[0].events.count == 2)
+    }
+
+    @Test("EV_REP in the codes means kernel key repeat")
+    func repeatType() throws {
+        let text = """
+            version: 1
+            devices:
+            - node: /dev/input/event3
+              evdev:
+                name: "AT Translated Set 2 keyboard"
+                id: [17, 1, 1, 43841]
+                codes:
+                  0: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] # EV_SYN
+                  1: [1, 2, 3, 30] # EV_KEY
+                  4: [4] # EV_MSC
+                  17: [0, 1, 2] # EV_LED
+                  20: [0, 1] # EV_REP
+                properties: []
+            """
+        let keyboard = try #require(try LibinputRecording.parse(text).first?.description)
+        #expect(keyboard.keyRepeat?.delay == 250 && keyboard.keyRepeat?.period == 33)
+        #expect(keyboard.codes[0] == [0, 1, 4, 0x11, 0x14])
+        #expect(keyboard.codes[0x14] == nil)
     }
 }

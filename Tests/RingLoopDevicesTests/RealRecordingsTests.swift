@@ -143,3 +143,65 @@ struct RealRecordingsTests {
         }
     }
 }
+
+/// Whether uinput can be used here: `/dev/uinput` opens, after loading the module when
+/// the kernel has it as one. When it cannot, why (shown as the skip reason).
+enum UInputHere {
+    static let problem: String? = {
+        if case .success = VirtualDeviceBackend.availability(.uinput) { return nil }
+        for modprobe in ["/usr/sbin/modprobe", "/sbin/modprobe"] where access(modprobe, X_OK) == 0 {
+            _ = runProgram(modprobe, ["uinput"])
+            if case .success = VirtualDeviceBackend.availability(.uinput) { return nil }
+        }
+        var reason = "no usable /dev/uinput"
+        if let config = runProgram("/bin/sh", ["-c", "zcat /proc/config.gz 2>/dev/null | grep -E '^(# )?CONFIG_INPUT_UINPUT'"]),
+            config.contains("is not set")
+        {
+            reason += ": this kernel is built without uinput (CONFIG_INPUT_UINPUT is not set)"
+        } else if case .failure(let error) = VirtualDeviceBackend.availability(.uinput) {
+            reason += ": \(error)"
+        }
+        return reason + "; the FUSE backend is tested instead"
+    }()
+}
+
+@Suite("Real-world recordings on uinput devices")
+struct RealRecordingsUInputTests {
+    /// The same check as on FUSE nodes, on kernel devices made through /dev/uinput: the
+    /// kernel's evdev answers, so this also shows what differs between the backends.
+    @Test(
+        "Hosted through uinput, libevdev on the kernel's node reports the recorded device, and replayed events read back",
+        .enabled(if: UInputHere.problem == nil, Comment(rawValue: UInputHere.problem ?? "")),
+        arguments: RealRecordingsTests.descriptionFiles)
+    func uinputDevice(_ file: String) throws {
+        let path = RealRecordings.folder + "/" + file
+        let reference = EvemuReading.read(path)
+        let recording = try #require(try Recording.loadAll(contentsOf: path).first)
+        let host = try VirtualDeviceHost(backend: .uinput)
+        defer { host.close() }
+        let device = try host.create(recording.description!, forReplay: true)
+        let fd = open(device.nodePath, O_RDONLY | O_NONBLOCK)
+        try #require(fd >= 0, "open \(device.nodePath)")
+        defer { close(fd) }
+        var handle: OpaquePointer?
+        try #require(libevdev_new_from_fd(fd, &handle) == 0)
+        defer { libevdev_free(handle) }
+        for type in EvdevLimits.maskTypes where type != 0 {
+            var codes = Set<UInt16>()
+            for code in 0...EvdevLimits.maximumCode(type: type)! where libevdev_has_event_code(handle, UInt32(type), UInt32(code)) == 1 {
+                codes.insert(code)
+            }
+            #expect(codes == reference.codes[type] ?? [], "\(file): codes of type \(type)")
+        }
+        for (code, expected) in reference.axes {
+            let info = try #require(libevdev_get_abs_info(handle, UInt32(code))?.pointee)
+            // uinput devices for replay get fuzz 0: the recorded values were defuzzed once.
+            #expect([info.minimum, info.maximum, info.flat, info.resolution] == [expected[0], expected[1], expected[3], expected[4]])
+        }
+        #expect((libevdev_has_event_type(handle, 0x14) == 1) == reference.hasRepeat)
+        if !recording.events.isEmpty {
+            try Replay.play(recording, to: device, speed: .asFastAsPossible)
+            #expect(!readEvents(fd).isEmpty, "\(file): nothing read back from the kernel's node")
+        }
+    }
+}

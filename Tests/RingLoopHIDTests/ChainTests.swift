@@ -57,7 +57,8 @@ func runUntil(_ loop: RingRunLoop, timeout: Duration = .seconds(20), _ condition
 /// Hosts `recording` on a FUSE node, runs the whole chain over it with `shape`, replays
 /// every frame, then removes the device; returns every event the handler saw.
 func runChain(
-    _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false
+    _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false,
+    speed: ReplaySpeed = .asFastAsPossible
 ) throws -> [HIDEvent] {
     try onFreshThread {
         let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -74,8 +75,25 @@ func runChain(
         try system.start()
         let node = try folder.addDevice(recording.description!, bufferSize: bufferSize, appliesFuzz: false)
         #expect(runUntil(loop) { events.contains { $0.kind == .deviceAdded } }, "device never attached")
-        try Replay.play(recording, to: node, speed: .asFastAsPossible)
-        #expect(runUntil(loop) { system.rawEventsRead >= recording.events.count }, "not every event was read")
+        // Replay from another thread while this loop runs, as a device and its reader do.
+        let finished = Atomic<Bool>(false)
+        let failure = Mutex<VirtualDeviceError?>(nil)
+        let player = LoopThread(name: "replay")
+        let toPlay = UncheckedBox((recording, node))
+        player.perform {
+            do throws(VirtualDeviceError) {
+                try Replay.play(toPlay.value.0, to: toPlay.value.1, speed: speed)
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            finished.store(true, ordering: .releasing)
+            loop.wakeUp()
+        }
+        #expect(runUntil(loop, timeout: .seconds(120)) { finished.load(ordering: .acquiring) }, "the replay did not finish")
+        player.stopAndJoin()
+        if let error = failure.withLock({ $0 }) { throw error }
+        let passing = RecordedExpectations(recording).eventsPassed
+        #expect(runUntil(loop) { system.rawEventsRead >= passing }, "\(recording.description!.name): \(system.rawEventsRead) of \(passing) events read")
         node.remove()
         #expect(runUntil(loop) { events.contains { $0.kind == .deviceRemoved } }, "removal never seen")
         system.stop()

@@ -92,6 +92,6 @@ struct Demo: ParsableCommand {
         let names = Set(devices.map { URL(fileURLWithPath: $0.2.nodePath).lastPathComponent })
         try Monitor.monitorDirectory(
             directory, names: names, json: false, grab: false, quiet: quiet, duration: nil, signals: signals,
-            hosted: (devices.map { ($0.1, $0.2) }, speed))
+            hosted: (devices.map { [(recording: $0.1, device: $0.2)] }, speed))
     }
 }

@@ -9,14 +9,17 @@ struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print live HID events, one per line, with per-event latency.",
         discussion: """
-            Arguments are device nodes (/dev/input/event3) or recordings (.evemu or
-            libinput record YAML), which are hosted as virtual devices and replayed first.
+            Arguments are device nodes (/dev/input/event3) or recordings (evemu files or
+            libinput record YAML), which are hosted as virtual devices and replayed: every
+            device of a file, on the file's clock. A file of events only replays onto the
+            device described in --description FILE.
             Without arguments, every device in /dev/input. --json writes one JSON object
             per line (see README for the names). A summary goes to standard error on exit.
 
             Examples:
               ringloop monitor /dev/input/event3
               ringloop monitor devices/touchpad.evemu --json
+              ringloop monitor taps.events --description touchpad.desc
               ringloop monitor --grab /dev/input/event5
             """
     )
@@ -36,12 +39,18 @@ struct Monitor: ParsableCommand {
     @Option(help: "Replay speed factor for recordings.")
     var speed: Double = 1
 
+    @Option(help: "The device description (evemu or libinput record) for recordings of events only.")
+    var description: String?
+
     func validate() throws {
         for input in inputs where access(input, F_OK) != 0 {
             throw ValidationError("\(input): no such file or device")
         }
         guard speed > 0 else { throw ValidationError("--speed must be positive") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        if let description, access(description, R_OK) != 0 {
+            throw ValidationError("--description \(description): no such file")
+        }
     }
 
     func run() throws {
@@ -67,14 +76,9 @@ struct Monitor: ParsableCommand {
             }
             return
         }
-        var recordings: [Recording] = []
+        var files: [RecordingInput.File] = []
         for path in recordingPaths {
-            do {
-                recordings += try Recording.loadAll(contentsOf: path)
-            } catch {
-                printError("ringloop monitor: \(error)")
-                throw ExitCode(1)
-            }
+            files.append(try RecordingInput.load(path, description: description, command: "monitor"))
         }
         let host: VirtualDeviceHost
         do {
@@ -84,25 +88,30 @@ struct Monitor: ParsableCommand {
             throw ExitCode(1)
         }
         defer { host.close() }
-        var hosted: [(Recording, any VirtualInputDevice)] = []
-        for recording in recordings {
-            guard let description = recording.description else {
-                printError("ringloop monitor: a recording without a device description cannot be hosted")
-                throw ExitCode(1)
+        var hosted: [[(recording: Recording, device: any VirtualInputDevice)]] = []
+        for file in files {
+            var devices: [(recording: Recording, device: any VirtualInputDevice)] = []
+            for recording in file.recordings {
+                do {
+                    devices.append((recording, try host.create(recording.description!, bufferSize: 4096, forReplay: true)))
+                } catch {
+                    printError("ringloop monitor: \(error)")
+                    throw ExitCode(1)
+                }
             }
-            hosted.append((recording, try host.create(description, bufferSize: 4096, forReplay: true)))
+            hosted.append(devices)
         }
         let directory = host.backend == .fuse ? host.folderPath : "/dev/input"
         try Self.monitorDirectory(
-            directory, names: Set(hosted.map { URL(fileURLWithPath: $0.1.nodePath).lastPathComponent }), json: json,
-            grab: grab, quiet: false, duration: duration, signals: signals, hosted: (hosted, speed))
+            directory, names: Set(hosted.joined().map { URL(fileURLWithPath: $0.device.nodePath).lastPathComponent }),
+            json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: (hosted, speed))
     }
 
     /// Runs the chain on the main loop over `directory` until a signal, `duration`, or
     /// (with `hosted`) the end of every replay; prints the summary.
     static func monitorDirectory(
         _ directory: String, names: Set<String>?, json: Bool, grab: Bool, quiet: Bool, duration: Double?,
-        signals: SignalWatcher, hosted: (devices: [(Recording, any VirtualInputDevice)], speed: Double)?
+        signals: SignalWatcher, hosted: (files: [[(recording: Recording, device: any VirtualInputDevice)]], speed: Double)?
     ) throws {
         let loop = RingRunLoop.main
         let system = HIDEventSystem(
@@ -132,24 +141,27 @@ struct Monitor: ParsableCommand {
         let stopReplays = Atomic<Bool>(false)
         let framesSent = Atomic<Int>(0)
         if let hosted {
-            // Wait until every hosted device is attached, then replay them all at once.
-            let expected = hosted.devices.count
+            // Wait until every hosted device is attached, then replay them all at once: the
+            // devices of one file on that file's clock, each file from its own start.
+            let expected = hosted.files.reduce(0) { $0 + $1.count }
             while system.devices.count < expected && !finished {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
-            for (recording, device) in hosted.devices {
+            for devices in hosted.files {
+                let pairs = UncheckedSendable(devices)
                 let thread = Thread {
                     let speed: ReplaySpeed = hosted.speed == 1 ? .recorded : .scaled(hosted.speed)
                     _ = try? Replay.play(
-                        recording, to: device, speed: speed, progress: { _, _ in framesSent.add(1, ordering: .relaxed) },
+                        pairs.value, timeline: .sharedClock, speed: speed,
+                        progress: { _, _ in framesSent.add(1, ordering: .relaxed) },
                         shouldStop: { stopReplays.load(ordering: .relaxed) })
                     replaysDone.add(1, ordering: .releasing)
                 }
                 replayThreads.append(thread)
                 thread.start()
             }
-            let total = hosted.devices.count
-            let totalFrames = hosted.devices.reduce(0) { $0 + Replay.frames(of: $1.0).count }
+            let total = hosted.files.count
+            let totalFrames = hosted.files.joined().reduce(0) { $0 + Replay.frames(of: $1.recording).count }
             if !quiet {
                 // Progress on standard error, so standard output stays one event per line.
                 var lastReported = -1
@@ -167,7 +179,7 @@ struct Monitor: ParsableCommand {
                 timer.invalidate()
                 // Let the last frames arrive, then remove the devices: clients see removal.
                 loop.perform(after: .milliseconds(200), inModes: [.common]) {
-                    for (_, device) in hosted.devices { device.remove() }
+                    for (_, device) in hosted.files.joined() { device.remove() }
                     loop.perform(after: .milliseconds(300), inModes: [.common]) { loop.stop() }
                     loop.wakeUp()
                 }

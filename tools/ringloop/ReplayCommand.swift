@@ -9,19 +9,26 @@ struct ReplayCommand: ParsableCommand {
         commandName: "replay",
         abstract: "Host a recording as a virtual device and replay it.",
         discussion: """
-            Prints the node's path first (so another program can open it), waits --wait
-            seconds for readers, replays, and keeps the device until the replay ends or
-            Ctrl-C.
+            Prints each device's node first, one per line (so another program can open
+            them), waits --wait seconds for readers, replays, and keeps the devices until
+            the replay ends or Ctrl-C. Every device of the file is hosted and replayed on
+            the file's clock (a libinput record of several devices, an evemu file of
+            several descriptions). A file of events only replays onto the device described
+            in --description FILE, as evemu-play takes it.
 
             Examples:
               ringloop replay devices/keyboard.evemu
               ringloop replay devices/touchpad.evemu --speed 0.5 --backend fuse --mount /tmp/vdev
               ringloop replay capture.yml --asap
+              ringloop replay "Touchpad.tap.events" --description "Touchpad.desc"
             """
     )
 
-    @Argument(help: "The recording (.evemu, or libinput record YAML with one device).")
+    @Argument(help: "The recording (evemu, or libinput record YAML).")
     var recording: String
+
+    @Option(help: "The device description (evemu or libinput record) for a recording of events only.")
+    var description: String?
 
     @Option(help: "Speed factor (2 = twice as fast).")
     var speed: Double?
@@ -49,35 +56,35 @@ struct ReplayCommand: ParsableCommand {
             throw ValidationError("--backend must be uinput or fuse, got '\(backend)'")
         }
         guard wait >= 0 else { throw ValidationError("--wait must not be negative") }
+        if let description, access(description, R_OK) != 0 {
+            throw ValidationError("--description \(description): no such file")
+        }
     }
 
     func run() throws {
         let signals = SignalWatcher()
-        let loaded: Recording
-        do {
-            loaded = try Recording.load(contentsOf: recording)
-        } catch {
-            printError("ringloop replay: \(error)")
-            throw ExitCode(1)
-        }
-        guard let description = loaded.description else {
-            printError("ringloop replay: \(recording) has events only; replay needs the device description (N:, I:, B: lines)")
-            throw ExitCode(1)
-        }
+        let file = try RecordingInput.load(recording, description: description, command: "replay")
         let host: VirtualDeviceHost
-        let device: any VirtualInputDevice
+        var pairs: [(recording: Recording, device: any VirtualInputDevice)] = []
         do {
             host = try VirtualDeviceHost(
                 backend: backend.flatMap(VirtualDeviceBackend.init(rawValue:)),
                 folderPath: mount ?? "/tmp/ringloop-replay-\(getpid())")
-            device = try host.create(description, forReplay: true)
         } catch {
             printError("ringloop replay: \(error)")
             throw ExitCode(1)
         }
         defer { host.close() }
-        // Unbuffered, so a program reading our output learns the node at once.
-        FileHandle.standardOutput.write(Data((device.nodePath + "\n").utf8))
+        do {
+            for loaded in file.recordings {
+                pairs.append((loaded, try host.create(loaded.description!, forReplay: true)))
+            }
+        } catch {
+            printError("ringloop replay: \(error)")
+            throw ExitCode(1)
+        }
+        // Unbuffered, so a program reading our output learns the nodes at once.
+        FileHandle.standardOutput.write(Data(pairs.map { $0.device.nodePath + "\n" }.joined().utf8))
         let loop = RingRunLoop.current
         let stop = Atomic<Bool>(false)
         signals.watch(on: loop) { _ in
@@ -88,9 +95,10 @@ struct ReplayCommand: ParsableCommand {
         let done = Atomic<Bool>(false)
         let frames = Atomic<Int>(0)
         let keep = self.keep
+        let toPlay = UncheckedSendable(pairs)
         let thread = Thread {
             if self.wait > 0 { usleep(UInt32(self.wait * 1_000_000)) }
-            let sent = (try? Replay.play(loaded, to: device, speed: replaySpeed, shouldStop: { stop.load(ordering: .relaxed) })) ?? 0
+            let sent = (try? Replay.play(toPlay.value, timeline: .sharedClock, speed: replaySpeed, shouldStop: { stop.load(ordering: .relaxed) })) ?? 0
             frames.store(sent, ordering: .relaxed)
             done.store(true, ordering: .releasing)
             if !keep {
@@ -99,7 +107,7 @@ struct ReplayCommand: ParsableCommand {
             }
         }
         thread.start()
-        let total = Replay.frames(of: loaded).count
+        let total = pairs.reduce(0) { $0 + Replay.frames(of: $1.recording).count }
         let progress = LoopTimer(after: .milliseconds(500), repeating: .milliseconds(500)) { _ in
             if !done.load(ordering: .acquiring) { printError("ringloop replay: replaying \(total) frames…") }
         }

@@ -1,7 +1,9 @@
+import ArgumentParser
 import CLibEvdev
 import CLibURing
 import Foundation
 import RingLoop
+import RingLoopDevices
 import RingLoopHID
 
 /// Ctrl-C and SIGTERM through the ring: the signals are blocked in every thread and read
@@ -210,4 +212,68 @@ func kernelRelease() -> String {
     var name = utsname()
     uname(&name)
     return withUnsafeBytes(of: name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+}
+
+/// Loads the recordings a command was given: every device of each file (several devices
+/// of one file share a clock), an events-only file onto `--description`'s device. Prints
+/// the reader's warnings on standard error. Errors say what would fix them.
+enum RecordingInput {
+    /// The devices of one file, replayed together on the file's clock.
+    struct File {
+        var path: String
+        var recordings: [Recording]
+    }
+
+    static func load(_ path: String, description: String?, command: String) throws -> File {
+        var recordings: [Recording]
+        do {
+            recordings = try Recording.loadAll(contentsOf: path)
+            if recordings.count == 1, recordings[0].description == nil {
+                guard let description else {
+                    var message = "\(path) has events only; give the device's description with --description FILE"
+                        + " (evemu-play takes an events file the same way)"
+                    if let sibling = siblingDescription(of: path) { message += "; beside it: --description '\(sibling)'" }
+                    printError("ringloop \(command): \(message)")
+                    throw ExitCode(1)
+                }
+                recordings = [try Recording.load(description: description, events: path)]
+            }
+        } catch let error as RecordingError {
+            printError("ringloop \(command): \(error)")
+            throw ExitCode(1)
+        }
+        for recording in recordings {
+            for warning in recording.warnings { printError("ringloop \(command): \(warning)") }
+        }
+        return File(path: path, recordings: recordings)
+    }
+
+    /// The description an events file of the evemu-devices collection pairs with by its
+    /// naming convention (`NAME.DESC.events` → `NAME.desc`), if one is beside it.
+    static func siblingDescription(of path: String) -> String? {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent()
+        let name = url.lastPathComponent
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
+        let candidates = entries.filter { entry in
+            let stem = (entry as NSString).deletingPathExtension
+            return ["desc", "prop", "device"].contains((entry as NSString).pathExtension) && name.hasPrefix(stem)
+                && entry != name
+        }
+        guard let best = candidates.max(by: { $0.count < $1.count }) else { return nil }
+        return path.contains("/") ? folder.appendingPathComponent(best).relativePath(from: path) : best
+    }
+}
+
+extension URL {
+    /// This file's path written the way `reference` was (relative or absolute).
+    fileprivate func relativePath(from reference: String) -> String {
+        reference.hasPrefix("/") ? path : String(reference[..<(reference.lastIndex(of: "/") ?? reference.startIndex)]) + "/" + lastPathComponent
+    }
+}
+
+/// Hands a value that is not `Sendable` to one other thread, which alone uses it after.
+final class UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

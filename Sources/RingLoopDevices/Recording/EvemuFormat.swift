@@ -155,10 +155,11 @@ public enum EvemuFormat {
                 return
             }
             guard slice.count >= 2, slice[slice.startIndex + 1] == UInt8(ascii: ":") else {
+                let started = current.section != .none || !current.events.isEmpty || !blocks.isEmpty
                 throw fail(
                     line,
                     "expected N:, I:, P:, B:, A:, L:, S:, E: or a # comment, found '\(preview(slice))'"
-                        + " (evemu would skip this line, or stop reading at it; ringloop is stricter)")
+                        + (started ? " (evemu would skip this line, or stop reading at it; ringloop is stricter)" : ""))
             }
             let body = slice.dropFirst(2)
             let tag = Character(UnicodeScalar(first))

@@ -153,6 +153,9 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
         libevdev_set_id_product(device, Int32(description.product))
         libevdev_set_id_version(device, Int32(description.version))
         for property in description.properties { libevdev_enable_property(device, UInt32(property)) }
+        for type in description.codes[0] ?? [] where type != 0 && type != 0x14 {
+            libevdev_enable_event_type(device, UInt32(type))
+        }
         for (type, codes) in description.codes where type != 0 {
             libevdev_enable_event_type(device, UInt32(type))
             for code in codes {
@@ -161,13 +164,17 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
                         value: axis.value, minimum: axis.minimum, maximum: axis.maximum, fuzz: axis.fuzz,
                         flat: axis.flat, resolution: axis.resolution)
                     libevdev_enable_event_code(device, UInt32(type), UInt32(code), &info)
-                } else if type == 0x14 {
-                    var value = code == 0 ? description.keyRepeat?.delay ?? 250 : description.keyRepeat?.period ?? 33
-                    libevdev_enable_event_code(device, UInt32(type), UInt32(code), &value)
                 } else {
                     libevdev_enable_event_code(device, UInt32(type), UInt32(code), nil)
                 }
             }
+        }
+        if let keyRepeat = description.keyRepeat {
+            // EV_REP's "codes" are its two settings (REP_DELAY, REP_PERIOD).
+            var delay = keyRepeat.delay
+            var period = keyRepeat.period
+            libevdev_enable_event_code(device, 0x14, 0, &delay)
+            libevdev_enable_event_code(device, 0x14, 1, &period)
         }
         var created: OpaquePointer?
         let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
