@@ -176,6 +176,59 @@ struct CommandTests {
         #expect(result.error.contains("\(path):4:"), "stderr: \(result.error)")
     }
 
+    @Test("An events-only recording needs --description, and the error names the option and the description beside it")
+    func eventsOnlyNeedsDescription() throws {
+        let events = "devices/real/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.leftmove.events"
+        let refused = try runCommand(["replay", events, "--asap", "--wait", "0"])
+        #expect(refused.status == 1)
+        #expect(refused.error.contains("has events only; give the device's description with --description FILE"), "\(refused.error)")
+        #expect(refused.error.contains("SynPS2 Synaptics TouchPad.desc"), "\(refused.error)")
+        let replayed = try runCommand([
+            "replay", events, "--description", "devices/real/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.desc",
+            "--asap", "--wait", "0", "--backend", "fuse",
+        ])
+        #expect(replayed.status == 0, "\(replayed.error)")
+        let frames = try Recording.load(
+            description: repository + "/devices/real/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.desc",
+            events: repository + "/" + events)
+        let count = Replay.frames(of: frames).count
+        #expect(replayed.error.contains("\(count) of \(count) frames replayed"), "\(replayed.error)")
+    }
+
+    @Test("A file of two devices is hosted and replayed whole: monitor sees both, on the file's clock")
+    func twoDevicesInOneFile() throws {
+        let keyboard = try String(contentsOfFile: repository + "/devices/power-button.evemu", encoding: .utf8)
+        let lid = try String(contentsOfFile: repository + "/devices/lid-switch.evemu", encoding: .utf8)
+        let path = "/tmp/ringloop-two-\(getpid()).evemu"
+        try (keyboard + lid).write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        let result = try runCommand(["monitor", path, "--json"])
+        #expect(result.status == 0, "\(result.error)")
+        let objects = result.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let added = objects.filter { $0["kind"] as? String == "deviceAdded" }.compactMap { $0["device"] as? String }
+        #expect(added.count == 2, "\(added)")
+        #expect(objects.contains { $0["kind"] as? String == "switchChanged" })
+        #expect(objects.contains { $0["kind"] as? String == "key" })
+    }
+
+    @Test("A tablet pad's strip comes out of monitor --json as axis objects")
+    func axisObjects() throws {
+        let result = try runCommand(["monitor", "devices/real/evemu-devices/tablets/Wacom Intuos3 4x6 Pad.strip.events", "--json", "--speed", "4"])
+        #expect(result.status == 0, "\(result.error)")
+        let axes = result.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { $0["kind"] as? String == "axis" }
+        let strip = axes.filter { $0["code"] as? String == "ABS_RX" }
+        #expect(!strip.isEmpty)
+        for axis in axes {
+            #expect(axis["source"] as? String == "absolute" && axis["value"] is Int, "\(axis)")
+            #expect(axis["normalized"] is Double || axis["normalized"] is NSNull, "\(axis)")
+        }
+        #expect(strip.allSatisfy { $0["normalized"] is Double }, "the strip has a range, so a normalized value")
+    }
+
     @Test("Every command has --help with an example", arguments: ["demo", "devices", "monitor", "record", "replay", "doctor", "bench"])
     func help(command: String) throws {
         let result = try runCommand([command, "--help"], timeout: 20)
