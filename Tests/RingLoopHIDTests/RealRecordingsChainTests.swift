@@ -201,6 +201,7 @@ struct RealRecordingsChainTests {
             }
         }
         try #require(hosted.count >= 60)
+        print("corpus chain: \(hosted.count) devices, ThreadSanitizer \(runningUnderThreadSanitizer)")
         let tallies = try onFreshThread { () throws -> ChainRun in
             let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             let folder = try FUSEDeviceFolder(path: path)
@@ -220,8 +221,12 @@ struct RealRecordingsChainTests {
             }
             try system.start()
             var nodes: [(recording: Recording, device: any VirtualInputDevice)] = []
+            // The kernel's buffer sizes; under ThreadSanitizer, which slows the readers about
+            // tenfold, room enough that the sanitizer itself causes no overflow (the run
+            // without it proves the kernel's sizes suffice).
+            let buffer: Int? = runningUnderThreadSanitizer ? 1 << 16 : nil
             for (_, recording) in hosted {
-                nodes.append((recording, try folder.addDevice(recording.description!, appliesFuzz: false)))
+                nodes.append((recording, try folder.addDevice(recording.description!, bufferSize: buffer, appliesFuzz: false)))
             }
             #expect(runUntil(loop, timeout: .seconds(60)) { attached == hosted.count }, "\(attached) of \(hosted.count) attached")
             let finished = Atomic<Bool>(false)
@@ -283,6 +288,9 @@ struct RealRecordingsChainTests {
         }
     }
 }
+
+/// Whether this process runs under ThreadSanitizer (its runtime is linked in).
+let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
 
 /// What one run of the chain over the corpus delivered.
 struct ChainRun {
