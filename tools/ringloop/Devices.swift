@@ -45,6 +45,8 @@ struct Devices: ParsableCommand {
                 continue
             }
             let info = HIDDeviceInfo.classifyDescription(description)
+            let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties)
+                .map(\.rawValue).sorted()
             let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
                 "\(EventNames.type(type)) (\(description.codes[type]!.count))"
             }
@@ -54,6 +56,7 @@ struct Devices: ParsableCommand {
                     "bus": String(format: "0x%04x", description.busType), "vendor": String(format: "0x%04x", description.vendor),
                     "product": String(format: "0x%04x", description.product),
                     "version": String(format: "0x%04x", description.version), "class": info.rawValue,
+                    "roles": roles,
                     "properties": description.properties.sorted().map { EventNames.property($0) },
                     "capabilities": Dictionary(
                         uniqueKeysWithValues: description.codes.filter { $0.key != 0 }.map { type, codes in
@@ -65,7 +68,7 @@ struct Devices: ParsableCommand {
                 print("\(path)")
                 print("  name        \(description.name)")
                 print(String(format: "  ids         bus 0x%04x vendor 0x%04x product 0x%04x version 0x%04x", description.busType, description.vendor, description.product, description.version))
-                print("  class       \(info.rawValue)")
+                print("  class       \(info.rawValue)\(roles.count > 1 ? " (roles: \(roles.joined(separator: ", ")))" : "")")
                 print("  events      \(capabilities.joined(separator: ", "))")
                 if !description.properties.isEmpty {
                     print("  properties  \(description.properties.sorted().map { EventNames.property($0) }.joined(separator: ", "))")
