@@ -42,6 +42,10 @@ let package = Package(
         // libdispatch's main-queue hooks for run loops (declared; libdispatch exports them).
         .systemLibrary(name: "CDispatchHooks", path: "Sources/CDispatchHooks"),
 
+        // Guards of processes that serve FUSE virtual devices: a guardian process and a
+        // crash-signal handler (C: they run where only async-signal-safe calls are allowed).
+        .target(name: "CFUSEGuard", path: "Sources/CFUSEGuard"),
+
         // A counting malloc for the benchmarks (linked into the ringloop command only).
         .target(name: "CMallocCounter", path: "Sources/CMallocCounter"),
 
@@ -65,7 +69,7 @@ let package = Package(
         // Recordings (evemu), virtual devices (uinput and FUSE), replay.
         .target(
             name: "RingLoopDevices",
-            dependencies: ["RingLoop", "CLibEvdev", "CFuse", .product(name: "Yams", package: "Yams")]
+            dependencies: ["RingLoop", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams")]
         ),
 
         // The `ringloop` command.

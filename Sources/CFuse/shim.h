@@ -14,11 +14,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/// Sets the open-file flags a FUSE server cannot set from Swift (they are bitfields).
+/// Sets the open-file flags a FUSE server cannot set from Swift (they are bitfields):
+/// a stream (no page cache, no seeking), and no FUSE_FLUSH on close (FOPEN_NOFLUSH), so
+/// closing a node never waits for the server, even when the server is this process and
+/// is dying.
 static inline void ringloop_fuse_file_info_set_stream(struct fuse_file_info *fi) {
     fi->direct_io = 1;
     fi->nonseekable = 1;
     fi->keep_cache = 0;
+    fi->noflush = 1;
 }
 
 /// Reads `len` bytes at `address` in process `pid` (process_vm_readv). Returns bytes read

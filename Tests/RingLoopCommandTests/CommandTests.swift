@@ -157,7 +157,7 @@ struct CommandTests {
             (["record", "/dev/null"], "not an evdev device"),
             (["replay", "Package.swift"], "Package.swift:"),
             (["replay", "devices/keyboard.evemu", "--backend", "carrier-pigeon"], "--backend must be uinput or fuse"),
-            (["replay", "devices/keyboard.evemu", "--speed", "0"], "--speed must be positive"),
+            (["replay", "devices/keyboard.evemu", "--speed", "0"], "--speed must be between 0.001 and 1000"),
             (["bench", "--only", "nothing"], "no benchmark starts with 'nothing'"),
         ] as [([String], String)])
     func errors(arguments: [String], message: String) throws {

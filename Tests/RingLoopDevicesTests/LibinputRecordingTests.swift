@@ -130,8 +130,10 @@ struct LibinputToolTests {
             let ours = nodes.map { open($0.path, O_RDONLY | O_NONBLOCK) }
             defer { ours.forEach { close($0) } }
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: Self.tool)
-            process.arguments = ["record", "--show-keycodes", "-o", output] + nodes.map(\.path)
+            // Through env: SIGINT must have its default action for libinput record's
+            // signalfd to see it, even if this process was started with it ignored.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["--default-signal=INT", Self.tool, "record", "--show-keycodes", "-o", output] + nodes.map(\.path)
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -152,6 +154,12 @@ struct LibinputToolTests {
             try Replay.play([(touchpad, nodes[0]), (keyboard, nodes[1])], timeline: .eachFromItsStart, speed: .scaled(4))
             usleep(300_000)
             process.interrupt()  // SIGINT: libinput record finishes its file and exits
+            let stopBy = MonotonicInstant.now + .seconds(10)
+            while process.isRunning && MonotonicInstant.now < stopBy { usleep(10_000) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                Issue.record("libinput record did not stop on SIGINT")
+            }
             process.waitUntilExit()
             let delivered = ours.map { readEvents($0).map { [Int($0.type), Int($0.code), Int($0.value)] } }
             let recordings = try Recording.loadAll(contentsOf: output)

@@ -71,7 +71,7 @@ struct Bench: ParsableCommand {
         if let only, !Bench.all.contains(where: { $0.hasPrefix(only) }) {
             throw ValidationError("no benchmark starts with '\(only)'; valid: \(Bench.all.joined(separator: ", "))")
         }
-        if scale <= 0 || scale > 1 { throw ValidationError("--scale must be in (0, 1]") }
+        if !(scale > 0 && scale <= 1) { throw ValidationError("--scale must be in (0, 1], got \(scale)") }
         if let rounds, rounds < 1 || rounds > 100 {
             throw ValidationError("--rounds must be between 1 and 100, got \(rounds)")
         }

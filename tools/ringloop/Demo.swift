@@ -38,8 +38,8 @@ struct Demo: ParsableCommand {
     var recorded = false
 
     func validate() throws {
-        guard speed > 0, speed <= 1000 else { throw ValidationError("--speed must be between 0 and 1000, got \(speed)") }
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive, got \(duration)") }
+        try OptionRange.speed(speed)
+        try OptionRange.duration(duration)
     }
 
     func run() throws {
@@ -47,7 +47,7 @@ struct Demo: ParsableCommand {
         let realDevices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input"))?
             .filter { $0.hasPrefix("event") && access("/dev/input/\($0)", R_OK) == 0 } ?? []
         if !realDevices.isEmpty && !recorded {
-            print("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
+            writeLine("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
             try Monitor.monitorDirectory(
                 "/dev/input", names: nil, json: false, grab: false, quiet: quiet, duration: duration, signals: signals,
                 hosted: nil)
@@ -85,9 +85,9 @@ struct Demo: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        print("ringloop demo: \(devices.count) recordings from \(folder) as \(host.backend) virtual devices")
-        for (file, _, device) in devices { print("  \(device.nodePath)  ←  \(file)") }
-        print("")
+        writeLine("ringloop demo: \(devices.count) recordings from \(folder) as \(host.backend) virtual devices")
+        for (file, _, device) in devices { writeLine("  \(device.nodePath)  ←  \(file)") }
+        writeLine("")
         let directory = host.backend == .fuse ? host.folderPath : "/dev/input"
         let names = Set(devices.map { URL(fileURLWithPath: $0.2.nodePath).lastPathComponent })
         try Monitor.monitorDirectory(

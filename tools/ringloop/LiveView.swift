@@ -54,11 +54,11 @@ final class LiveView {
         counts[device, default: [:]][event.kind.rawValue, default: 0] += 1
         guard !quiet else { return }
         if json {
-            print(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
+            writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
         } else {
             let time = String(format: "%12.6f", Double(event.timestamp.nanoseconds) / 1e9)
             let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : String(format: "  (%.0f µs)", latency)
-            print("\(time)  \(EventFormat.text(event, device: device))\(lag)")
+            writeLine("\(time)  \(EventFormat.text(event, device: device))\(lag)")
         }
     }
 

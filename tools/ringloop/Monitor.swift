@@ -46,8 +46,8 @@ struct Monitor: ParsableCommand {
         for input in inputs where access(input, F_OK) != 0 {
             throw ValidationError("\(input): no such file or device")
         }
-        guard speed > 0 else { throw ValidationError("--speed must be positive") }
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        try OptionRange.speed(speed)
+        try OptionRange.duration(duration)
         if let description, access(description, R_OK) != 0 {
             throw ValidationError("--description \(description): no such file")
         }
@@ -194,7 +194,7 @@ struct Monitor: ParsableCommand {
         while replaysDone.load(ordering: .acquiring) < replayThreads.count { usleep(1000) }
         system.stop()
         let summary = view.summary(systemDropped: system.statistics.dropped)
-        if json { printError(summary) } else { print(summary) }
+        if json { printError(summary) } else { writeLine(summary) }
         for problem in system.problems { printError("ringloop: \(problem)") }
     }
 }

@@ -28,7 +28,7 @@ struct Record: ParsableCommand {
 
     func validate() throws {
         if access(device, F_OK) != 0 { throw ValidationError("\(device): no such device") }
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive, got \(duration)") }
+        try OptionRange.duration(duration)
     }
 
     func run() throws {

@@ -50,12 +50,12 @@ struct ReplayCommand: ParsableCommand {
 
     func validate() throws {
         if access(recording, F_OK) != 0 { throw ValidationError("\(recording): no such file") }
-        if let speed, speed <= 0 { throw ValidationError("--speed must be positive, got \(speed)") }
+        try OptionRange.speed(speed)
         if speed != nil && asap { throw ValidationError("give --speed or --asap, not both") }
         if let backend, VirtualDeviceBackend(rawValue: backend) == nil {
             throw ValidationError("--backend must be uinput or fuse, got '\(backend)'")
         }
-        guard wait >= 0 else { throw ValidationError("--wait must not be negative") }
+        try OptionRange.wait(wait)
         if let description, access(description, R_OK) != 0 {
             throw ValidationError("--description \(description): no such file")
         }
@@ -97,7 +97,9 @@ struct ReplayCommand: ParsableCommand {
         let keep = self.keep
         let toPlay = UncheckedSendable(pairs)
         let thread = Thread {
-            if self.wait > 0 { usleep(UInt32(self.wait * 1_000_000)) }
+            // Wait for readers in slices, so a signal ends the command at any moment.
+            let readersBy = MonotonicInstant.now + .milliseconds(Int(self.wait * 1000))
+            while MonotonicInstant.now < readersBy, !stop.load(ordering: .relaxed) { usleep(20_000) }
             let sent = (try? Replay.play(toPlay.value, timeline: .sharedClock, speed: replaySpeed, shouldStop: { stop.load(ordering: .relaxed) })) ?? 0
             frames.store(sent, ordering: .relaxed)
             done.store(true, ordering: .releasing)

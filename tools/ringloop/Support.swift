@@ -6,10 +6,15 @@ import RingLoop
 import RingLoopDevices
 import RingLoopHID
 
-/// Ctrl-C and SIGTERM through the ring: the signals are blocked in every thread and read
-/// from a signalfd by a port source on the main loop, so the command ends cleanly
-/// (virtual devices unmounted) instead of dying mid-way.
+/// Ctrl-C, SIGTERM, SIGHUP and SIGQUIT through the ring: the signals are blocked in every
+/// thread and read from a signalfd by a port source on the main loop, so the command ends
+/// cleanly (virtual devices unmounted) instead of dying mid-way. No thread of a command
+/// sleeps outside a loop for longer than a slice (replays check for a stop between
+/// slices), so a signal ends the command at any moment.
 final class SignalWatcher {
+    /// The signals that end a command cleanly.
+    static let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
     private let fd: Int32
     private var source: LoopPortSource?
     private(set) var received: Int32 = 0
@@ -23,15 +28,14 @@ final class SignalWatcher {
         signal(SIGPIPE, SIG_IGN)
         var mask = sigset_t()
         sigemptyset(&mask)
-        sigaddset(&mask, SIGINT)
-        sigaddset(&mask, SIGTERM)
+        for signal in Self.signals { sigaddset(&mask, signal) }
         pthread_sigmask(SIG_BLOCK, &mask, nil)
         fd = signalfd(-1, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
     }
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Calls `onSignal` on `loop` when SIGINT or SIGTERM arrives.
+    /// Calls `onSignal` on `loop` when one of ``signals`` arrives.
     func watch(on loop: RingRunLoop, _ onSignal: @escaping (Int32) -> Void) {
         guard fd >= 0 else { return }
         let source = LoopPortSource(fileDescriptor: fd) { [unowned self] _ in
@@ -276,4 +280,53 @@ extension URL {
 final class UncheckedSendable<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// The ranges numeric options accept, checked in `validate()` so no number from the
+/// command line can overflow a conversion later (NaN and infinities are refused too).
+enum OptionRange {
+    /// Durations: up to a year.
+    static let longestDuration = 365.0 * 24 * 3600
+    /// Replay speed factors.
+    static let speeds = 0.001...1000.0
+    /// Seconds to wait for readers before a replay.
+    static let longestWait = 3600.0
+
+    static func duration(_ value: Double?, option: String = "--duration") throws {
+        guard let value else { return }
+        guard value.isFinite, value > 0, value <= longestDuration else {
+            throw ValidationError("\(option) must be more than 0 and at most \(Int(longestDuration)) seconds (a year), got \(value)")
+        }
+    }
+
+    static func speed(_ value: Double?, option: String = "--speed") throws {
+        guard let value else { return }
+        guard value.isFinite, speeds.contains(value) else {
+            throw ValidationError("\(option) must be between \(speeds.lowerBound) and \(Int(speeds.upperBound)) (1 = recorded pace), got \(value)")
+        }
+    }
+
+    static func wait(_ value: Double, option: String = "--wait") throws {
+        guard value.isFinite, value >= 0, value <= longestWait else {
+            throw ValidationError("\(option) must be between 0 and \(Int(longestWait)) seconds, got \(value)")
+        }
+    }
+}
+
+/// Writes a line to standard output at once (a `print` into a pipe waits for 4 KiB): one
+/// event per line as it happens, for `monitor --json | jq` and for programs that wait
+/// for a line. A closed pipe ends the command through SIGPIPE being ignored and the
+/// write failing, which is not an error here.
+func writeLine(_ line: String) {
+    var bytes = Array(line.utf8)
+    bytes.append(UInt8(ascii: "\n"))
+    bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let written = write(1, raw.baseAddress! + offset, raw.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
 }

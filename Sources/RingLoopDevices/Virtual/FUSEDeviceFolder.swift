@@ -1,3 +1,4 @@
+import CFUSEGuard
 import CFuse
 import Logging
 import RingLoop
@@ -42,6 +43,19 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
 ///
 /// Running as root, the folder mounts without the setuid helper. A stale mount left by
 /// a crashed run at the same path is detached first.
+///
+/// A process that serves a folder and also reads its nodes must never be able to hang on
+/// it, whatever ends it. Three guards, chosen over serving from a second process (which
+/// would move every node's state behind a message protocol):
+/// - opens set `FOPEN_NOFLUSH`, so closing a node (at exit too) sends the server nothing
+///   to wait for;
+/// - a guardian process (`ringloop-guard`, forked at mount, its own session) watches this
+///   process and, once it is dying — SIGKILL, a crash, any signal with no handler — aborts
+///   the connection and detaches the mount, which releases a thread still waiting for an
+///   answer from the server that died with it, and everyone else using the folder;
+/// - a handler of the crash signals (chained before the handlers already installed, the
+///   Swift backtracer's) aborts and detaches the folders before a backtracer suspends the
+///   process, serving thread included.
 public final class FUSEDeviceFolder: @unchecked Sendable {
     // @unchecked: `session` and `thread` are set once in init and only read after;
     // everything else shared is behind `state`.
@@ -53,6 +67,9 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     private var thread: PosixThread?
     fileprivate let state = FolderLock()
     private let closed = Atomic<Bool>(false)
+    /// The guardian process and the crash handler's slot for this mount.
+    private var guardian: pid_t = -1
+    private var guardSlot: Int32 = -1
     static let logger = Logger(label: "RingLoop.FUSEDeviceFolder")
 
     /// Mounts a new folder at `path` (created if missing) and starts serving it.
@@ -85,6 +102,11 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         self.session = session
         self.context = retained
         context.folder = self
+        guardian = ringloop_start_fuse_guardian(path)
+        if guardian < 0 {
+            Self.logger.warning("\(path): no guardian process (\(String(cString: strerror(-guardian)))): a killed process may hang on this folder")
+        }
+        guardSlot = Self.guardLock.locked { ringloop_guard_mount(path) }
         // One serving thread: no handler ever blocks (reads with no data are parked and
         // answered later), so more threads would add nothing but cancellation at exit.
         let sessionAddress = UInt(bitPattern: session)
@@ -105,8 +127,13 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         // Abort the connection first: a lazy unmount alone leaves it alive, and the
         // serving thread blocked in its read, while any file on the folder is still
         // open (a reader that has not closed yet, an inotify watch).
+        Self.guardLock.locked { ringloop_unguard_mount(guardSlot) }
         _ = ringloop_force_unmount(path)
         fuse_session_unmount(session)
+        // The forced unmount fails with EBUSY while a reader still has a node open (after
+        // aborting the connection): detach the dead mount, or it stays behind.
+        if Self.isMountPoint(path) { _ = ringloop_lazy_unmount(path) }
+        ringloop_stop_fuse_guardian(guardian)
         thread?.join()
         fuse_session_destroy(session)
         context.takeUnretainedValue().folder = nil
@@ -205,6 +232,9 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     // MARK: Mount point
 
     /// Creates the folder, detaching a stale mount of a crashed run first.
+    /// Serializes changes to the crash handler's table of mounts.
+    static let guardLock = ThreadLock<Void>(())
+
     static func prepareMountPoint(_ path: String) throws(VirtualDeviceError) {
         var info = stat()
         if stat(path, &info) != 0 {

@@ -102,7 +102,11 @@ public enum Replay {
             if shouldStop() { return index }
             if index > 0 {
                 let offset = entry.offset * 1000
-                if let wait = speed.scaled(nanoseconds: offset) { sleepUntil(nanoseconds: startNanoseconds &+ wait) }
+                if let wait = speed.scaled(nanoseconds: offset),
+                    !sleepUntil(nanoseconds: startNanoseconds &+ wait, unless: shouldStop)
+                {
+                    return index
+                }
             } else {
                 startNanoseconds = monotonicNanoseconds() - entry.offset * 1000
             }
@@ -118,8 +122,20 @@ public enum Replay {
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
-    static func sleepUntil(nanoseconds: Int64) {
-        var target = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &target, nil) == EINTR {}
+    /// The longest single sleep: `shouldStop` is checked at least this often.
+    static let sleepSlice: Int64 = 50_000_000
+
+    /// Sleeps until `nanoseconds` (CLOCK_MONOTONIC) in slices, checking `shouldStop`
+    /// between them; `false` when it asked to stop. A long recorded gap (or a tiny speed
+    /// factor) never keeps a replay from stopping.
+    static func sleepUntil(nanoseconds target: Int64, unless shouldStop: () -> Bool) -> Bool {
+        while true {
+            if shouldStop() { return false }
+            let now = monotonicNanoseconds()
+            if now >= target { return true }
+            let until = min(target, now + sleepSlice)
+            var time = timespec(tv_sec: Int(until / 1_000_000_000), tv_nsec: Int(until % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
+        }
     }
 }

@@ -1,0 +1,170 @@
+// See CFUSEGuard.h.
+#define _GNU_SOURCE
+#include "CFUSEGuard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/// The hexadecimal mask after `key` ("SigPnd:") in /proc status text, or 0.
+static unsigned long long ringloop_status_mask(const char *text, const char *key) {
+    size_t key_length = strlen(key);
+    for (const char *line = text; *line; ) {
+        if (strncmp(line, key, key_length) == 0) {
+            unsigned long long mask = 0;
+            for (const char *c = line + key_length; *c && *c != '\n'; c++) {
+                if (*c >= '0' && *c <= '9') mask = mask * 16 + (unsigned)(*c - '0');
+                else if (*c >= 'a' && *c <= 'f') mask = mask * 16 + (unsigned)(*c - 'a' + 10);
+            }
+            return mask;
+        }
+        while (*line && *line != '\n') line++;
+        if (*line) line++;
+    }
+    return 0;
+}
+
+/// See CFUSEGuard.h. Only open, read and close: it runs in a forked child.
+int ringloop_process_is_dying(const char *status_path) {
+    char buffer[4096];
+    int fd = open(status_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    ssize_t count = read(fd, buffer, sizeof(buffer) - 1);
+    close(fd);
+    if (count <= 0) return 1;
+    buffer[count] = 0;
+    const char *state = strstr(buffer, "\nState:\t");
+    if (state != NULL && (state[8] == 'Z' || state[8] == 'X' || state[8] == 'x')) return 1;
+    // A core dump (SIGQUIT, SIGSEGV… with no handler) kills the other threads and waits
+    // for them: one waiting on this process's own server never comes.
+    const char *dumping = strstr(buffer, "\nCoreDumping:\t");
+    if (dumping != NULL && dumping[14] == '1') return 1;
+    unsigned long long kill_bit = 1ULL << (SIGKILL - 1);
+    return (ringloop_status_mask(buffer, "SigPnd:\t") & kill_bit) != 0
+        || (ringloop_status_mask(buffer, "ShdPnd:\t") & kill_bit) != 0;
+}
+
+/// Starts the guardian of a FUSE mount that this process serves: a forked child that
+/// watches this process and, once it is dying (main thread gone while a thread lingers,
+/// or gone altogether, whatever killed it: SIGKILL, a crash, a signal with no handler),
+/// aborts the mount's connection (umount2 MNT_FORCE calls FUSE's umount_begin) and
+/// detaches it. A thread of the dying process that waits, uninterruptibly, for an answer
+/// from the server it hosted (a read, an ioctl, a poll already sent) is then released,
+/// so the process can end, and nothing else on the machine waits on the dead folder.
+///
+/// The child runs in its own session (no terminal signals), with no descriptor of its
+/// parent but /dev/null on 0-2, and calls only async-signal-safe functions (it is forked
+/// from a multithreaded process). It polls every 50 ms. Returns its pid, or -errno.
+/// Stop it with SIGKILL and reap it with waitpid when the folder closes cleanly.
+pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
+    char status_path[64];
+    char mount_copy[4096];
+    pid_t parent = getpid();
+    snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)parent);
+    size_t length = strlen(mountpoint);
+    if (length >= sizeof(mount_copy)) return -ENAMETOOLONG;
+    memcpy(mount_copy, mountpoint, length + 1);
+    pid_t child = fork();
+    if (child < 0) return -errno;
+    if (child > 0) return child;
+    // The child: async-signal-safe calls only.
+    setsid();
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+        dup2(null_fd, 0);
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+    }
+    syscall(SYS_close_range, 3U, ~0U, 0U);
+    prctl(PR_SET_NAME, (unsigned long)"ringloop-guard", 0, 0, 0);
+    struct timespec interval = { .tv_sec = 0, .tv_nsec = 50 * 1000 * 1000 };
+    while (getppid() == parent && !ringloop_process_is_dying(status_path)) {
+        nanosleep(&interval, NULL);
+    }
+    umount2(mount_copy, MNT_FORCE);
+    umount2(mount_copy, MNT_DETACH);
+    _exit(0);
+}
+
+/// Stops a guardian started by ringloop_start_fuse_guardian and reaps it.
+void ringloop_stop_fuse_guardian(pid_t guardian) {
+    if (guardian <= 0) return;
+    kill(guardian, SIGKILL);
+    while (waitpid(guardian, NULL, 0) < 0 && errno == EINTR) {}
+}
+
+/// Mounts this process serves, for the crash handler below (up to 64 at once).
+#define RINGLOOP_GUARDED_MOUNTS 64
+static char ringloop_guarded_paths[RINGLOOP_GUARDED_MOUNTS][4096];
+static volatile sig_atomic_t ringloop_guarded_used[RINGLOOP_GUARDED_MOUNTS];
+static struct sigaction ringloop_previous_crash_actions[NSIG];
+static volatile sig_atomic_t ringloop_crash_handler_installed;
+
+/// On a crash signal: aborts and detaches every mount this process serves, so nothing
+/// waits on them while the process is stopped (the Swift backtracer suspends every
+/// thread, the server's too) or dying; then hands the signal to the handler that was
+/// there before (the backtracer), or to the default action.
+static void ringloop_crash_handler(int signal_number, siginfo_t *info, void *context) {
+    for (int i = 0; i < RINGLOOP_GUARDED_MOUNTS; i++) {
+        if (ringloop_guarded_used[i]) {
+            umount2(ringloop_guarded_paths[i], MNT_FORCE);
+            umount2(ringloop_guarded_paths[i], MNT_DETACH);
+        }
+    }
+    struct sigaction *previous = &ringloop_previous_crash_actions[signal_number];
+    if ((previous->sa_flags & SA_SIGINFO) && previous->sa_sigaction != NULL) {
+        previous->sa_sigaction(signal_number, info, context);
+    } else if (previous->sa_handler == SIG_IGN) {
+        return;
+    } else if (previous->sa_handler == SIG_DFL || previous->sa_handler == NULL) {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof(fallback));
+        fallback.sa_handler = SIG_DFL;
+        sigaction(signal_number, &fallback, NULL);
+        raise(signal_number);
+    } else {
+        previous->sa_handler(signal_number);
+    }
+}
+
+/// Registers a mount for the crash handler (installing it, chained before the handlers
+/// already there, on first use). Returns the slot, or -1 when all are taken. Not
+/// thread-safe: call under the caller's lock.
+int ringloop_guard_mount(const char *path) {
+    if (!ringloop_crash_handler_installed) {
+        const int signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGQUIT };
+        for (unsigned i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+            struct sigaction action;
+            memset(&action, 0, sizeof(action));
+            action.sa_sigaction = ringloop_crash_handler;
+            action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+            sigemptyset(&action.sa_mask);
+            sigaction(signals[i], &action, &ringloop_previous_crash_actions[signals[i]]);
+        }
+        ringloop_crash_handler_installed = 1;
+    }
+    size_t length = strlen(path);
+    if (length >= sizeof(ringloop_guarded_paths[0])) return -1;
+    for (int i = 0; i < RINGLOOP_GUARDED_MOUNTS; i++) {
+        if (!ringloop_guarded_used[i]) {
+            memcpy(ringloop_guarded_paths[i], path, length + 1);
+            ringloop_guarded_used[i] = 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/// Forgets a mount registered with ringloop_guard_mount.
+void ringloop_unguard_mount(int slot) {
+    if (slot >= 0 && slot < RINGLOOP_GUARDED_MOUNTS) ringloop_guarded_used[slot] = 0;
+}
+

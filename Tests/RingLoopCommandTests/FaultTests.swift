@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+
+/// A mount point of this machine's mount table, if `path` is one.
+func isMounted(_ path: String) -> Bool {
+    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+    return table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first == Substring(path) }
+}
+
+/// Waits until `condition` holds or `timeout` passes; whether it held.
+func eventually(_ timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(10_000)
+    }
+    return true
+}
+
+/// Whether `stat` on `path` returns within `timeout` (in a child: a stat that hangs on a
+/// dead FUSE server must not take the test with it).
+func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/stat")
+    process.arguments = [path]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    let done = eventually(timeout) { !process.isRunning }
+    if !done { kill(process.processIdentifier, SIGKILL) }
+    return done
+}
+
+/// A `ringloop` started with every signal at its default action (whatever this test
+/// process inherited), its standard output read line by line.
+final class Child: @unchecked Sendable {
+    // @unchecked: `lines` is written by the reading thread and read under `lock`.
+    let process = Process()
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private(set) var errorOutput = Data()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["--default-signal", ringloop] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: repository)
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        Thread.detachNewThread { [self] in
+            var buffer = Data()
+            while true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    lock.lock()
+                    lines.append(line)
+                    lock.unlock()
+                }
+            }
+        }
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = error.fileHandleForReading.availableData
+                if chunk.isEmpty { return }
+                lock.lock()
+                errorOutput.append(chunk)
+                lock.unlock()
+            }
+        }
+    }
+
+    func waitForError(containing text: String, timeout: TimeInterval = 20) -> Bool {
+        eventually(timeout) {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: errorOutput, as: UTF8.self).contains(text)
+        }
+    }
+
+    func waitForLine(containing text: String, timeout: TimeInterval = 20) -> Bool {
+        eventually(timeout) {
+            lock.lock()
+            defer { lock.unlock() }
+            return lines.contains { $0.contains(text) }
+        }
+    }
+
+    var exited: Bool { !process.isRunning }
+
+    /// Kills what is left (at the end of a test).
+    func finish() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+@Suite("Nothing hangs when a process that hosts and reads virtual devices is ended")
+struct FaultTests {
+    /// A process that serves a FUSE folder and reads its node, blocking, on another
+    /// thread (the read waits in its own server), with no signal handling of its own: it
+    /// must end within 2 s whatever kills it, leave no mount, and nothing may hang on the
+    /// folder. Before the guardian and FOPEN_NOFLUSH it stayed for ever in the kernel.
+    @Test(
+        "A host-and-reader killed by a signal with no handler, or crashing, ends within 2 s and leaves nothing",
+        arguments: [("KILL", SIGKILL), ("HUP", SIGHUP), ("TERM", SIGTERM), ("crash", SIGUSR1)])
+    func killedHost(_ name: String, _ signal: Int32) throws {
+        let mount = "/tmp/ringloop-fault-\(getpid())-\(name)"
+        let child = try Child(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
+        defer { child.finish() }
+        try #require(child.waitForLine(containing: "ready"), "the host never got ready")
+        #expect(isMounted(mount))
+        kill(child.process.processIdentifier, signal)  // SIGUSR1: it writes through a null pointer
+        #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
+        #expect(eventually(2) { !isMounted(mount) }, "\(name): the mount is left")
+        #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
+    }
+
+    /// SIGQUIT: the Swift runtime prints a backtrace of every thread and the process
+    /// carries on. The backtracer suspends every thread, the serving one too, and waited
+    /// for ever for the reading one (its read waits on the suspended server); now the
+    /// folders are aborted and detached first, so nothing waits.
+    @Test("SIGQUIT to a host-and-reader: the backtrace completes, the folder is detached, nothing hangs")
+    func quitHost() throws {
+        let mount = "/tmp/ringloop-fault-\(getpid())-QUIT"
+        let child = try Child(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
+        defer { child.finish() }
+        try #require(child.waitForLine(containing: "ready"))
+        kill(child.process.processIdentifier, SIGQUIT)
+        #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
+        #expect(statReturns(mount, within: 2))
+        // The backtrace completes (it suspended every thread; none was left waiting).
+        #expect(child.waitForError(containing: "done ***", timeout: 10), "the backtrace never completed")
+        // The process answers SIGKILL at once: no thread is stuck in the kernel.
+        kill(child.process.processIdentifier, SIGKILL)
+        #expect(eventually(2) { child.exited })
+    }
+
+    /// The commands end cleanly on SIGINT, SIGTERM, SIGHUP and SIGQUIT at any moment —
+    /// here in the middle of a replay gap far longer than the test — and unmount.
+    @Test(
+        "monitor ends cleanly on SIGINT, SIGTERM, SIGHUP and SIGQUIT during a long replay gap",
+        arguments: [("INT", SIGINT), ("TERM", SIGTERM), ("HUP", SIGHUP), ("QUIT", SIGQUIT)])
+    func commandSignals(_ name: String, _ signal: Int32) throws {
+        // The lid switch's two frames are 1.5 s apart; at 0.001× the gap is 25 minutes.
+        let child = try Child(["monitor", "devices/lid-switch.evemu", "--json", "--speed", "0.001"])
+        defer { child.finish() }
+        try #require(child.waitForLine(containing: "switchChanged"), "\(String(decoding: child.errorOutput, as: UTF8.self))")
+        let mount = "/tmp/ringloop-monitor-\(child.process.processIdentifier)"
+        #expect(isMounted(mount))
+        kill(child.process.processIdentifier, signal)
+        #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
+        child.finish()
+        #expect(child.process.terminationReason == .exit && child.process.terminationStatus == 0, "\(name): \(child.process.terminationStatus)")
+        #expect(!isMounted(mount), "\(name): the mount is left")
+    }
+
+    @Test("monitor killed with SIGKILL leaves no mount behind")
+    func commandKilled() throws {
+        let child = try Child(["monitor", "devices/lid-switch.evemu", "--json", "--speed", "0.001"])
+        defer { child.finish() }
+        try #require(child.waitForLine(containing: "switchChanged"))
+        let mount = "/tmp/ringloop-monitor-\(child.process.processIdentifier)"
+        kill(child.process.processIdentifier, SIGKILL)
+        #expect(eventually(2) { child.exited })
+        #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
+        #expect(statReturns(mount, within: 2))
+    }
+
+    @Test(
+        "Out-of-range numbers in options are refused with the valid range",
+        arguments: [
+            (["monitor", "devices/keyboard.evemu", "--duration", "1e19"], "--duration must be"),
+            (["monitor", "devices/keyboard.evemu", "--speed", "1e-300"], "--speed must be between"),
+            (["monitor", "devices/keyboard.evemu", "--speed", "nan"], "--speed must be between"),
+            (["replay", "devices/keyboard.evemu", "--speed", "inf"], "--speed must be between"),
+            (["replay", "devices/keyboard.evemu", "--wait=-1"], "--wait must be between"),
+            (["record", "/dev/null", "--duration", "1e300"], "--duration must be"),
+            (["demo", "--speed", "0"], "--speed must be between"),
+            (["bench", "--scale", "nan"], "--scale must be in"),
+        ])
+    func optionRanges(_ arguments: [String], _ message: String) throws {
+        let result = try runCommand(arguments, timeout: 20)
+        #expect(result.status != 0)
+        #expect(result.error.contains(message), "\(result.error)")
+    }
+}
