@@ -742,6 +742,8 @@ struct BitSet768 {
         code < 768 && words[Int(code) / 64] & (1 << (UInt64(code) % 64)) != 0
     }
 
+    var isEmpty: Bool { (0..<12).allSatisfy { words[$0] == 0 } }
+
     mutating func set(_ code: UInt16, _ on: Bool) {
         guard code < 768 else { return }
         if on { words[Int(code) / 64] |= 1 << (UInt64(code) % 64) } else { words[Int(code) / 64] &= ~(1 << (UInt64(code) % 64)) }

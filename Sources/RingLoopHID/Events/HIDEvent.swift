@@ -176,6 +176,19 @@ public struct DigitizerFrame: Sendable {
         return storage[index]
     }
 
+    /// Replaces the contact at `index`.
+    mutating func replace(at index: Int, with contact: Contact) {
+        precondition(index >= 0 && index < count, "contact index out of range")
+        storage[index] = contact
+    }
+
+    /// Removes the contact with `trackingID`, if there is one (order kept).
+    mutating func remove(trackingID: Int32) {
+        guard let index = (0..<count).first(where: { storage[$0].trackingID == trackingID }) else { return }
+        for next in (index + 1)..<max(index + 1, count) { storage[next - 1] = storage[next] }
+        count -= 1
+    }
+
     /// The contacts as an array (allocates; for convenience outside hot paths).
     public var contacts: [Contact] { (0..<count).map { storage[$0] } }
 }

@@ -123,6 +123,16 @@ public final class HIDEventSystem {
     private let deviceTable = DeviceTable()
     static let logger = Logger(label: "RingLoop.HID")
 
+    // Resync after a loss: what the events taken in say about each device (the truth:
+    // the decoder drops nothing), what the handlers were given, and since the last
+    // resync the devices whose events were lost and the lifecycle events that found the
+    // queue full (those are never dropped).
+    private var produced = VisibleStates()
+    private var delivered = VisibleStates()
+    private var lost = Set<HIDDeviceID>()
+    private var lifecycleBacklog: [HIDEvent] = []
+    private var forwardedDrops = 0
+
     // Coalescing
     private var pendingMotion: [HIDDeviceID: HIDEvent] = [:]
     private var pendingOrder: [HIDDeviceID] = []
@@ -309,52 +319,64 @@ public final class HIDEventSystem {
         Self.logger.warning("\(error)")
     }
 
-    /// Source1 side: queue an event and signal the dispatch source0.
+    /// Source1 side: queue an event and signal the dispatch source0. An event that finds
+    /// the queue full is counted and its device marked for resync; a lifecycle event is
+    /// kept aside instead (a removal is never lost).
     private func enqueue(_ event: HIDEvent) {
-        queue.push(event)
-        dispatchSource?.signal()
-    }
-
-    /// Dedicated-thread shape: move forwarded events into the queue.
-    private func takeForwarded() {
-        guard let forwarder else { return }
-        let (dropped, problems) = forwarder.drain { enqueue($0) }
-        if dropped > 0 {
-            statistics.dropped += dropped
-            enqueueDropNotice(dropped)
-        }
-        for problem in problems { report(problem) }
-    }
-
-    private func enqueueDropNotice(_ count: Int) {
-        _ = queue.push(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .eventsDropped(count: count)))
-        dispatchSource?.signal()
-    }
-
-    /// Source0: deliver every queued event to the handlers.
-    private func drainQueue() {
-        let dropped = queue.takeDroppedCount()
-        if dropped > 0 {
-            statistics.dropped += dropped
-            deliver(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .eventsDropped(count: dropped)))
-            resyncAfterDrop()
-        }
-        while let event = queue.pop() { deliver(event) }
-    }
-
-    /// After the queue dropped events, tell handlers what is held now: a key-down for
-    /// every key still down, per device.
-    private func resyncAfterDrop() {
-        guard let monitor else { return }
-        for info in monitor.devices {
-            guard let reader = monitor.reader(for: info.id) else { continue }
-            for code in reader.heldKeys where code < 0x100 || code >= 0x160 {
-                deliver(
-                    HIDEvent(
-                        device: info.id, timestamp: .now,
-                        payload: .key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: .down, modifiers: []))))
+        produced.apply(event)
+        if !queue.push(event) {
+            if event.kind == .deviceAdded || event.kind == .deviceRemoved {
+                lifecycleBacklog.append(event)
+            } else {
+                lost.insert(event.device)
             }
         }
+        dispatchSource?.signal()
+    }
+
+    /// Dedicated-thread shape: move forwarded events into the queue, and what the
+    /// forwarder lost into the resync (its snapshots are the devices' states after the
+    /// events it dropped).
+    private func takeForwarded() {
+        guard let forwarder else { return }
+        let taken = forwarder.drain { enqueue($0) }
+        if taken.dropped > 0 || !taken.lifecycle.isEmpty {
+            forwardedDrops += taken.dropped
+            for event in taken.lifecycle {
+                produced.apply(event)
+                lifecycleBacklog.append(event)
+            }
+            for (device, state) in taken.snapshots {
+                produced.set(state, for: device)
+                lost.insert(device)
+            }
+            dispatchSource?.signal()
+        }
+        for problem in taken.problems { report(problem) }
+    }
+
+    /// Source0: deliver every queued event to the handlers, then, after a loss, the
+    /// notice and the difference that brings each affected device's view up to date.
+    private func drainQueue() {
+        let dropped = queue.takeDroppedCount()
+        while let event = queue.pop() { deliver(event) }
+        let total = dropped + forwardedDrops
+        guard total > 0 || !lost.isEmpty || !lifecycleBacklog.isEmpty else { return }
+        forwardedDrops = 0
+        statistics.dropped += total
+        if total > 0 {
+            deliver(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .eventsDropped(count: total)))
+        }
+        let backlog = lifecycleBacklog
+        let devices = lost.sorted { $0.rawValue < $1.rawValue }
+        lifecycleBacklog = []
+        lost = []
+        for event in backlog where event.kind == .deviceAdded { deliver(event) }
+        let now = MonotonicInstant.now
+        for device in devices {
+            for event in delivered[device].difference(to: produced[device], device: device, at: now) { deliver(event) }
+        }
+        for event in backlog where event.kind != .deviceAdded { deliver(event) }
     }
 
     private func deliver(_ event: HIDEvent) {
@@ -504,6 +526,7 @@ public final class HIDEventSystem {
 
     private func dispatch(_ event: HIDEvent) {
         statistics.delivered += 1
+        delivered.apply(event)
         let lag = MonotonicInstant.now - event.timestamp
         if lag > configuration.lateThreshold, event.kind != .eventsDropped {
             statistics.late += 1
@@ -567,13 +590,32 @@ final class DeviceTable: @unchecked Sendable {
 }
 
 /// Events crossing from the event-system thread to the client's loop: a bounded buffer
-/// and a message port that rings once per batch.
+/// and a message port that rings once per batch. When the buffer is full, events are
+/// dropped and counted, except lifecycle events, which are kept aside; for each device
+/// that lost events, the state after its newest event (lost or not) is kept, so the
+/// client can bring its handlers' view up to it.
 final class Forwarder: @unchecked Sendable {
-    // @unchecked: `monitor` is touched on the reading thread only; the rest is locked.
-    private let state: ThreadLock<(events: [HIDEvent], dropped: Int, problems: [HIDError], pending: Bool)>
+    // @unchecked: `monitor` and `produced` are touched on the reading thread only; the
+    // rest is locked.
+    struct Taken {
+        var dropped = 0
+        var lifecycle: [HIDEvent] = []
+        var snapshots: [HIDDeviceID: VisibleState] = [:]
+        var problems: [HIDError] = []
+    }
+
+    private struct Shared {
+        var events: [HIDEvent] = []
+        var taken = Taken()
+        var pending = false
+    }
+
+    private let state = ThreadLock(Shared())
     private let capacity: Int
     private let port: MessagePort
     var monitor: DeviceMonitor?
+    /// What every event pushed says about its device (reading thread only).
+    private var produced = VisibleStates()
     /// Raw events the reading thread has read (for tests).
     var eventsRead: Int { readCount.load(ordering: .acquiring) }
     let readCount = Atomic<Int>(0)
@@ -581,23 +623,33 @@ final class Forwarder: @unchecked Sendable {
     init(capacity: Int, port: MessagePort) {
         self.capacity = capacity
         self.port = port
-        state = ThreadLock(([], 0, [], false))
     }
 
-    /// Reading thread: buffers an event (drops and counts it when the client lags).
+    /// Reading thread: buffers an event (when the client lags: drops and counts it, or
+    /// keeps it aside if it is a lifecycle event, and keeps the device's state).
     func push(_ event: HIDEvent) {
         if let monitor { readCount.store(monitor.totalEventsRead, ordering: .releasing) }
-        let ring = state.withLock { state -> Bool in
-            if state.events.count < capacity { state.events.append(event) } else { state.dropped += 1 }
-            if state.pending { return false }
-            state.pending = true
+        produced.apply(event)
+        let ring = state.withLock { shared -> Bool in
+            if shared.events.count < capacity {
+                shared.events.append(event)
+            } else {
+                if event.kind == .deviceAdded || event.kind == .deviceRemoved {
+                    shared.taken.lifecycle.append(event)
+                } else {
+                    shared.taken.dropped += 1
+                }
+                shared.taken.snapshots[event.device] = produced[event.device]
+            }
+            if shared.pending { return false }
+            shared.pending = true
             return true
         }
         if ring { port.send(1) }
     }
 
     func pushProblem(_ problem: HIDError) {
-        state.withLock { $0.problems.append(problem) }
+        state.withLock { $0.taken.problems.append(problem) }
         port.send(2)
     }
 
@@ -606,18 +658,18 @@ final class Forwarder: @unchecked Sendable {
         port.send(0)
     }
 
-    /// Client loop: takes every buffered event, in order.
-    func drain(_ body: (HIDEvent) -> Void) -> (dropped: Int, problems: [HIDError]) {
-        let (events, dropped, problems) = state.withLock { state -> ([HIDEvent], Int, [HIDError]) in
+    /// Client loop: hands every buffered event to `body`, in order, and returns what was
+    /// lost since the last call.
+    func drain(_ body: (HIDEvent) -> Void) -> Taken {
+        let (events, taken) = state.withLock { shared -> ([HIDEvent], Taken) in
             defer {
-                state.events.removeAll(keepingCapacity: true)
-                state.dropped = 0
-                state.problems = []
-                state.pending = false
+                shared.events.removeAll(keepingCapacity: true)
+                shared.taken = Taken()
+                shared.pending = false
             }
-            return (state.events, state.dropped, state.problems)
+            return (shared.events, shared.taken)
         }
         for event in events { body(event) }
-        return (dropped, problems)
+        return taken
     }
 }

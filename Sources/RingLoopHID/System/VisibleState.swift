@@ -1,0 +1,143 @@
+import RingLoop
+
+/// What a stream of HID events has told about one device so far: keys, buttons and
+/// gamepad buttons held, switches on, touches live, the pen near or not. Two of these
+/// make resync a difference: one follows every event the decoder produced (nothing is
+/// lost there), one every event handlers were given; after a loss between them (a full
+/// queue, a full hand-off between threads) ``difference(to:device:at:)`` gives exactly
+/// the events that bring the handlers' view to the device's: key-ups for keys released,
+/// key-downs for keys pressed, touches cancelled or begun, switches, the pen.
+///
+/// A value of fixed size that never allocates (bit sets and inline contacts).
+struct VisibleState: Sendable {
+    var keys = BitSet768()
+    var buttons = BitSet768()
+    var gamepadButtons = BitSet768()
+    /// Switches on, as bits (`SW_MAX` is 0x10).
+    var switches: UInt32 = 0
+    /// Live contacts, by tracking id.
+    var touches = DigitizerFrame()
+    /// The device's pen, while in proximity.
+    var pen: PenEvent?
+
+    /// Whether nothing is held, live or near (a device that was removed, or never seen).
+    var isRest: Bool {
+        keys.isEmpty && buttons.isEmpty && gamepadButtons.isEmpty && switches == 0 && touches.count == 0 && pen == nil
+    }
+
+    /// Takes in one event of the device.
+    mutating func apply(_ payload: HIDEvent.Payload) {
+        switch payload {
+        case .key(let key) where key.state != .repeat: keys.set(key.code, key.state == .down)
+        case .button(let button): buttons.set(button.code, button.isDown)
+        case .gamepadButton(let button): gamepadButtons.set(button.code, button.isDown)
+        case .switchChanged(let change):
+            guard change.code < 32 else { return }
+            if change.isOn { switches |= 1 << UInt32(change.code) } else { switches &= ~(1 << UInt32(change.code)) }
+        case .digitizer(let frame):
+            for index in 0..<frame.count {
+                let contact = frame[index]
+                switch contact.phase {
+                case .began, .moved, .stationary: touches.upsert(contact)
+                case .ended, .cancelled: touches.remove(trackingID: contact.trackingID)
+                }
+            }
+        case .pen(let pen): self.pen = pen.inProximity ? pen : nil
+        case .deviceRemoved: self = VisibleState()
+        default: break
+        }
+    }
+
+    /// The events that take a client that saw `self` to `target`, in this order: key and
+    /// button releases, presses, switches, one digitizer frame (touches gone cancelled,
+    /// new ones began, the others moved to where they are), the pen.
+    func difference(to target: VisibleState, device: HIDDeviceID, at time: MonotonicInstant) -> [HIDEvent] {
+        var out: [HIDEvent] = []
+        func event(_ payload: HIDEvent.Payload) { out.append(HIDEvent(device: device, timestamp: time, payload: payload)) }
+        var modifiers = KeyModifiers()
+        for code in keys.all where target.keys.contains(code) {
+            if let modifier = KeyModifiers.forLinuxKey(code) { modifiers.insert(modifier) }
+        }
+        for code in keys.all where !target.keys.contains(code) {
+            event(.key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: .up, modifiers: modifiers)))
+        }
+        for code in buttons.all where !target.buttons.contains(code) {
+            event(.button(ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: false)))
+        }
+        for code in gamepadButtons.all where !target.gamepadButtons.contains(code) {
+            event(.gamepadButton(GamepadButtonEvent(code: code, isDown: false)))
+        }
+        for code in target.keys.all where !keys.contains(code) {
+            if let modifier = KeyModifiers.forLinuxKey(code) { modifiers.insert(modifier) }
+            event(.key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: .down, modifiers: modifiers)))
+        }
+        for code in target.buttons.all where !buttons.contains(code) {
+            event(.button(ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: true)))
+        }
+        for code in target.gamepadButtons.all where !gamepadButtons.contains(code) {
+            event(.gamepadButton(GamepadButtonEvent(code: code, isDown: true)))
+        }
+        let changedSwitches = switches ^ target.switches
+        for code in 0..<32 where changedSwitches & (1 << UInt32(code)) != 0 {
+            event(.switchChanged(SwitchEvent(code: UInt16(code), isOn: target.switches & (1 << UInt32(code)) != 0)))
+        }
+        var frame = DigitizerFrame()
+        for index in 0..<touches.count where target.touches.index(of: touches[index].trackingID) == nil {
+            var gone = touches[index]
+            gone.phase = .cancelled
+            frame.append(gone)
+        }
+        for index in 0..<target.touches.count {
+            var contact = target.touches[index]
+            contact.phase = touches.index(of: contact.trackingID) == nil ? .began : .moved
+            frame.append(contact)
+        }
+        if frame.count > 0 {
+            frame.fingerCount = target.touches.count
+            event(.digitizer(frame))
+        }
+        if let pen = target.pen, pen != self.pen {
+            event(.pen(pen))
+        } else if target.pen == nil, var pen = self.pen {
+            pen.inProximity = false
+            pen.touching = false
+            pen.pressure = 0
+            pen.barrelButtons = 0
+            event(.pen(pen))
+        }
+        return out
+    }
+}
+
+extension DigitizerFrame {
+    /// The index of the contact with `trackingID`, if any.
+    func index(of trackingID: Int32) -> Int? {
+        (0..<count).first { self[$0].trackingID == trackingID }
+    }
+
+    /// Adds or replaces the contact with the same tracking id.
+    mutating func upsert(_ contact: Contact) {
+        if let index = index(of: contact.trackingID) { replace(at: index, with: contact) } else { append(contact) }
+    }
+}
+
+/// The visible state of every device of a stream, with the devices whose events were
+/// lost since the last resync.
+struct VisibleStates: Sendable {
+    private(set) var devices: [HIDDeviceID: VisibleState] = [:]
+
+    subscript(device: HIDDeviceID) -> VisibleState { devices[device] ?? VisibleState() }
+
+    /// Replaces a device's state (with a snapshot taken where the events were lost).
+    mutating func set(_ state: VisibleState, for device: HIDDeviceID) {
+        devices[device] = state.isRest ? nil : state
+    }
+
+    mutating func apply(_ event: HIDEvent) {
+        switch event.payload {
+        case .deviceRemoved: devices[event.device] = nil
+        case .deviceAdded, .eventsDropped: break
+        default: devices[event.device, default: VisibleState()].apply(event.payload)
+        }
+    }
+}
