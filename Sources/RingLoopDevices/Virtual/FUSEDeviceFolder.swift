@@ -85,7 +85,10 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         let context = retained.takeUnretainedValue()
         let created: OpaquePointer? = cStrings.withUnsafeMutableBufferPointer { argv in
             var args = fuse_args(argc: Int32(argv.count), argv: argv.baseAddress, allocated: 0)
-            return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, retained.toOpaque())
+            let session = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, retained.toOpaque())
+            // libfuse copies the arguments it edits (fuse_opt_add_arg); free its copy.
+            fuse_opt_free_args(&args)
+            return session
         }
         guard let session = created else {
             retained.release()
