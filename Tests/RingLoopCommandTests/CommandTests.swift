@@ -64,7 +64,7 @@ func runCommand(_ arguments: [String], timeout: TimeInterval = 60) throws -> Com
 let bundled = (try? FileManager.default.contentsOfDirectory(atPath: repository + "/devices"))?
     .filter { $0.hasSuffix(".evemu") }.sorted() ?? []
 
-@Suite("The ringloop command")
+@Suite("The ringloop command", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct CommandTests {
     @Test("demo exits 0 and its summary matches the bundled recordings")
     func demo() throws {

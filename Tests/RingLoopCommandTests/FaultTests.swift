@@ -100,7 +100,7 @@ final class Child: @unchecked Sendable {
     }
 }
 
-@Suite("Nothing hangs when a process that hosts and reads virtual devices is ended")
+@Suite("Nothing hangs when a process that hosts and reads virtual devices is ended", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct FaultTests {
     /// A process that serves a FUSE folder and reads its node, blocking, on another
     /// thread (the read waits in its own server), with no signal handling of its own: it

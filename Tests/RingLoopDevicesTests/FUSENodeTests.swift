@@ -6,6 +6,7 @@ import Testing
 
 /// A folder per test, under /tmp, unmounted even when the test fails.
 func withDeviceFolder<T>(_ body: (FUSEDeviceFolder) throws -> T) throws -> T {
+    _ = MountLeakCheck.armed
     let path = "/tmp/ringloop-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let folder = try FUSEDeviceFolder(path: path)
     defer { folder.close() }
@@ -26,7 +27,7 @@ func readEvents(_ fd: Int32) -> [input_event] {
     }
 }
 
-@Suite("FUSE evdev nodes")
+@Suite("FUSE evdev nodes", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct FUSENodeTests {
     @Test("libevdev reads the description, and events come back in order")
     func describeAndRead() throws {

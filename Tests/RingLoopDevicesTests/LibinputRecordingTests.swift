@@ -105,7 +105,7 @@ struct LibinputRecordingTests {
     }
 }
 
-@Suite("libinput record as libinput writes it")
+@Suite("libinput record as libinput writes it", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct LibinputToolTests {
     static let tool = "/usr/bin/libinput"
 

@@ -31,7 +31,7 @@ func recordedStates(_ path: String) -> (leds: [UInt16: Int32], switches: [UInt16
     return (leds, switches)
 }
 
-@Suite("Real-world recordings: devices/real")
+@Suite("Real-world recordings: devices/real", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct RealRecordingsTests {
     /// Each file that holds a device description (once per description).
     static let descriptionFiles: [String] = {

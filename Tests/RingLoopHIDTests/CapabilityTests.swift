@@ -25,7 +25,7 @@ func realDescription(_ file: String, frames: [[(UInt16, UInt16, Int32)]]) throws
 
 func payloads<T>(_ events: [HIDEvent], _ pick: (HIDEvent.Payload) -> T?) -> [T] { events.compactMap { pick($0.payload) } }
 
-@Suite("Every capability reaches handlers")
+@Suite("Every capability reaches handlers", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct CapabilityTests {
     @Test("A touch mouse is a pointer whose touches arrive as digitizer frames (Apple Touch Mouse)")
     func touchMouse() throws {

@@ -61,6 +61,7 @@ func runChain(
     speed: ReplaySpeed = .asFastAsPossible
 ) throws -> [HIDEvent] {
     try onFreshThread {
+        _ = MountLeakCheck.armed
         let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let folder = try FUSEDeviceFolder(path: path)
         defer { folder.close() }
@@ -104,7 +105,7 @@ func runChain(
 
 struct KeyRecord: Hashable { var code: UInt16; var state: KeyEvent.State }
 
-@Suite("Input chain over the bundled recordings")
+@Suite("Input chain over the bundled recordings", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct ChainTests {
     @Test("Keyboard: usages, states, modifiers and kernel repeats, nothing held at the end", arguments: HIDEventSystem.Shape.allCases)
     func keyboard(shape: HIDEventSystem.Shape) throws {
@@ -238,7 +239,7 @@ func touchLedger(_ events: [HIDEvent]) -> (began: Int, ended: Int, live: Set<Int
     return (began, ended, live, errors, maxFingers)
 }
 
-@Suite("Input chain: the other recordings")
+@Suite("Input chain: the other recordings", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct MoreChainTests {
     @Test("Protocol-A touchpad: ids assigned by matching, one then two fingers, all lifted")
     func protocolA() throws {

@@ -7,6 +7,7 @@ import Testing
 
 /// A FUSE folder for the body, closed after it even when it throws.
 func withDeviceFolder<T>(_ body: (FUSEDeviceFolder) throws -> T) throws -> T {
+    _ = MountLeakCheck.armed
     let folder = try FUSEDeviceFolder(path: "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
     defer { folder.close() }
     return try body(folder)
@@ -60,7 +61,7 @@ func mutate(_ text: String, using generator: inout SeededGenerator) -> String {
     return lines.joined(separator: "\n")
 }
 
-@Suite("Hostile recordings and descriptions")
+@Suite("Hostile recordings and descriptions", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct HostileInputTests {
     /// Hundreds of mutated copies of the bundled and real recordings: each is refused
     /// with a `file:line` error or read; what is read is hosted on a FUSE node, described

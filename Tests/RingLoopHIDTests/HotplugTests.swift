@@ -12,6 +12,7 @@ func withChain<T>(
 ) throws -> T {
     try onFreshThread {
         let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
         let folder = try FUSEDeviceFolder(path: path)
         defer { folder.close() }
         let loop = RingRunLoop.current
@@ -28,7 +29,7 @@ func withChain<T>(
     }
 }
 
-@Suite("Hotplug, removal and dropped events")
+@Suite("Hotplug, removal and dropped events", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct HotplugTests {
     @Test("A keyboard removed with a key held: the client sees added, events, a release, removed", arguments: HIDEventSystem.Shape.allCases)
     func keyboardVanishes(shape: HIDEventSystem.Shape) throws {
@@ -145,6 +146,7 @@ extension HotplugTests {
         let recording = try loadRecording("power-button")
         try onFreshThread {
             let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
             let folder = try FUSEDeviceFolder(path: path)
             defer { folder.close() }
             let loop = RingRunLoop.current

@@ -5,13 +5,14 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
-@Suite("Key repeat, LEDs and async events")
+@Suite("Key repeat, LEDs and async events", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct OutputAndRepeatTests {
     @Test("Key repeat by loop timers replaces the kernel's, and stops when the key goes up")
     func keyRepeat() throws {
         let recording = try loadRecording("keyboard")
         try onFreshThread {
             let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
             let folder = try FUSEDeviceFolder(path: path)
             defer { folder.close() }
             let loop = RingRunLoop.current
@@ -59,6 +60,7 @@ struct OutputAndRepeatTests {
         let recording = try loadRecording("power-button")
         let stream: AsyncStream<HIDEvent> = try onFreshThread {
             let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
             let folder = try FUSEDeviceFolder(path: path)
             defer { folder.close() }
             let loop = RingRunLoop.current
@@ -89,7 +91,7 @@ struct OutputAndRepeatTests {
     }
 }
 
-@Suite("Event-system thread placement")
+@Suite("Event-system thread placement", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct EventThreadPlacementTests {
     @Test("eventThreadCPUs outside the online CPUs is refused at start, naming the valid ones")
     func refused() throws {

@@ -186,7 +186,7 @@ struct DeliveredTally {
     }
 }
 
-@Suite("Real-world recordings through the chain")
+@Suite("Real-world recordings through the chain", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct RealRecordingsChainTests {
     /// Every recording of devices/real, hosted at once as FUSE nodes with the kernel's
     /// buffer sizes, replayed at recorded speed (each from its own start) through the
@@ -204,6 +204,7 @@ struct RealRecordingsChainTests {
         print("corpus chain: \(hosted.count) devices, ThreadSanitizer \(runningUnderThreadSanitizer)")
         let tallies = try onFreshThread { () throws -> ChainRun in
             let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
             let folder = try FUSEDeviceFolder(path: path)
             defer { folder.close() }
             let loop = RingRunLoop.current

@@ -52,7 +52,7 @@ struct HandlerView: Equatable, CustomStringConvertible {
     var description: String { "held \(held.sorted()), touches \(touches.sorted()), switches \(switches.sorted())" }
 }
 
-@Suite("Resync is a difference, in both shapes")
+@Suite("Resync is a difference, in both shapes", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct ResyncTests {
     static let keyboard = try! loadRecording("keyboard")
     static let touchscreen = try! loadRecording("touchscreen-multitouch")
