@@ -20,10 +20,13 @@ struct CommandResult {
 }
 
 /// Runs `ringloop arguments…` from the repository root, with a time limit.
-func runCommand(_ arguments: [String], timeout: TimeInterval = 60) throws -> CommandResult {
+func runCommand(_ arguments: [String], timeout: TimeInterval = 60, environment: [String: String] = [:]) throws -> CommandResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: ringloop)
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    }
     process.currentDirectoryURL = URL(fileURLWithPath: repository)
     let output = Pipe()
     let error = Pipe()
@@ -240,7 +243,15 @@ struct CommandTests {
 extension CommandTests {
     @Test("bench --quick --json on tiny sizes has the documented shape (never the figures)")
     func benchShape() throws {
-        let result = try runCommand(["bench", "--quick", "--json", "--scale", "0.001"], timeout: 180)
+        // Under AddressSanitizer the benchmark's Foundation side leaks inside Foundation
+        // itself: swift-corelibs-foundation's `Timer` keeps itself alive through its
+        // CFRunLoopTimer's context (retained, never released), so every Foundation timer
+        // leaks, and `Process.run` leaks 32 bytes. Those are the baseline being measured,
+        // not this package's code, whose leaks the rest of the suite checks.
+        let underAddressSanitizer = dlsym(nil, "__asan_init") != nil
+        let result = try runCommand(
+            ["bench", "--quick", "--json", "--scale", "0.001"], timeout: 180,
+            environment: underAddressSanitizer ? ["ASAN_OPTIONS": "detect_leaks=0"] : [:])
         #expect(result.status == 0, "\(result.error)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
         let machine = try #require(object["machine"] as? [String: Any])

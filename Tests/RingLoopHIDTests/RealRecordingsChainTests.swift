@@ -201,7 +201,7 @@ struct RealRecordingsChainTests {
             }
         }
         try #require(hosted.count >= 60)
-        print("corpus chain: \(hosted.count) devices, ThreadSanitizer \(runningUnderThreadSanitizer)")
+        print("corpus chain: \(hosted.count) devices, under a sanitizer: \(runningUnderSanitizer)")
         let tallies = try onFreshThread { () throws -> ChainRun in
             let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             _ = MountLeakCheck.armed
@@ -222,10 +222,10 @@ struct RealRecordingsChainTests {
             }
             try system.start()
             var nodes: [(recording: Recording, device: any VirtualInputDevice)] = []
-            // The kernel's buffer sizes; under ThreadSanitizer, which slows the readers about
-            // tenfold, room enough that the sanitizer itself causes no overflow (the run
-            // without it proves the kernel's sizes suffice).
-            let buffer: Int? = runningUnderThreadSanitizer ? 1 << 16 : nil
+            // The kernel's buffer sizes; under a sanitizer, which slows the readers several
+            // times over, room enough that the sanitizer itself causes no overflow (the run
+            // without one proves the kernel's sizes suffice).
+            let buffer: Int? = runningUnderSanitizer ? 1 << 16 : nil
             for (_, recording) in hosted {
                 nodes.append((recording, try folder.addDevice(recording.description!, bufferSize: buffer, appliesFuzz: false)))
             }
@@ -290,8 +290,9 @@ struct RealRecordingsChainTests {
     }
 }
 
-/// Whether this process runs under ThreadSanitizer (its runtime is linked in).
-let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
+/// Whether this process runs under ThreadSanitizer or AddressSanitizer (a runtime is
+/// linked in): both slow the readers several times over.
+let runningUnderSanitizer: Bool = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
 
 /// What one run of the chain over the corpus delivered.
 struct ChainRun {

@@ -149,6 +149,9 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     var readinessPort: PortID?
     /// Readiness reported and not yet performed, OR-ed together (loop thread).
     var pendingReadiness: Int16 = 0
+    /// Why the descriptor could not be watched, when `perform` got `POLLNVAL` because
+    /// arming, re-arming or the poll itself failed (loop thread; `nil` otherwise).
+    public internal(set) var failure: RingError?
 
     /// A source performed whenever `fileDescriptor` reports `events` (default `POLLIN`).
     /// `perform` receives the reported `poll` mask; `POLLNVAL` means the descriptor is

@@ -42,12 +42,12 @@ extension RingRunLoop {
         run(mode: mode, until: .now + duration, returnAfterSourceHandled: returnAfterSourceHandled)
     }
 
-    /// Runs the loop in the default mode until it is stopped or has nothing left to wait
-    /// for (`CFRunLoopRun`). Loop thread only.
+    /// Runs the loop in the default mode until it is stopped, has nothing left to wait
+    /// for (`CFRunLoopRun`), or cannot wait (``RunResult/failed``). Loop thread only.
     public func run() {
         while true {
             let result = run(mode: .default, until: .distantFuture)
-            if result == .stopped || result == .finished { return }
+            if result == .stopped || result == .finished || result == .failed { return }
         }
     }
 
@@ -74,6 +74,7 @@ extension RingRunLoop {
             if deliverPortEvents(state, stopAfterHandle: stopAfterHandle) { handled = true }
             doBlocks(state)
 
+            if consecutiveWaitFailures >= Self.waitFailureLimit { return .failed }
             if handled && stopAfterHandle { return .handledSource }
             if deadline < .now { return .timedOut }
             if run.stopped.load(ordering: .acquiring) { return .stopped }
@@ -96,8 +97,15 @@ extension RingRunLoop {
                 }
                 try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds)
             }
+            consecutiveWaitFailures = 0
         } catch {
-            Self.logger.error("wait failed: \(error)")
+            // A failure is reported, and a run that cannot wait ends (``RunResult/failed``)
+            // after a few tries instead of spinning on an error.
+            consecutiveWaitFailures += 1
+            lastError = error
+            if consecutiveWaitFailures == 1 || consecutiveWaitFailures == Self.waitFailureLimit {
+                Self.logger.error("wait failed (\(consecutiveWaitFailures) in a row): \(error)")
+            }
         }
         while let event = core.nextEvent() { route(event) }
     }
@@ -245,8 +253,9 @@ extension RingRunLoop {
             guard let source = readinessSources[id] else { return }
             if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
             source.pendingReadiness |= events
-        case .failure(let id, _):
+        case .failure(let id, let error):
             guard let source = readinessSources[id] else { return }
+            source.failure = error
             if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
             source.pendingReadiness |= Int16(POLLNVAL)
         case .message(let port, let message):

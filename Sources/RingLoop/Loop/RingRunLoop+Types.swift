@@ -63,6 +63,9 @@ extension RingRunLoop {
         case timedOut = 3
         /// A source was handled and the run was asked to return after one.
         case handledSource = 4
+        /// The loop could not wait: its ring failed eight times in a row
+        /// (``RingRunLoop/lastError`` says why). Not a result CFRunLoop has.
+        case failed = 5
 
         public var description: String {
             switch self {
@@ -70,6 +73,7 @@ extension RingRunLoop {
             case .stopped: "stopped"
             case .timedOut: "timedOut"
             case .handledSource: "handledSource"
+            case .failed: "failed"
             }
         }
     }

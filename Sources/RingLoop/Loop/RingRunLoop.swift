@@ -109,6 +109,13 @@ public final class RingRunLoop: @unchecked Sendable {
 
     var core: WaitCore?
     private var coreError: RingError?
+    /// Waits that failed in a row; reset by one that succeeds.
+    var consecutiveWaitFailures = 0
+    /// A run that cannot wait this many times in a row ends with ``RunResult/failed``.
+    static let waitFailureLimit = 8
+    /// The last error of the loop's wait (loop thread): why a run ended with
+    /// ``RunResult/failed``.
+    public internal(set) var lastError: RingError?
     private var modeTable: [Mode: ModeState] = [:]
     private var modeList: [ModeState] = []
     private var commonModeSet: Set<Mode> = [.default]
@@ -503,8 +510,12 @@ public final class RingRunLoop: @unchecked Sendable {
                 source.readinessPort = id
                 readinessSources[id] = source
             } catch {
+                // The source stays in the mode and learns it at its next perform, as for a
+                // descriptor that fails later: `POLLNVAL`, with the error in `failure`.
                 Self.logger.error("cannot watch descriptor \(fd): \(error)")
-                return false
+                source.failure = error
+                if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
+                source.pendingReadiness |= Int16(POLLNVAL)
             }
         case .messages(let port):
             guard port.inbox === inbox else {

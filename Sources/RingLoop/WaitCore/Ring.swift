@@ -56,6 +56,38 @@ struct Completion: Sendable, Hashable {
     var hasMore: Bool { flags & UInt32(IORING_CQE_F_MORE) != 0 }
 }
 
+/// Failures a test makes the ring's system calls report, as swift-system and swift-nio
+/// mock theirs: each call takes the next queued result (a negated errno) instead of
+/// entering the kernel. Confined to the ring's thread, like the ring.
+final class RingFaults {
+    /// The calls that can be made to fail.
+    enum Call: Hashable {
+        /// `io_uring_enter` handing over submissions (`submit`).
+        case submit
+        /// `io_uring_enter` waiting for completions (`submitAndWait`).
+        case wait
+        /// `io_uring_get_sqe`: a result queued here makes the submission queue look full.
+        case getSubmission
+    }
+
+    private var queued: [Call: [Int32]] = [:]
+    /// Calls that took an injected result.
+    private(set) var injectedCount = 0
+
+    /// Makes the next calls of `call` report `errno` values, in order (`count` times each).
+    func fail(_ call: Call, with errnos: Int32..., count: Int = 1) {
+        for errno in errnos { queued[call, default: []] += Array(repeating: -errno, count: count) }
+    }
+
+    func take(_ call: Call) -> Int32? {
+        guard var results = queued[call], !results.isEmpty else { return nil }
+        let result = results.removeFirst()
+        queued[call] = results
+        injectedCount += 1
+        return result
+    }
+}
+
 /// Owns one io_uring: the only type that touches liburing's `struct io_uring`.
 ///
 /// Thread rules: confined to the thread that created it (the ring is set up with
@@ -64,6 +96,8 @@ struct Completion: Sendable, Hashable {
 final class Ring {
     /// liburing's ring state; allocated once so its address never moves.
     private let ring: UnsafeMutablePointer<io_uring>
+    /// Failures injected by tests (`nil`: every call reaches the kernel).
+    var faults: RingFaults?
     /// Scratch array for `io_uring_peek_batch_cqe`.
     private let batch: UnsafeMutablePointer<UnsafeMutablePointer<io_uring_cqe>?>
     private let batchCapacity: UInt32
@@ -147,9 +181,9 @@ final class Ring {
     /// Returns a free submission entry, handing the queued ones to the kernel first when
     /// the submission queue is full. The caller fills it in before the next call.
     func nextSubmission() throws(RingError) -> UnsafeMutablePointer<io_uring_sqe> {
-        if let sqe = io_uring_get_sqe(ring) { return sqe }
+        if faults?.take(.getSubmission) == nil, let sqe = io_uring_get_sqe(ring) { return sqe }
         try submit()
-        if let sqe = io_uring_get_sqe(ring) { return sqe }
+        if faults?.take(.getSubmission) == nil, let sqe = io_uring_get_sqe(ring) { return sqe }
         throw RingError(operation: "io_uring_get_sqe", errno: EBUSY)
     }
 
@@ -159,7 +193,7 @@ final class Ring {
         enterCount &+= 1
         var result: Int32
         repeat {
-            result = io_uring_submit_and_get_events(ring)
+            result = faults?.take(.submit) ?? io_uring_submit_and_get_events(ring)
         } while result == -EINTR
         if result < 0 { throw RingError(operation: "io_uring_submit", negatedErrno: result) }
     }
@@ -197,7 +231,9 @@ final class Ring {
         enterCount &+= 1
         var cqe: UnsafeMutablePointer<io_uring_cqe>?
         let result: Int32
-        if deadline == .distantFuture {
+        if let injected = faults?.take(.wait) {
+            result = injected
+        } else if deadline == .distantFuture {
             result = io_uring_submit_and_wait(ring, 1)
         } else if waitTakesAbsoluteDeadline {
             // The kernel arms its timer for the deadline itself: no clock read here, and

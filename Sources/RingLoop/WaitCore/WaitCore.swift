@@ -60,6 +60,12 @@ final class WaitCore {
     private var inboxSpare: Deque<MessageInbox.Entry> = []
     private let ownsInbox: Bool
     private var events: Deque<PortEvent> = []
+    /// Work that a failed system call left undone, retried before every wait: the
+    /// eventfd wake-up poll to arm again, removals to ask again. Until it succeeds every
+    /// wait throws, so a failure is never silent (cross-thread wake-ups would stop; a
+    /// slot would stay "cancelling" for good).
+    private var wakeUpNeedsArming = false
+    private var cancellationsToRetry: [PortID] = []
 
     /// Waits that slept in the kernel (returned because of a completion, a wake-up or
     /// the deadline). Polls that did not block are not counted.
@@ -169,7 +175,15 @@ final class WaitCore {
                 return
             }
             slots[Int(id.slot)].state = .cancelling
-            try submitCancellation(id)
+            do {
+                try submitCancellation(id)
+            } catch {
+                // The slot stays "cancelling"; the removal is asked again before the next
+                // wait (which reports the failure until it goes through).
+                cancellationsToRetry.append(id)
+                events.removeAll { $0.port == id }
+                throw error
+            }
             // Hand the cancellation to the kernel now rather than at the next wait: until
             // it runs, the poll holds a reference to the file, and a caller that closes
             // the descriptor next expects the file to be released (a FUSE or device node
@@ -204,6 +218,7 @@ final class WaitCore {
     /// wake-up system call for the sender, and none of the machine's wake-up latency.
     @discardableResult
     func wait(until deadline: MonotonicInstant, spin: UInt64 = 0) throws(RingError) -> Bool {
+        try finishUndoneWork()
         if !events.isEmpty {
             try poll()
             return false
@@ -216,9 +231,9 @@ final class WaitCore {
         if signal.prepareToSleep() {
             defer { signal.didWake() }
             sleepCount &+= 1
-            _ = try waitingInKernel(until: deadline)
+            try retryingWhenBusy { () throws(RingError) in _ = try waitingInKernel(until: deadline) }
         } else {
-            try ring.submitIfNeeded()
+            try retryingWhenBusy { () throws(RingError) in _ = try ring.submitIfNeeded() }
         }
         let harvested = collect()
         return harvested == 0 && MonotonicInstant.now >= deadline
@@ -256,8 +271,34 @@ final class WaitCore {
     /// Submits what is queued and harvests what is ready, without sleeping. Makes no
     /// system call when nothing is queued and the kernel flags no pending work.
     func poll() throws(RingError) {
-        try ring.submitIfNeeded()
+        try finishUndoneWork()
+        try retryingWhenBusy { () throws(RingError) in _ = try ring.submitIfNeeded() }
         collect()
+    }
+
+    /// Runs a call into the kernel; when it reports `EBUSY` (completions overflowed and
+    /// could not all be flushed) or `EAGAIN` (no resources for the request just now),
+    /// harvests what is ready — which makes room — and tries once more, unless what was
+    /// harvested is already something to return with.
+    private func retryingWhenBusy(_ call: () throws(RingError) -> Void) throws(RingError) {
+        do {
+            try call()
+        } catch let error where error.errno == .resourceBusy || error.errno == .resourceTemporarilyUnavailable {
+            if collect() > 0 { return }
+            try call()
+        }
+    }
+
+    /// Arms the wake-up poll and asks for removals a failed call left undone.
+    private func finishUndoneWork() throws(RingError) {
+        if wakeUpNeedsArming {
+            try signal.armEventFDPoll(on: ring)
+            wakeUpNeedsArming = false
+        }
+        while let id = cancellationsToRetry.first {
+            if isCurrent(id), case .cancelling = slots[Int(id.slot)].state { try submitCancellation(id) }
+            cancellationsToRetry.removeFirst()
+        }
     }
 
     /// The next harvested event, in arrival order.
@@ -285,8 +326,9 @@ final class WaitCore {
         switch tag.kind {
         case .wakeUp:
             if signal.mechanism == .eventFD, !completion.hasMore {
-                // The kernel ended the eventfd's multishot poll; arm it again.
-                try? signal.armEventFDPoll(on: ring)
+                // The kernel ended the eventfd's multishot poll; arm it again (before the
+                // next wait if this fails: until then every wait reports the failure).
+                do { try signal.armEventFDPoll(on: ring) } catch { wakeUpNeedsArming = true }
             }
         case .readiness:
             let id = PortID(slot: tag.slot, generation: tag.generation)
@@ -316,7 +358,7 @@ final class WaitCore {
             let id = PortID(slot: tag.slot, generation: tag.generation)
             guard completion.result == -EALREADY, isCurrent(id), case .cancelling = slots[Int(id.slot)].state
             else { return }
-            try? submitCancellation(id)
+            do { try submitCancellation(id) } catch { cancellationsToRetry.append(id) }
         case .messageSent, nil:
             return
         }
