@@ -83,12 +83,15 @@ let package = Package(
             path: "tools/ringloop"
         ),
 
-        .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing"]),
+        // Test helpers shared by the test targets (child processes without Foundation's
+        // Process, which leaks inside itself).
+        .target(name: "RingLoopTestSupport", path: "Tests/RingLoopTestSupport"),
+        .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport"]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
         // The `ringloop` command, run as a subprocess.
-        .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices"]),
+        .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopTestSupport"]),
         .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
@@ -97,6 +100,7 @@ let package = Package(
             pkgConfig: "evemu",
             providers: [.apt(["libevemu-dev"])]
         ),
-        .testTarget(name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev", "CEvemu"]),
+        .testTarget(
+            name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices
@@ -21,47 +22,12 @@ struct CommandResult {
 
 /// Runs `ringloop arguments…` from the repository root, with a time limit.
 func runCommand(_ arguments: [String], timeout: TimeInterval = 60, environment: [String: String] = [:]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: ringloop)
-    process.arguments = arguments
-    if !environment.isEmpty {
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    }
-    process.currentDirectoryURL = URL(fileURLWithPath: repository)
-    let output = Pipe()
-    let error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    let deadline = Date(timeIntervalSinceNow: timeout)
-    // Read while it runs, so a full pipe never blocks it.
-    final class Collected: @unchecked Sendable {
-        // @unchecked: each field is written by one reader, read after the group waits.
-        var out = Data()
-        var err = Data()
-    }
-    let collected = Collected()
-    let group = DispatchGroup()
-    group.enter()
-    DispatchQueue.global().async {
-        collected.out = output.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }
-    group.enter()
-    DispatchQueue.global().async {
-        collected.err = error.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning {
-        process.interrupt()
+    let child = try Spawned(ringloop, arguments, directory: repository, environment: environment)
+    if child.wait(timeout: .milliseconds(Int(timeout * 1000))) == nil {
         Issue.record("ringloop \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
     }
-    process.waitUntilExit()
-    group.wait()
-    return CommandResult(
-        status: process.terminationStatus, output: String(decoding: collected.out, as: UTF8.self),
-        error: String(decoding: collected.err, as: UTF8.self))
+    let status = child.finish(timeout: .zero)
+    return CommandResult(status: status, output: child.output, error: child.error)
 }
 
 let bundled = (try? FileManager.default.contentsOfDirectory(atPath: repository + "/devices"))?
@@ -114,26 +80,16 @@ struct CommandTests {
     @Test("record of a replayed virtual device round-trips the description")
     func recordRoundTrip() throws {
         let mount = "/tmp/ringloop-cmdtest-\(getpid())"
-        let replay = Process()
-        replay.executableURL = URL(fileURLWithPath: ringloop)
-        replay.arguments = ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3", "--keep"]
-        replay.currentDirectoryURL = URL(fileURLWithPath: repository)
-        let output = Pipe()
-        replay.standardOutput = output
-        replay.standardError = FileHandle.nullDevice
-        try replay.run()
+        let replay = try Spawned(
+            ringloop, ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3", "--keep"],
+            directory: repository)
         defer {
-            replay.interrupt()
-            replay.waitUntilExit()
+            replay.signal(SIGINT)
+            replay.finish()
         }
         // The node path comes first.
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let node = String(decoding: line, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        #expect(replay.waitFor("\n"))
+        let node = replay.output.split(separator: "\n").first.map(String.init) ?? ""
         #expect(node.hasPrefix(mount + "/event"), "\(node)")
         let out = mount + "-recorded.evemu"
         let record = try runCommand(["record", node, "-o", out, "--duration", "7"])
@@ -146,9 +102,8 @@ struct CommandTests {
         #expect(recorded.events.map(\.value) == original.events.map(\.value))
         unlink(out)
         // Interrupting the replay unmounts the folder.
-        replay.interrupt()
-        replay.waitUntilExit()
-        #expect(replay.terminationStatus == 0)
+        replay.signal(SIGINT)
+        #expect(replay.finish() == 0)
         #expect(access(node, F_OK) != 0, "the node is gone after Ctrl-C")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RingLoopTestSupport
 import Testing
 
 /// A mount point of this machine's mount table, if `path` is one.
@@ -20,84 +21,16 @@ func eventually(_ timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
 /// Whether `stat` on `path` returns within `timeout` (in a child: a stat that hangs on a
 /// dead FUSE server must not take the test with it).
 func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/stat")
-    process.arguments = [path]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return false }
-    let done = eventually(timeout) { !process.isRunning }
-    if !done { kill(process.processIdentifier, SIGKILL) }
+    guard let child = try? Spawned("/usr/bin/stat", [path]) else { return false }
+    let done = child.wait(timeout: .milliseconds(Int(timeout * 1000))) != nil
+    child.finish(timeout: .zero)
     return done
 }
 
 /// A `ringloop` started with every signal at its default action (whatever this test
-/// process inherited), its standard output read line by line.
-final class Child: @unchecked Sendable {
-    // @unchecked: `lines` is written by the reading thread and read under `lock`.
-    let process = Process()
-    private let lock = NSLock()
-    private var lines: [String] = []
-    private(set) var errorOutput = Data()
-
-    init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["--default-signal", ringloop] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: repository)
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        Thread.detachNewThread { [self] in
-            var buffer = Data()
-            while true {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    lock.lock()
-                    lines.append(line)
-                    lock.unlock()
-                }
-            }
-        }
-        Thread.detachNewThread { [self] in
-            while true {
-                let chunk = error.fileHandleForReading.availableData
-                if chunk.isEmpty { return }
-                lock.lock()
-                errorOutput.append(chunk)
-                lock.unlock()
-            }
-        }
-    }
-
-    func waitForError(containing text: String, timeout: TimeInterval = 20) -> Bool {
-        eventually(timeout) {
-            lock.lock()
-            defer { lock.unlock() }
-            return String(decoding: errorOutput, as: UTF8.self).contains(text)
-        }
-    }
-
-    func waitForLine(containing text: String, timeout: TimeInterval = 20) -> Bool {
-        eventually(timeout) {
-            lock.lock()
-            defer { lock.unlock() }
-            return lines.contains { $0.contains(text) }
-        }
-    }
-
-    var exited: Bool { !process.isRunning }
-
-    /// Kills what is left (at the end of a test).
-    func finish() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+/// process inherited).
+func startRingloop(_ arguments: [String]) throws -> Spawned {
+    try Spawned(ringloop, arguments, directory: repository)
 }
 
 @Suite("Nothing hangs when a process that hosts and reads virtual devices is ended", .enabled(if: FUSEHere.usable, FUSEHere.missing))
@@ -111,11 +44,11 @@ struct FaultTests {
         arguments: [("KILL", SIGKILL), ("HUP", SIGHUP), ("TERM", SIGTERM), ("crash", SIGUSR1)])
     func killedHost(_ name: String, _ signal: Int32) throws {
         let mount = "/tmp/ringloop-fault-\(getpid())-\(name)"
-        let child = try Child(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
-        defer { child.finish() }
-        try #require(child.waitForLine(containing: "ready"), "the host never got ready")
+        let child = try startRingloop(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
+        defer { child.finish(timeout: .seconds(5)) }
+        try #require(child.waitFor("ready"), "the host never got ready")
         #expect(isMounted(mount))
-        kill(child.process.processIdentifier, signal)  // SIGUSR1: it writes through a null pointer
+        child.signal(signal)  // SIGUSR1: it writes through a null pointer
         #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
         #expect(eventually(2) { !isMounted(mount) }, "\(name): the mount is left")
         #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
@@ -128,16 +61,16 @@ struct FaultTests {
     @Test("SIGQUIT to a host-and-reader: the backtrace completes, the folder is detached, nothing hangs")
     func quitHost() throws {
         let mount = "/tmp/ringloop-fault-\(getpid())-QUIT"
-        let child = try Child(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
-        defer { child.finish() }
-        try #require(child.waitForLine(containing: "ready"))
-        kill(child.process.processIdentifier, SIGQUIT)
+        let child = try startRingloop(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
+        defer { child.finish(timeout: .seconds(5)) }
+        try #require(child.waitFor("ready"))
+        child.signal(SIGQUIT)
         #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))
         // The backtrace completes (it suspended every thread; none was left waiting).
-        #expect(child.waitForError(containing: "done ***", timeout: 10), "the backtrace never completed")
+        #expect(child.waitFor("done ***", inError: true, timeout: .seconds(10)), "the backtrace never completed")
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
-        kill(child.process.processIdentifier, SIGKILL)
+        child.signal(SIGKILL)
         #expect(eventually(2) { child.exited })
     }
 
@@ -148,25 +81,24 @@ struct FaultTests {
         arguments: [("INT", SIGINT), ("TERM", SIGTERM), ("HUP", SIGHUP), ("QUIT", SIGQUIT)])
     func commandSignals(_ name: String, _ signal: Int32) throws {
         // The lid switch's two frames are 1.5 s apart; at 0.001× the gap is 25 minutes.
-        let child = try Child(["monitor", "devices/lid-switch.evemu", "--json", "--speed", "0.001"])
-        defer { child.finish() }
-        try #require(child.waitForLine(containing: "switchChanged"), "\(String(decoding: child.errorOutput, as: UTF8.self))")
-        let mount = "/tmp/ringloop-monitor-\(child.process.processIdentifier)"
+        let child = try startRingloop(["monitor", "devices/lid-switch.evemu", "--json", "--speed", "0.001"])
+        defer { child.finish(timeout: .seconds(5)) }
+        try #require(child.waitFor("switchChanged"), "\(child.error)")
+        let mount = "/tmp/ringloop-monitor-\(child.pid)"
         #expect(isMounted(mount))
-        kill(child.process.processIdentifier, signal)
+        child.signal(signal)
         #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
-        child.finish()
-        #expect(child.process.terminationReason == .exit && child.process.terminationStatus == 0, "\(name): \(child.process.terminationStatus)")
+        #expect(child.status == 0, "\(name): exit status \(String(describing: child.status))")
         #expect(!isMounted(mount), "\(name): the mount is left")
     }
 
     @Test("monitor killed with SIGKILL leaves no mount behind")
     func commandKilled() throws {
-        let child = try Child(["monitor", "devices/lid-switch.evemu", "--json", "--speed", "0.001"])
-        defer { child.finish() }
-        try #require(child.waitForLine(containing: "switchChanged"))
-        let mount = "/tmp/ringloop-monitor-\(child.process.processIdentifier)"
-        kill(child.process.processIdentifier, SIGKILL)
+        let child = try startRingloop(["monitor", "devices/lid-switch.evemu", "--json", "--speed", "0.001"])
+        defer { child.finish(timeout: .seconds(5)) }
+        try #require(child.waitFor("switchChanged"))
+        let mount = "/tmp/ringloop-monitor-\(child.pid)"
+        child.signal(SIGKILL)
         #expect(eventually(2) { child.exited })
         #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))

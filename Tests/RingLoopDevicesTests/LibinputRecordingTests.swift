@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RingLoop
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices
@@ -129,14 +130,8 @@ struct LibinputToolTests {
             ]
             let ours = nodes.map { open($0.path, O_RDONLY | O_NONBLOCK) }
             defer { ours.forEach { close($0) } }
-            let process = Process()
-            // Through env: SIGINT must have its default action for libinput record's
-            // signalfd to see it, even if this process was started with it ignored.
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["--default-signal=INT", Self.tool, "record", "--show-keycodes", "-o", output] + nodes.map(\.path)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            // Spawned with default signal actions: libinput record's signalfd must see SIGINT.
+            let process = try Spawned(Self.tool, ["record", "--show-keycodes", "-o", output] + nodes.map(\.path))
             // Replay once libinput has both nodes open (each has our reader and its), and
             // keeps them: it opens each node more than once while it starts.
             let deadline = MonotonicInstant.now + .seconds(10)
@@ -153,14 +148,9 @@ struct LibinputToolTests {
             try #require(nodes.allSatisfy { $0.clientCount >= 2 }, "libinput record never opened the nodes: \(nodes.map(\.clientCount))")
             try Replay.play([(touchpad, nodes[0]), (keyboard, nodes[1])], timeline: .eachFromItsStart, speed: .scaled(4))
             usleep(300_000)
-            process.interrupt()  // SIGINT: libinput record finishes its file and exits
-            let stopBy = MonotonicInstant.now + .seconds(10)
-            while process.isRunning && MonotonicInstant.now < stopBy { usleep(10_000) }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                Issue.record("libinput record did not stop on SIGINT")
-            }
-            process.waitUntilExit()
+            process.signal(SIGINT)  // libinput record finishes its file and exits
+            if process.wait(timeout: .seconds(10)) == nil { Issue.record("libinput record did not stop on SIGINT") }
+            process.finish(timeout: .zero)
             let delivered = ours.map { readEvents($0).map { [Int($0.type), Int($0.code), Int($0.value)] } }
             let recordings = try Recording.loadAll(contentsOf: output)
             try #require(recordings.count == 2)

@@ -1,21 +1,15 @@
 import CLibEvdev
 import Foundation
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices
 
 /// Runs a program and returns its standard output, or `nil` if it failed to run or
-/// exited non-zero (its standard error is passed through).
+/// exited non-zero.
 func runProgram(_ path: String, _ arguments: [String]) -> String? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    do { try process.run() } catch { return nil }
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    guard let child = try? Spawned(path, arguments) else { return nil }
+    return child.finish() == 0 ? child.output : nil
 }
 
 /// The `L:` and `S:` lines of an evemu file, read by the simplest reading there is.

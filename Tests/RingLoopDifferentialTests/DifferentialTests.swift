@@ -234,6 +234,7 @@ let scenarios: [Scenario] = [
         d.add(s, "default")
         d.signal(s)
         _ = d.run(milliseconds: 1000)
+        box.withLock { $0 = nil }  // the box holds the item whose closure holds the box
     },
     Scenario("a source invalidated by another source's perform does not perform", contains: ["source a"], excludes: ["source b"]) { d in
         let b = d.source("b", order: 1)
@@ -259,6 +260,7 @@ let scenarios: [Scenario] = [
         box.withLock { $0 = t }
         d.add(t, "default")
         _ = d.run(milliseconds: 3000)
+        box.withLock { $0 = nil }  // the box holds the item whose closure holds the box
     },
     Scenario("a run with a deadline already passed makes one pass", contains: ["observer o exit", "run default → timedOut"], excludes: ["observer o beforeWaiting"]) { d in
         d.add(d.source("keep"), "default")
@@ -314,6 +316,7 @@ let scenarios: [Scenario] = [
                 d.trace.record("future \(d.nextFireIsInFuture(r))")
             }, "default")
         _ = d.run(milliseconds: 5000)
+        box.withLock { $0 = nil }  // the box holds the item whose closure holds the box
     },
     Scenario("a timer fires at most once per pass", contains: ["timer r"]) { d in
         let fires = Atomic<Int>(0)
@@ -326,6 +329,7 @@ let scenarios: [Scenario] = [
         d.add(d.observer("o", [.beforeTimers]), "default")
         usleep(20_000)  // ten intervals overdue
         _ = d.run(milliseconds: 5000)
+        box.withLock { $0 = nil }  // the box holds the item whose closure holds the box
     },
     Scenario("running the common pseudo-mode finishes", contains: ["run common → finished"]) { d in
         d.add(d.source("keep"), "common")

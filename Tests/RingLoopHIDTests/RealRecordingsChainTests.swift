@@ -212,7 +212,7 @@ struct RealRecordingsChainTests {
             var byDevice: [HIDDeviceID: DeliveredTally] = [:]
             var pathOf: [HIDDeviceID: String] = [:]
             var attached = 0
-            system.addHandler { event in
+            system.addHandler { [unowned system] event in
                 if event.kind == .deviceAdded {
                     attached += 1
                     pathOf[event.device] = system.device(event.device)?.path

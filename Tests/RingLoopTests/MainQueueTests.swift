@@ -1,4 +1,5 @@
 import Foundation
+import RingLoopTestSupport
 import Testing
 
 /// The main loop must run on the main thread, which the test runner owns, so the check
@@ -18,18 +19,12 @@ struct MainQueueTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: executable.path),
             "build the command first (swift build): \(executable.path)")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["doctor", "--json"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let process = try Spawned(executable.path, ["doctor", "--json"])
+        let status = process.finish()
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(process.output.utf8)) as? [String: Any])
         #expect(report["mainQueueServiced"] as? Bool == true)
         #expect(report["mainActorServiced"] as? Bool == true)
         #expect(report["waitCoreError"] == nil)
-        #expect(process.terminationStatus == 0)
+        #expect(status == 0)
     }
 }

@@ -118,6 +118,8 @@ public final class HIDEventSystem {
     private var dispatchSource: LoopSource?
     private var handlers: [(token: HIDHandlerToken, filter: Filter, body: (HIDEvent) -> HIDHandlerResult, active: Bool)] = []
     private var nextToken: UInt64 = 1
+    /// Finishes each stream made by ``events(kinds:deviceClasses:buffer:)`` (at stop).
+    private var streamFinishers: [() -> Void] = []
     private var dispatching = false
     private var lastLateLog = MonotonicInstant(nanoseconds: 0)
     private let deviceTable = DeviceTable()
@@ -285,7 +287,11 @@ public final class HIDEventSystem {
         return answer.withLock { $0 }
     }
 
-    /// Detaches every device (clients see releases, cancels and removals) and stops.
+    /// Detaches every device (clients see releases, cancels and removals) and stops. Then
+    /// releases every handler and finishes every ``events(kinds:deviceClasses:buffer:)``
+    /// stream: a stopped system keeps nothing of its client's alive (a handler that
+    /// captures the system does not keep it alive for ever). Add handlers again after a
+    /// new ``start()``.
     public func stop() {
         if let monitor {
             monitor.stop()
@@ -310,6 +316,14 @@ public final class HIDEventSystem {
         forwardSource = nil
         dispatchSource?.invalidate()
         dispatchSource = nil
+        let finishers = streamFinishers
+        streamFinishers = []
+        for finish in finishers { finish() }
+        if dispatching {
+            for index in handlers.indices { handlers[index].active = false }
+        } else {
+            handlers.removeAll()
+        }
     }
 
     // MARK: The chain
@@ -508,6 +522,7 @@ public final class HIDEventSystem {
         let (stream, continuation) = AsyncStream.makeStream(of: HIDEvent.self, bufferingPolicy: .bufferingNewest(buffer))
         let ended = StreamEnd()
         continuation.onTermination = { _ in ended.flag.store(true, ordering: .releasing) }
+        streamFinishers.append { continuation.finish() }
         var token: HIDHandlerToken?
         token = addHandler(kinds: kinds, deviceClasses: deviceClasses) { [unowned self] event in
             if ended.flag.load(ordering: .acquiring) {

@@ -1,0 +1,170 @@
+import Glibc
+import Synchronization
+
+/// A child process for tests, started with `posix_spawn`: every signal at its default
+/// action and none blocked (whatever this process inherited — a shell may start tests
+/// with SIGINT ignored), standard output and error read as they come, nothing leaked
+/// (Foundation's `Process` leaks inside itself, which AddressSanitizer reports).
+public final class Spawned: @unchecked Sendable {
+    // @unchecked: `output` and `error` are appended by the reading threads and read
+    // under `lock`; the rest is set once.
+    public let pid: pid_t
+    private let lock = Mutex<(output: [UInt8], error: [UInt8], status: Int32?)>(([], [], nil))
+    private var readers: [pthread_t] = []
+
+    /// Starts `path` with `arguments` (not including the program name) in `directory`,
+    /// with `environment` added to this process's.
+    public init(_ path: String, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:]) throws {
+        var outPipe: [Int32] = [0, 0]
+        var errPipe: [Int32] = [0, 0]
+        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw SpawnError(errno: errno) }
+        for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t()
+        sigfillset(&all)
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var env: [String: String] = [:]
+        var current = environ
+        while let entry = current.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") { env[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
+            current += 1
+        }
+        env.merge(environment) { _, new in new }
+        // A working directory through env(1), which changes to it and runs the program.
+        let command = directory.map { ["/usr/bin/env", "--chdir=\($0)", path] } ?? [path]
+        let argv = (command + arguments).map { strdup($0) } + [nil]
+        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, command[0], &actions, &attributes, argv, envp)
+        close(outPipe[1])
+        close(errPipe[1])
+        guard result == 0 else {
+            close(outPipe[0])
+            close(errPipe[0])
+            throw SpawnError(errno: result)
+        }
+        pid = child
+        readers = [startReader(outPipe[0], error: false), startReader(errPipe[0], error: true)]
+    }
+
+    private func startReader(_ fd: Int32, error: Bool) -> pthread_t {
+        final class Context {
+            let spawned: Spawned
+            let fd: Int32
+            let error: Bool
+            init(_ spawned: Spawned, _ fd: Int32, _ error: Bool) {
+                self.spawned = spawned
+                self.fd = fd
+                self.error = error
+            }
+        }
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(Context(self, fd, error)).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            let context = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Context
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(context.fd, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                context.spawned.lock.withLock { state in
+                    if context.error { state.error += buffer[0..<count] } else { state.output += buffer[0..<count] }
+                }
+            }
+            close(context.fd)
+            return nil
+        }, context)
+        return thread
+    }
+
+    /// Standard output so far.
+    public var output: String { lock.withLock { String(decoding: $0.output, as: UTF8.self) } }
+    /// Standard error so far.
+    public var error: String { lock.withLock { String(decoding: $0.error, as: UTF8.self) } }
+
+    /// The exit status (`WEXITSTATUS`, or 128 + the signal that killed it) once it ended,
+    /// without waiting; `nil` while it runs.
+    public var status: Int32? {
+        if let status = lock.withLock({ $0.status }) { return status }
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+        let status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        lock.withLock { $0.status = status }
+        return status
+    }
+
+    /// Whether it ended (and was reaped).
+    public var exited: Bool { status != nil }
+
+    /// The signal that killed it, if a signal did.
+    public func killedBy(_ signal: Int32) -> Bool { status == 128 + signal }
+
+    /// Waits up to `timeout` for it to end; its status, or `nil` if it still runs.
+    @discardableResult
+    public func wait(timeout: Duration) -> Int32? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if let status { return status }
+            usleep(5_000)
+        }
+        return status
+    }
+
+    /// Waits for it to end and for its output to be read (SIGKILL after `timeout`).
+    @discardableResult
+    public func finish(timeout: Duration = .seconds(60)) -> Int32 {
+        if wait(timeout: timeout) == nil {
+            kill(pid, SIGKILL)
+            while status == nil { usleep(5_000) }
+        }
+        for reader in readers { pthread_join(reader, nil) }
+        readers = []
+        return status!
+    }
+
+    public func signal(_ signal: Int32) { kill(pid, signal) }
+
+    /// Waits until standard output (or error) holds `text`; whether it came.
+    public func waitFor(_ text: String, inError: Bool = false, timeout: Duration = .seconds(20)) -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if (inError ? error : output).contains(text) { return true }
+            usleep(5_000)
+        }
+        return false
+    }
+
+    deinit {
+        if lock.withLock({ $0.status }) == nil {
+            kill(pid, SIGKILL)
+            var raw: Int32 = 0
+            waitpid(pid, &raw, 0)
+        }
+        for reader in readers { pthread_join(reader, nil) }
+    }
+}
+
+public struct SpawnError: Error, CustomStringConvertible {
+    public var errno: Int32
+    public var description: String { "spawn failed: \(String(cString: strerror(errno)))" }
+}
