@@ -83,6 +83,14 @@ let package = Package(
             path: "tools/ringloop"
         ),
 
+        // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs
+        // them; a plain build links them as programs that do nothing).
+        .executableTarget(name: "FuzzEvemuReader", dependencies: ["RingLoopDevices"], path: "Fuzz/EvemuReader"),
+        .executableTarget(name: "FuzzLibinputReader", dependencies: ["RingLoopDevices"], path: "Fuzz/LibinputReader"),
+        .executableTarget(
+            name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"], path: "Fuzz/FrameDecoder"),
+        .executableTarget(name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "CLibEvdev"], path: "Fuzz/DeviceNode"),
+
         // Test helpers shared by the test targets (child processes without Foundation's
         // Process, which leaks inside itself).
         .target(name: "RingLoopTestSupport", path: "Tests/RingLoopTestSupport"),

@@ -3,6 +3,7 @@
 // entry point and counts. Linked only into the ringloop command. Under a sanitizer,
 // which interposes malloc itself, counting is off (ringloop_malloc_counting() is 0).
 #include <stdatomic.h>
+#include <malloc.h>
 #include <stddef.h>
 #include "CMallocCounter.h"
 
@@ -41,4 +42,13 @@ int ringloop_malloc_counting(void) { return 0; }
 
 unsigned long ringloop_malloc_count(void) {
     return atomic_load_explicit(&allocations, memory_order_relaxed);
+}
+
+long ringloop_heap_in_use(void) {
+#ifdef RINGLOOP_SANITIZED
+    return -1;
+#else
+    struct mallinfo2 info = mallinfo2();
+    return (long)(info.uordblks + info.hblkhd);
+#endif
 }

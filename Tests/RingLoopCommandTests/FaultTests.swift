@@ -68,7 +68,9 @@ struct FaultTests {
         #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))
         // The backtrace completes (it suspended every thread; none was left waiting).
-        #expect(child.waitFor("done ***", inError: true, timeout: .seconds(10)), "the backtrace never completed")
+        // Symbolicating a sanitizer build's threads takes far longer.
+        #expect(
+            child.waitFor("done ***", inError: true, timeout: .seconds(underSanitizer ? 90 : 10)), "the backtrace never completed")
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
         child.signal(SIGKILL)
         #expect(eventually(2) { child.exited })

@@ -11,10 +11,30 @@ public final class Spawned: @unchecked Sendable {
     public let pid: pid_t
     private let lock = Mutex<(output: [UInt8], error: [UInt8], status: Int32?)>(([], [], nil))
     private var readers: [pthread_t] = []
+    /// Set when the child has ended and its pipes stayed open for a while after: some
+    /// process it started (a backtracer, say) holds them; what came so far is kept.
+    fileprivate let abandonPipes = Atomic<Bool>(false)
+    /// Reading threads that reached their pipe's end (or gave up).
+    fileprivate let readersDone = Atomic<Int>(0)
+    private static let spawnLock = SpawnLock()
+
+    final class SpawnLock: @unchecked Sendable {
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            pthread_mutex_init(mutex, nil)
+            return mutex
+        }()
+        func lock() { pthread_mutex_lock(mutex) }
+        func unlock() { pthread_mutex_unlock(mutex) }
+    }
 
     /// Starts `path` with `arguments` (not including the program name) in `directory`,
     /// with `environment` added to this process's.
     public init(_ path: String, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:]) throws {
+        // Pipes are made close-on-exec under a lock every spawn here takes, so no other
+        // child (tests start many at once) inherits their write ends and keeps them open.
+        Self.spawnLock.lock()
+        defer { Self.spawnLock.unlock() }
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw SpawnError(errno: errno) }
@@ -82,6 +102,15 @@ public final class Spawned: @unchecked Sendable {
             let context = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Context
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
+                // Polled, so a reader can give up on a pipe that a descendant of the child
+                // still holds open after the child itself has ended.
+                var entry = pollfd(fd: context.fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&entry, 1, 100)
+                if ready == 0 {
+                    if context.spawned.abandonPipes.load(ordering: .acquiring) { break }
+                    continue
+                }
+                if ready < 0 && errno == EINTR { continue }
                 let count = read(context.fd, &buffer, buffer.count)
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
@@ -90,6 +119,7 @@ public final class Spawned: @unchecked Sendable {
                 }
             }
             close(context.fd)
+            context.spawned.readersDone.add(1, ordering: .releasing)
             return nil
         }, context)
         return thread
@@ -136,9 +166,19 @@ public final class Spawned: @unchecked Sendable {
             kill(pid, SIGKILL)
             while status == nil { usleep(5_000) }
         }
+        joinReaders()
+        return status!
+    }
+
+    /// Joins the reading threads once the child has ended: at the pipes' end, or after 5 s
+    /// if a process the child started still holds them open.
+    private func joinReaders() {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(5)
+        while readersDone.load(ordering: .acquiring) < readers.count && clock.now < deadline { usleep(5_000) }
+        abandonPipes.store(true, ordering: .releasing)
         for reader in readers { pthread_join(reader, nil) }
         readers = []
-        return status!
     }
 
     public func signal(_ signal: Int32) { kill(pid, signal) }
@@ -160,7 +200,7 @@ public final class Spawned: @unchecked Sendable {
             var raw: Int32 = 0
             waitpid(pid, &raw, 0)
         }
-        for reader in readers { pthread_join(reader, nil) }
+        joinReaders()
     }
 }
 

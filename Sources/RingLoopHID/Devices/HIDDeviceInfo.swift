@@ -137,6 +137,35 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         return .success(info)
     }
 
+    /// A device described in code rather than read from a node: for decoders fed from
+    /// memory (benchmarks, fuzzing, tests). Classified, and its multitouch kind worked
+    /// out, as for a node (`ABS_MT_SLOT`'s range gives the slots unless `ABS_RESERVED`
+    /// makes it "fake MT"; at most 1024, as the kernel allows).
+    public static func describing(
+        id: HIDDeviceID = HIDDeviceID(rawValue: 1), path: String = "(memory)", name: String,
+        busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
+        codes: [UInt16: Set<UInt16>], axes: [UInt16: AxisRange], properties: Set<UInt16>
+    ) -> HIDDeviceInfo {
+        let absolute = codes[3] ?? []
+        let fakeMultitouch = absolute.contains(0x2e) && absolute.contains(0x2f)
+        var slots = 0
+        if !fakeMultitouch, absolute.contains(0x2f), let range = axes[0x2f], range.minimum == 0, range.maximum >= 0,
+            range.maximum < 1024
+        {
+            slots = Int(range.maximum) + 1
+        }
+        var info = HIDDeviceInfo(
+            id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
+            deviceClass: .other, axes: axes, slotCount: slots,
+            isProtocolA: slots == 0 && !fakeMultitouch && absolute.contains(0x35) && absolute.contains(0x36),
+            isSemiMultitouch: properties.contains(3), hasHighResolutionWheel: codes[2]?.contains(0x0b) == true,
+            hasHighResolutionHorizontalWheel: codes[2]?.contains(0x0c) == true, leds: codes[0x11] ?? [], codes: codes,
+            properties: properties)
+        info.deviceClass = classify(codes: codes, properties: properties)
+        info.roles = roles(codes: codes, properties: properties)
+        return info
+    }
+
     /// Classifies like udev's `input_id` builtin (and so libinput): tablets have a pen
     /// or stylus, tablet pads a tablet's buttons (`BTN_0`) and stylus bit but no pen,
     /// touchpads indirect finger surfaces, touchscreens direct or touch surfaces, pointers

@@ -39,13 +39,6 @@ public enum HIDDecodeBenchmark {
     public static func info(
         name: String, codes: [UInt16: Set<UInt16>], properties: Set<UInt16>, axes: [UInt16: AxisRange]
     ) -> HIDDeviceInfo {
-        let slots = axes[0x2f].map { Int($0.maximum) + 1 } ?? 0
-        return HIDDeviceInfo(
-            id: HIDDeviceID(rawValue: 1), path: "(memory)", name: name, busType: 0, vendor: 0, product: 0, version: 0,
-            deviceClass: HIDDeviceInfo.classify(codes: codes, properties: properties), axes: axes, slotCount: slots,
-            isProtocolA: slots == 0 && codes[3]?.contains(0x35) == true, isSemiMultitouch: properties.contains(3),
-            hasHighResolutionWheel: codes[2]?.contains(0x0b) == true,
-            hasHighResolutionHorizontalWheel: codes[2]?.contains(0x0c) == true, leds: codes[0x11] ?? [], codes: codes,
-            properties: properties)
+        HIDDeviceInfo.describing(name: name, codes: codes, axes: axes, properties: properties)
     }
 }

@@ -557,6 +557,8 @@ public final class HIDEventSystem {
         defer {
             dispatching = false
             if handlers.contains(where: { !$0.active }) { handlers.removeAll { !$0.active } }
+            // The removal is the device's last event: its roles are no longer needed.
+            if event.kind == .deviceRemoved { deviceTable.forget(event.device) }
         }
         let count = handlers.count
         var index = 0
@@ -590,13 +592,20 @@ public final class HIDEventSystem {
 }
 
 /// Attached devices, shared between the reading loop and the client. A removed
-/// device's roles stay known, so its last events still match class filters.
+/// device's roles stay known until its removal has been dispatched, so its last events
+/// still match class filters.
 final class DeviceTable: @unchecked Sendable {
     private let state = ThreadLock<(attached: [HIDDeviceInfo], roles: [HIDDeviceID: Set<HIDDeviceClass>])>(([], [:]))
     func replace(_ devices: [HIDDeviceInfo]) {
         state.withLock { state in
             state.attached = devices
             for device in devices { state.roles[device.id] = device.roles.union([device.deviceClass]) }
+        }
+    }
+    /// Forgets the roles of a device that is no longer attached.
+    func forget(_ id: HIDDeviceID) {
+        state.withLock { state in
+            if !state.attached.contains(where: { $0.id == id }) { state.roles[id] = nil }
         }
     }
     var all: [HIDDeviceInfo] { state.withLock { $0.attached } }

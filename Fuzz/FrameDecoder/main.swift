@@ -1,0 +1,76 @@
+// libFuzzer target: the frame decoder on random event streams against real device
+// descriptions (the bundled and real recordings' devices). The first byte picks a
+// device; then each 7 bytes are one event: a type selector, a code (16 bits) and a value
+// (32 bits, little-endian). A byte 0xff as a type selector resyncs from a state made of
+// the next bytes. Nothing may trap. Build and run with tools/fuzz.
+import Glibc
+import RingLoop
+import RingLoopDevices
+import RingLoopHID
+
+nonisolated(unsafe) var devices: [HIDDeviceInfo] = []
+
+@_cdecl("LLVMFuzzerInitialize")
+public func fuzzFrameDecoderInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
+    let folder = getenv("RINGLOOP_DEVICES").map { String(cString: $0) } ?? "devices"
+    var paths: [String] = []
+    if let dir = opendir(folder) {
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".evemu") { paths.append(folder + "/" + name) }
+        }
+        closedir(dir)
+    }
+    for extra in ["real/evemu-devices/mice/Apple Touch Mouse.evemu", "real/evemu/ntrig-dell-xt2.prop",
+                  "real/evemu-devices/tablets/Wacom Serial Penabled 2FG Touchscreen.desc",
+                  "real/evemu-devices/misc/Microsoft Surface Type Cover.events", "real/evemu/3m.prop"] {
+        paths.append(folder + "/" + extra)
+    }
+    for path in paths.sorted() {
+        guard let description = try? Recording.loadAll(contentsOf: path).first?.description else { continue }
+        var axes: [UInt16: AxisRange] = [:]
+        for (code, axis) in description.absoluteAxes {
+            axes[code] = AxisRange(minimum: axis.minimum, maximum: axis.maximum, resolution: axis.resolution)
+        }
+        devices.append(
+            HIDDeviceInfo.describing(name: description.name, codes: description.codes, axes: axes, properties: description.properties))
+    }
+    if devices.isEmpty {
+        print("no device descriptions found in \(folder) (set RINGLOOP_DEVICES)\n", terminator: "")
+        exit(1)
+    }
+    return 0
+}
+
+let types: [UInt16] = [0, 1, 2, 3, 4, 5, 0x11, 0x14]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: start, count: count)
+    guard count >= 1 else { return 0 }
+    var decoder = FrameDecoder(info: devices[Int(bytes[0]) % devices.count])
+    var out: [HIDEvent] = []
+    var index = 1
+    var time = 0
+    while index + 7 <= count {
+        let selector = bytes[index]
+        let code = UInt16(bytes[index + 1]) | UInt16(bytes[index + 2]) << 8
+        let value = Int32(bitPattern: UInt32(bytes[index + 3]) | UInt32(bytes[index + 4]) << 8 | UInt32(bytes[index + 5]) << 16 | UInt32(bytes[index + 6]) << 24)
+        index += 7
+        time += 1
+        if selector == 0xff {
+            var snapshot = DeviceStateSnapshot()
+            snapshot.keysDown = [code & 0x2ff, UInt16(truncatingIfNeeded: value) & 0x2ff]
+            snapshot.switchesOn = [code & 0x0f]
+            snapshot.absolute = [code & 0x3f: value]
+            snapshot.slots = (0..<Int(code % 12)).map { (value &+ Int32($0), value, value) }
+            decoder.resync(from: snapshot, at: MonotonicInstant(nanoseconds: UInt64(time)), into: &out)
+            continue
+        }
+        let type = types[Int(selector) % types.count]
+        decoder.feed(RawInputEvent(seconds: 0, microseconds: time, type: type, code: code, value: value), into: &out)
+        if out.count > 4096 { out.removeAll(keepingCapacity: true) }
+    }
+    decoder.detach(at: MonotonicInstant(nanoseconds: UInt64(time + 1)), into: &out)
+    return 0
+}
