@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
         // The `ringloop` command, run as a subprocess.
         .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopTestSupport"]),
-        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"]),
+        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop", "RingLoopTestSupport"]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
             name: "CEvemu",

@@ -68,9 +68,11 @@ struct FaultTests {
         #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))
         // The backtrace completes (it suspended every thread; none was left waiting).
-        // Symbolicating a sanitizer build's threads takes far longer.
-        #expect(
-            child.waitFor("done ***", inError: true, timeout: .seconds(underSanitizer ? 90 : 10)), "the backtrace never completed")
+        // Under a sanitizer Swift's backtracer is not installed (the sanitizer runtime
+        // owns the fatal signals and prints nothing on SIGQUIT): nothing to wait for.
+        if !runningUnderSanitizer {
+            #expect(child.waitFor("done ***", inError: true, timeout: .seconds(10)), "the backtrace never completed")
+        }
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
         child.signal(SIGKILL)
         #expect(eventually(2) { child.exited })

@@ -1,5 +1,6 @@
 import Glibc
 import RingLoop
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices

@@ -1,5 +1,6 @@
 import Glibc
 import RingLoop
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -292,7 +293,6 @@ struct RealRecordingsChainTests {
 
 /// Whether this process runs under ThreadSanitizer or AddressSanitizer (a runtime is
 /// linked in): both slow the readers several times over.
-let runningUnderSanitizer: Bool = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
 
 /// What one run of the chain over the corpus delivered.
 struct ChainRun {

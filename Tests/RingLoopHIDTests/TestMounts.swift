@@ -7,31 +7,3 @@ enum FUSEHere {
     static let usable: Bool = geteuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0
     static let missing: Comment = "needs /dev/fuse and root to mount FUSE folders (install fuse3, run as root)"
 }
-
-/// At exit, checks that no FUSE folder this test process mounted is left mounted: its
-/// folders are named `…-PID-…`. A leftover fails the run (exit status 1), naming it.
-enum MountLeakCheck {
-    static let armed: Bool = {
-        atexit {
-            let pid = "-\(getpid())-"
-            guard let file = fopen("/proc/self/mountinfo", "r") else { return }
-            defer { fclose(file) }
-            var leftovers: [String] = []
-            var line: UnsafeMutablePointer<CChar>?
-            var capacity = 0
-            while getline(&line, &capacity, file) > 0 {
-                let fields = String(cString: line!).split(separator: " ")
-                if fields.count > 4, fields[4].hasPrefix("/tmp/ringloop-"), fields[4].contains(pid) {
-                    leftovers.append(String(fields[4]))
-                }
-            }
-            free(line)
-            guard !leftovers.isEmpty else { return }
-            let message = Array("test run left FUSE mounts behind: \(leftovers.joined(separator: ", "))\n".utf8)
-            _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-            for path in leftovers { umount2(path, Int32(MNT_DETACH)) }
-            _exit(1)
-        }
-        return true
-    }()
-}
