@@ -6,6 +6,7 @@ let package = Package(
     name: "RingLoop",
     products: [
         .library(name: "RingLoop", targets: ["RingLoop"]),
+        .library(name: "RingLoopEvdev", targets: ["RingLoopEvdev"]),
         .library(name: "RingLoopHID", targets: ["RingLoopHID"]),
         .library(name: "RingLoopDevices", targets: ["RingLoopDevices"]),
         .executable(name: "ringloop", targets: ["ringloop"]),
@@ -61,22 +62,28 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The kernel's evdev interface by name: event types, codes and properties (generated
+        // from the kernel's headers), `struct input_event`, absolute axes, bit-mask limits.
+        .target(
+            name: "RingLoopEvdev",
+            dependencies: ["CLibEvdev"]
+        ),
         // evdev devices → HID events → event queue → handlers.
         .target(
             name: "RingLoopHID",
-            dependencies: ["RingLoop", "CLibEvdev"]
+            dependencies: ["RingLoop", "RingLoopEvdev", "CLibEvdev"]
         ),
         // Recordings (evemu), virtual devices (uinput and FUSE), replay.
         .target(
             name: "RingLoopDevices",
-            dependencies: ["RingLoop", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams")]
+            dependencies: ["RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams")]
         ),
 
         // The `ringloop` command.
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopHID", "RingLoopDevices", "CLibURing", "CLibEvdev", "CMallocCounter",
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "CLibURing", "CLibEvdev", "CMallocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -88,19 +95,20 @@ let package = Package(
         .executableTarget(name: "FuzzEvemuReader", dependencies: ["RingLoopDevices"], path: "Fuzz/EvemuReader"),
         .executableTarget(name: "FuzzLibinputReader", dependencies: ["RingLoopDevices"], path: "Fuzz/LibinputReader"),
         .executableTarget(
-            name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop"], path: "Fuzz/FrameDecoder"),
+            name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"], path: "Fuzz/FrameDecoder"),
         .executableTarget(name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 
         // Test helpers shared by the test targets (child processes without Foundation's
         // Process, which leaks inside itself).
         .target(name: "RingLoopTestSupport", path: "Tests/RingLoopTestSupport"),
+        .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
         .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport"]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
         // The `ringloop` command, run as a subprocess.
-        .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopTestSupport"]),
-        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoop", "RingLoopTestSupport"]),
+        .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
+        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport"]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
             name: "CEvemu",
@@ -109,6 +117,6 @@ let package = Package(
             providers: [.apt(["libevemu-dev"])]
         ),
         .testTarget(
-            name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport"]),
+            name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport"]),
     ]
 )

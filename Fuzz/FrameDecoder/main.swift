@@ -6,6 +6,7 @@
 import Glibc
 import RingLoop
 import RingLoopDevices
+import RingLoopEvdev
 import RingLoopHID
 
 nonisolated(unsafe) var devices: [HIDDeviceInfo] = []
@@ -28,12 +29,9 @@ public func fuzzFrameDecoderInitialize(_ argc: UnsafeMutablePointer<CInt>, _ arg
     }
     for path in paths.sorted() {
         guard let description = try? Recording.loadAll(contentsOf: path).first?.description else { continue }
-        var axes: [UInt16: AxisRange] = [:]
-        for (code, axis) in description.absoluteAxes {
-            axes[code] = AxisRange(minimum: axis.minimum, maximum: axis.maximum, resolution: axis.resolution)
-        }
         devices.append(
-            HIDDeviceInfo.describing(name: description.name, codes: description.codes, axes: axes, properties: description.properties))
+            HIDDeviceInfo.describing(
+                name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties))
     }
     if devices.isEmpty {
         print("no device descriptions found in \(folder) (set RINGLOOP_DEVICES)\n", terminator: "")
@@ -68,7 +66,8 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             continue
         }
         let type = types[Int(selector) % types.count]
-        decoder.feed(RawInputEvent(seconds: 0, microseconds: time, type: type, code: code, value: value), into: &out)
+        decoder.feed(InputEvent(
+                seconds: Int64(time / 1_000_000), microseconds: Int32(time % 1_000_000), type: type, code: code, value: value), into: &out)
         if out.count > 4096 { out.removeAll(keepingCapacity: true) }
     }
     decoder.detach(at: MonotonicInstant(nanoseconds: UInt64(time + 1)), into: &out)

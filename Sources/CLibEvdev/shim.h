@@ -19,5 +19,11 @@ static inline unsigned long ringloop_eviocgled(unsigned len) { return EVIOCGLED(
 static inline unsigned long ringloop_eviocgmtslots(unsigned len) { return EVIOCGMTSLOTS(len); }
 static inline long ringloop_input_event_sec(const struct input_event *e) { return e->input_event_sec; }
 static inline long ringloop_input_event_usec(const struct input_event *e) { return e->input_event_usec; }
+// input_event_sec/usec are macros: `time.tv_sec` on 64-bit targets, `__sec` on 32-bit ones
+// built with 64-bit time_t. Through these the layout is the C compiler's, not assumed.
+static inline void ringloop_input_event_set_time(struct input_event *e, long long sec, long usec) {
+    e->input_event_sec = sec;
+    e->input_event_usec = usec;
+}
 
 #endif

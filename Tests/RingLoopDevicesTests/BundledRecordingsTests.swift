@@ -1,5 +1,6 @@
 import CLibEvdev
 import Glibc
+import RingLoopEvdev
 import Testing
 
 @testable import RingLoopDevices
@@ -52,11 +53,11 @@ struct BundledRecordingsTests {
             #expect(UInt16(libevdev_get_id_vendor(device)) == description.vendor)
             #expect(UInt16(libevdev_get_id_product(device)) == description.product)
             #expect(UInt16(libevdev_get_id_version(device)) == description.version)
-            for property in 0...EvdevLimits.maximumProperty {
+            for property in 0...Evdev.INPUT_PROP_MAX {
                 #expect((libevdev_has_property(device, UInt32(property)) == 1) == description.properties.contains(property))
             }
-            for type in EvdevLimits.maskTypes where type != 0 {
-                let maximum = EvdevLimits.maximumCode(type: type)!
+            for type in Evdev.maskTypes where type != 0 {
+                let maximum = Evdev.maximumCode(ofType: type)!
                 for code in 0...maximum {
                     let has = libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1
                     #expect(has == description.has(type: type, code: code), "\(name): type \(type) code \(code)")

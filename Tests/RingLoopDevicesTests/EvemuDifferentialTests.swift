@@ -1,5 +1,6 @@
 import CEvemu
 import Glibc
+import RingLoopEvdev
 import Testing
 
 @testable import RingLoopDevices
@@ -16,7 +17,7 @@ struct EvemuReading: Equatable, CustomStringConvertible {
     /// minimum, maximum, fuzz, flat, resolution per enabled axis.
     var axes: [UInt16: [Int32]] = [:]
     var hasRepeat = false
-    var events: [RecordedEvent] = []
+    var events: [InputEvent] = []
 
     var description: String {
         "accepted \(accepted), \(name), ids \(ids), props \(properties.sorted()), codes \(codes.mapValues { $0.count }), axes \(axes.keys.sorted()), repeat \(hasRepeat), \(events.count) events"
@@ -40,12 +41,12 @@ struct EvemuReading: Equatable, CustomStringConvertible {
                 UInt16(truncatingIfNeeded: evemu_get_id_product(device)),
                 UInt16(truncatingIfNeeded: evemu_get_id_version(device)),
             ]
-            for property in 0...EvdevLimits.maximumProperty where evemu_has_prop(device, Int32(property)) != 0 {
+            for property in 0...Evdev.INPUT_PROP_MAX where evemu_has_prop(device, Int32(property)) != 0 {
                 reading.properties.insert(property)
             }
-            for type in EvdevLimits.maskTypes where type != 0 {
+            for type in Evdev.maskTypes where type != 0 {
                 var set = Set<UInt16>()
-                for code in 0...EvdevLimits.maximumCode(type: type)! where evemu_has_event(device, Int32(type), Int32(code)) != 0 {
+                for code in 0...Evdev.maximumCode(ofType: type)! where evemu_has_event(device, Int32(type), Int32(code)) != 0 {
                     set.insert(code)
                 }
                 if !set.isEmpty { reading.codes[type] = set }
@@ -66,7 +67,7 @@ struct EvemuReading: Equatable, CustomStringConvertible {
         var value: Int32 = 0
         while ringloop_evemu_read_event(file, &seconds, &microseconds, &type, &code, &value) > 0 {
             reading.events.append(
-                RecordedEvent(
+                InputEvent(
                     seconds: seconds, microseconds: Int32(truncatingIfNeeded: microseconds),
                     type: UInt16(truncatingIfNeeded: type), code: UInt16(truncatingIfNeeded: code), value: value))
         }
@@ -80,7 +81,7 @@ struct EvemuReading: Equatable, CustomStringConvertible {
             name = device.name
             ids = [device.busType, device.vendor, device.product, device.version]
             properties = device.properties
-            codes = device.codes.filter { $0.key != 0 && EvdevLimits.maximumCode(type: $0.key) != nil && !$0.value.isEmpty }
+            codes = device.codes.filter { $0.key != 0 && Evdev.maximumCode(ofType: $0.key) != nil && !$0.value.isEmpty }
             axes = device.absoluteAxes.mapValues { [$0.minimum, $0.maximum, $0.fuzz, $0.flat, $0.resolution] }
             hasRepeat = device.keyRepeat != nil
         }

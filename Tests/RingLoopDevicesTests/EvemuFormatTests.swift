@@ -1,4 +1,5 @@
 import Foundation
+import RingLoopEvdev
 import Testing
 
 @testable import RingLoopDevices
@@ -40,8 +41,8 @@ struct EvemuFormatTests {
         #expect(device.codes[0x00] == [0x00, 0x01, 0x02, 0x04])
         #expect(recording.notes == ["A test mouse"])
         #expect(recording.events.count == 5)
-        #expect(recording.events[0] == RecordedEvent(seconds: 0, microseconds: 0, type: 2, code: 0, value: -3))
-        #expect(recording.events[3] == RecordedEvent(seconds: 0, microseconds: 8012, type: 2, code: 0x0b, value: -120))
+        #expect(recording.events[0] == InputEvent(seconds: 0, microseconds: 0, type: 2, code: 0, value: -3))
+        #expect(recording.events[3] == InputEvent(seconds: 0, microseconds: 8012, type: 2, code: 0x0b, value: -120))
     }
 
     @Test("Writing and reading again gives the same recording and the same text")
@@ -71,8 +72,8 @@ struct EvemuFormatTests {
         let recording = Recording(
             description: device,
             events: [
-                RecordedEvent(seconds: 1_700_000_000, microseconds: 5, type: 3, code: 0x39, value: 12),
-                RecordedEvent(seconds: 1_700_000_000, microseconds: 5, type: 0, code: 0, value: 0),
+                InputEvent(seconds: 1_700_000_000, microseconds: 5, type: 3, code: 0x39, value: 12),
+                InputEvent(seconds: 1_700_000_000, microseconds: 5, type: 0, code: 0, value: 0),
             ])
         let again = try EvemuFormat.parse(EvemuFormat.write(recording))
         #expect(again == recording)

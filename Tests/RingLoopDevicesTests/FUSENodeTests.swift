@@ -1,5 +1,6 @@
 import CLibEvdev
 import Glibc
+import RingLoopEvdev
 import RingLoopTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RingLoop
+import RingLoopEvdev
 import RingLoopTestSupport
 import Testing
 
@@ -68,7 +69,7 @@ struct LibinputRecordingTests {
         #expect(mouse.name == "Logitech MX Master 3" && mouse.vendor == 0x046d && mouse.product == 0x4082)
         #expect(mouse.codes[2] == [0, 1, 8, 11])
         #expect(recordings[0].events.count == 4)
-        #expect(recordings[0].events[2] == RecordedEvent(seconds: 0, microseconds: 8012, type: 2, code: 11, value: -120))
+        #expect(recordings[0].events[2] == InputEvent(seconds: 0, microseconds: 8012, type: 2, code: 11, value: -120))
         let touchpad = try #require(recordings[1].description)
         #expect(touchpad.properties == [0, 2])
         #expect(touchpad.absoluteAxes[0] == AbsoluteAxis(minimum: 1266, maximum: 5676, fuzz: 0, flat: 0, resolution: 47))

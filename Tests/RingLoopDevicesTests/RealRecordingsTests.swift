@@ -1,5 +1,6 @@
 import CLibEvdev
 import Foundation
+import RingLoopEvdev
 import RingLoopTestSupport
 import Testing
 
@@ -79,13 +80,13 @@ struct RealRecordingsTests {
                 [libevdev_get_id_bustype(device), libevdev_get_id_vendor(device), libevdev_get_id_product(device),
                  libevdev_get_id_version(device)].map { UInt16($0) } == reference.ids)
             var properties = Set<UInt16>()
-            for property in 0...EvdevLimits.maximumProperty where libevdev_has_property(device, UInt32(property)) == 1 {
+            for property in 0...Evdev.INPUT_PROP_MAX where libevdev_has_property(device, UInt32(property)) == 1 {
                 properties.insert(property)
             }
             #expect(properties == reference.properties, "\(file): properties")
-            for type in EvdevLimits.maskTypes where type != 0 {
+            for type in Evdev.maskTypes where type != 0 {
                 var codes = Set<UInt16>()
-                for code in 0...EvdevLimits.maximumCode(type: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
+                for code in 0...Evdev.maximumCode(ofType: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
                     codes.insert(code)
                 }
                 #expect(codes == reference.codes[type] ?? [], "\(file): codes of type \(type)")
@@ -180,9 +181,9 @@ struct RealRecordingsUInputTests {
         var handle: OpaquePointer?
         try #require(libevdev_new_from_fd(fd, &handle) == 0)
         defer { libevdev_free(handle) }
-        for type in EvdevLimits.maskTypes where type != 0 {
+        for type in Evdev.maskTypes where type != 0 {
             var codes = Set<UInt16>()
-            for code in 0...EvdevLimits.maximumCode(type: type)! where libevdev_has_event_code(handle, UInt32(type), UInt32(code)) == 1 {
+            for code in 0...Evdev.maximumCode(ofType: type)! where libevdev_has_event_code(handle, UInt32(type), UInt32(code)) == 1 {
                 codes.insert(code)
             }
             #expect(codes == reference.codes[type] ?? [], "\(file): codes of type \(type)")

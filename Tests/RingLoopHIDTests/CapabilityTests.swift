@@ -1,3 +1,4 @@
+import RingLoopEvdev
 import Testing
 
 @testable import RingLoopDevices
@@ -14,10 +15,10 @@ func realRecording(_ file: String, description: String? = nil) throws -> Recordi
 /// recordings have no events of the kind under test).
 func realDescription(_ file: String, frames: [[(UInt16, UInt16, Int32)]]) throws -> Recording {
     let description = try #require(try realRecording(file).description)
-    var events: [RecordedEvent] = []
+    var events: [InputEvent] = []
     for (index, frame) in frames.enumerated() {
         for (type, code, value) in frame + [(0, 0, 0)] {
-            events.append(RecordedEvent(seconds: 1, microseconds: Int32(index * 10_000), type: type, code: code, value: value))
+            events.append(InputEvent(seconds: 1, microseconds: Int32(index * 10_000), type: type, code: code, value: value))
         }
     }
     return Recording(description: description, events: events)

@@ -1,5 +1,6 @@
 import Glibc
 import RingLoop
+import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
 import Testing
@@ -254,7 +255,7 @@ struct MoreChainTests {
 
     @Test("Protocol A: a new contact reported before a matched one takes a free slot, not the matched one's")
     func protocolASlotsStayDistinct() {
-        let axis = AxisRange(minimum: 0, maximum: 1000, resolution: 0)
+        let axis = AbsoluteAxis(minimum: 0, maximum: 1000, resolution: 0)
         let codes: [UInt16: Set<UInt16>] = [1: [0x14a], 3: [0x00, 0x01, 0x35, 0x36]]
         let info = HIDDeviceInfo(
             id: HIDDeviceID(rawValue: 1), path: "(memory)", name: "Protocol A screen", busType: 0, vendor: 0, product: 0,
@@ -272,7 +273,7 @@ struct MoreChainTests {
         ]
         for (index, frame) in frames.enumerated() {
             for (type, code, value) in frame {
-                decoder.feed(RawInputEvent(seconds: 1, microseconds: index * 1000, type: type, code: code, value: value), into: &out)
+                decoder.feed(InputEvent(seconds: 1, microseconds: Int32(index) * 1000, type: type, code: code, value: value), into: &out)
             }
         }
         let digitizer = out.compactMap { event -> DigitizerFrame? in
@@ -299,7 +300,7 @@ struct MoreChainTests {
         out.removeAll()
         let extremes = contact(Int32.min, Int32.min) + contact(Int32.max, Int32.max) + [(0, 0, 0)]
         for (type, code, value) in extremes {
-            decoder.feed(RawInputEvent(seconds: 2, microseconds: 0, type: type, code: code, value: value), into: &out)
+            decoder.feed(InputEvent(seconds: 2, microseconds: 0, type: type, code: code, value: value), into: &out)
         }
         #expect(out.contains { if case .digitizer = $0.payload { true } else { false } })
     }

@@ -1,5 +1,6 @@
 import Glibc
 import RingLoop
+import RingLoopEvdev
 import RingLoopTestSupport
 import Testing
 
@@ -108,9 +109,7 @@ struct HostileInputTests {
                     var out: [HIDEvent] = []
                     for event in recording.events {
                         try? node.send([(event.type, event.code, event.value)])
-                        decoder.feed(
-                            RawInputEvent(seconds: Int(event.seconds), microseconds: Int(event.microseconds), type: event.type, code: event.code, value: event.value),
-                            into: &out)
+                        decoder.feed(event, into: &out)
                     }
                     decoder.detach(at: .now, into: &out)
                 }
@@ -146,7 +145,7 @@ struct HostileInputTests {
             var decoder = FrameDecoder(info: info)
             var out: [HIDEvent] = []
             for event in recording.events {
-                decoder.feed(RawInputEvent(seconds: 0, microseconds: 1, type: event.type, code: event.code, value: event.value), into: &out)
+                decoder.feed(InputEvent(seconds: 0, microseconds: 1, type: event.type, code: event.code, value: event.value), into: &out)
             }
             let axes = out.compactMap { event -> UInt16? in if case .axis(let axis) = event.payload { axis.code } else { nil } }
             #expect(axes == [0x2f, 0x35])

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RingLoopDevices
+import RingLoopEvdev
 import RingLoopHID
 
 struct Devices: ParsableCommand {
@@ -48,7 +49,7 @@ struct Devices: ParsableCommand {
             let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties)
                 .map(\.rawValue).sorted()
             let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
-                "\(EventNames.type(type)) (\(description.codes[type]!.count))"
+                "\(Evdev.shownName(ofType: type)) (\(description.codes[type]!.count))"
             }
             if json {
                 rows.append([
@@ -57,10 +58,10 @@ struct Devices: ParsableCommand {
                     "product": String(format: "0x%04x", description.product),
                     "version": String(format: "0x%04x", description.version), "class": info.rawValue,
                     "roles": roles,
-                    "properties": description.properties.sorted().map { EventNames.property($0) },
+                    "properties": description.properties.sorted().map { Evdev.shownName(ofProperty: $0) },
                     "capabilities": Dictionary(
                         uniqueKeysWithValues: description.codes.filter { $0.key != 0 }.map { type, codes in
-                            (EventNames.type(type), codes.sorted().map { EventNames.code(type: type, code: $0) })
+                            (Evdev.shownName(ofType: type), codes.sorted().map { Evdev.shownName(ofCode: $0, type: type) })
                         }),
                     "slots": description.slotCount,
                 ])
@@ -71,7 +72,7 @@ struct Devices: ParsableCommand {
                 print("  class       \(info.rawValue)\(roles.count > 1 ? " (roles: \(roles.joined(separator: ", ")))" : "")")
                 print("  events      \(capabilities.joined(separator: ", "))")
                 if !description.properties.isEmpty {
-                    print("  properties  \(description.properties.sorted().map { EventNames.property($0) }.joined(separator: ", "))")
+                    print("  properties  \(description.properties.sorted().map { Evdev.shownName(ofProperty: $0) }.joined(separator: ", "))")
                 }
                 if description.slotCount > 0 { print("  slots       \(description.slotCount)") }
             }

@@ -2,6 +2,7 @@ import CMallocCounter
 import Foundation
 import RingLoop
 import RingLoopDevices
+import RingLoopEvdev
 @_spi(Benchmarks) import RingLoopHID
 import Synchronization
 
@@ -16,16 +17,13 @@ enum HIDBench {
             "touchscreen-multitouch.evemu", "keyboard.evemu", "mouse-hires-wheel.evemu", "touchpad.evemu",
             "touchpad-protocol-a.evemu",
         ]
-        var inputs: [(HIDDeviceInfo, [RawInputEvent])] = []
+        var inputs: [(HIDDeviceInfo, [InputEvent])] = []
         for name in names {
             let recording = try Recording.load(contentsOf: folder + "/" + name)
             let description = recording.description!
-            let axes = description.absoluteAxes.mapValues { AxisRange(minimum: $0.minimum, maximum: $0.maximum, resolution: $0.resolution) }
-            let info = HIDDecodeBenchmark.info(name: description.name, codes: description.codes, properties: description.properties, axes: axes)
-            let raw = recording.events.map {
-                RawInputEvent(seconds: Int($0.seconds), microseconds: Int($0.microseconds), type: $0.type, code: $0.code, value: $0.value)
-            }
-            inputs.append((info, raw))
+            let info = HIDDecodeBenchmark.info(
+                name: description.name, codes: description.codes, properties: description.properties, axes: description.absoluteAxes)
+            inputs.append((info, recording.events))
         }
         let target = BenchSize.of(quick ? 200_000 : 2_000_000)
         for _ in 0..<rounds {

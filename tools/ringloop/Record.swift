@@ -3,6 +3,7 @@ import CLibEvdev
 import Foundation
 import RingLoop
 import RingLoopDevices
+import RingLoopEvdev
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +51,7 @@ struct Record: ParsableCommand {
         var clock = CLOCK_MONOTONIC
         _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         let loop = RingRunLoop.current
-        var events: [RecordedEvent] = []
+        var events: [InputEvent] = []
         var first: Int64?
         var buffer = [UInt8](repeating: 0, count: 24 * 256)
         let source = LoopPortSource(fileDescriptor: fd) { mask in
@@ -68,7 +69,7 @@ struct Record: ParsableCommand {
                         first = start
                         let relative = micro - start
                         events.append(
-                            RecordedEvent(
+                            InputEvent(
                                 seconds: relative / 1_000_000, microseconds: Int32(relative % 1_000_000),
                                 type: base.load(fromByteOffset: 16, as: UInt16.self),
                                 code: base.load(fromByteOffset: 18, as: UInt16.self),

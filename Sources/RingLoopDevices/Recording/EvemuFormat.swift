@@ -1,3 +1,4 @@
+import RingLoopEvdev
 /// The evemu text format that `evemu-record` writes and `evemu-play` reads: `N:` name,
 /// `I:` ids, `P:` property masks, `B:` capability masks, `A:` axis ranges, `L:` and `S:`
 /// LED and switch states, then `E: sec.usec type code value` events, `#` comments.
@@ -113,7 +114,7 @@ public enum EvemuFormat {
         var axes: [(line: Int, code: UInt16, axis: AbsoluteAxis)] = []
         var leds: [UInt16: Int32] = [:]
         var switches: [UInt16: Int32] = [:]
-        var events: [RecordedEvent] = []
+        var events: [InputEvent] = []
         var notes: [String] = []
         var warnings: [RecordingWarning] = []
         var section = Section.none
@@ -297,7 +298,7 @@ public enum EvemuFormat {
         }
 
         /// `E: sec.usec type code value`, with an optional trailing `# comment`.
-        func event(_ body: ArraySlice<UInt8>, _ line: Int) throws(RecordingError) -> RecordedEvent {
+        func event(_ body: ArraySlice<UInt8>, _ line: Int) throws(RecordingError) -> InputEvent {
             let fields = tokens(stripComment(body))
             let what = "E: seconds.microseconds type code value (type and code hexadecimal, value decimal)"
             guard fields.count == 4 else { throw fail(line, "expected \(what)") }
@@ -320,7 +321,7 @@ public enum EvemuFormat {
             guard let value = parseInteger(fields[3], radix: 10, signed: true), value >= Int64(Int32.min),
                 value <= Int64(Int32.max)
             else { throw fail(line, "expected a decimal 32-bit value in \(what), found '\(preview(fields[3]))'") }
-            return RecordedEvent(
+            return InputEvent(
                 seconds: seconds, microseconds: Int32(microseconds), type: UInt16(type), code: UInt16(code),
                 value: Int32(value))
         }
@@ -405,7 +406,7 @@ public enum EvemuFormat {
             for (index, byte) in block.propertyBytes.enumerated() {
                 for bit in 0..<8 where byte & (1 << bit) != 0 {
                     let property = index * 8 + bit
-                    if property <= Int(EvdevLimits.maximumProperty) { properties.insert(UInt16(property)) } else { ignoredProperties += 1 }
+                    if property <= Int(Evdev.INPUT_PROP_MAX) { properties.insert(UInt16(property)) } else { ignoredProperties += 1 }
                 }
             }
             if ignoredProperties > 0 {
@@ -416,7 +417,7 @@ public enum EvemuFormat {
             for (type, bytes) in block.masks.sorted(by: { $0.key < $1.key }) {
                 var set = Set<UInt16>()
                 var ignored = 0
-                let maximum = EvdevLimits.maximumCode(type: type)
+                let maximum = Evdev.maximumCode(ofType: type)
                 for (index, byte) in bytes.enumerated() {
                     for bit in 0..<8 where byte & (1 << bit) != 0 {
                         let code = index * 8 + bit
@@ -487,10 +488,10 @@ public enum EvemuFormat {
             out += "# Input device ID: bus \(hex(device.busType)) vendor \(hex(device.vendor)) product \(hex(device.product)) version \(hex(device.version))\n"
             out += "N: \(device.name)\n"
             out += "I: \(pad4(device.busType)) \(pad4(device.vendor)) \(pad4(device.product)) \(pad4(device.version))\n"
-            out += maskLines(prefix: "P: ", bits: device.properties, bytes: EvdevLimits.propertyMaskBytes)
+            out += maskLines(prefix: "P: ", bits: device.properties, bytes: Evdev.propertyMaskBytes)
             out += "B: 00 0b 00 00 00 00 00 00 00\n"
-            for type in EvdevLimits.maskTypes where type != 0 {
-                out += maskLines(prefix: "B: \(pad2(type)) ", bits: device.codes[type] ?? [], bytes: EvdevLimits.maskBytes(type: type)!)
+            for type in Evdev.maskTypes where type != 0 {
+                out += maskLines(prefix: "B: \(pad2(type)) ", bits: device.codes[type] ?? [], bytes: Evdev.maskBytes(ofType: type)!)
             }
             if device.keyRepeat != nil { out += "B: 14 03 00 00 00 00 00 00 00\n" }
             for code in device.absoluteAxes.keys.sorted() {
@@ -511,7 +512,7 @@ public enum EvemuFormat {
                 out += "# ------------ SYN_REPORT (0) ---------- +\(delta)ms\n"
                 frameStart = event.timeMicroseconds
             } else {
-                let label = "\(EventNames.type(event.type)) / \(EventNames.code(type: event.type, code: event.code))"
+                let label = "\(Evdev.shownName(ofType: event.type)) / \(Evdev.shownName(ofCode: event.code, type: event.type))"
                 out += "# \(label + String(repeating: " ", count: max(0, 32 - label.count))) \(event.value)\n"
             }
         }

@@ -2,6 +2,7 @@ import CLibEvdev
 
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 extension InputDeviceDescription {
@@ -22,10 +23,10 @@ extension InputDeviceDescription {
     init(libevdev device: OpaquePointer) {
         var codes: [UInt16: Set<UInt16>] = [:]
         var axes: [UInt16: AbsoluteAxis] = [:]
-        for type in EvdevLimits.maskTypes where type != 0 {
+        for type in Evdev.maskTypes where type != 0 {
             guard libevdev_has_event_type(device, UInt32(type)) == 1 else { continue }
             var set = Set<UInt16>()
-            for code in 0...EvdevLimits.maximumCode(type: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
+            for code in 0...Evdev.maximumCode(ofType: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
                 set.insert(code)
                 if type == 0x03, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
                     axes[code] = AbsoluteAxis(
@@ -36,7 +37,7 @@ extension InputDeviceDescription {
             codes[type] = set
         }
         var properties = Set<UInt16>()
-        for property in 0...EvdevLimits.maximumProperty where libevdev_has_property(device, UInt32(property)) == 1 {
+        for property in 0...Evdev.INPUT_PROP_MAX where libevdev_has_property(device, UInt32(property)) == 1 {
             properties.insert(property)
         }
         var leds: [UInt16: Int32] = [:]

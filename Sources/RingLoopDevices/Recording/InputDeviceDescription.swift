@@ -1,57 +1,5 @@
 import CLibEvdev
-
-/// One evdev event as recorded or replayed: time, type, code and value, as in
-/// `struct input_event`.
-public struct RecordedEvent: Hashable, Sendable, CustomStringConvertible {
-    /// Whole seconds of the timestamp.
-    public var seconds: Int64
-    /// Microseconds of the timestamp (0–999,999).
-    public var microseconds: Int32
-    /// The event type (`EV_KEY`…).
-    public var type: UInt16
-    /// The event code (`KEY_A`…).
-    public var code: UInt16
-    /// The value (decimal, may be negative).
-    public var value: Int32
-
-    public init(seconds: Int64, microseconds: Int32, type: UInt16, code: UInt16, value: Int32) {
-        self.seconds = seconds
-        self.microseconds = microseconds
-        self.type = type
-        self.code = code
-        self.value = value
-    }
-
-    /// The timestamp in microseconds.
-    public var timeMicroseconds: Int64 { seconds * 1_000_000 + Int64(microseconds) }
-
-    /// Whether this is the `SYN_REPORT` that ends a frame.
-    public var isSynReport: Bool { type == 0 && code == 0 }
-
-    public var description: String {
-        "\(EventNames.type(type)) / \(EventNames.code(type: type, code: code)) \(value)"
-    }
-}
-
-/// The `struct input_absinfo` of one absolute axis.
-public struct AbsoluteAxis: Hashable, Sendable {
-    public var value: Int32
-    public var minimum: Int32
-    public var maximum: Int32
-    public var fuzz: Int32
-    public var flat: Int32
-    /// Units per millimetre (per radian for rotation axes); 0 when unknown.
-    public var resolution: Int32
-
-    public init(value: Int32 = 0, minimum: Int32, maximum: Int32, fuzz: Int32 = 0, flat: Int32 = 0, resolution: Int32 = 0) {
-        self.value = value
-        self.minimum = minimum
-        self.maximum = maximum
-        self.fuzz = fuzz
-        self.flat = flat
-        self.resolution = resolution
-    }
-}
+import RingLoopEvdev
 
 /// What an evdev device says about itself: name, ids, properties, the codes it can send,
 /// absolute axis ranges and its current LED, switch and key state — everything
@@ -169,51 +117,6 @@ public struct InputDeviceDescription: Hashable, Sendable {
         hasher.combine(vendor)
         hasher.combine(product)
         hasher.combine(codes)
-    }
-}
-
-/// Limits of the kernel's evdev interface, as `linux/input-event-codes.h` defines them.
-public enum EvdevLimits {
-    /// The highest code of each event type the kernel reports bits for (`EVIOCGBIT`).
-    public static func maximumCode(type: UInt16) -> UInt16? {
-        switch type {
-        case 0x00: 0x1f  // EV_MAX (the type mask)
-        case 0x01: 0x2ff  // KEY_MAX
-        case 0x02: 0x0f  // REL_MAX
-        case 0x03: 0x3f  // ABS_MAX
-        case 0x04: 0x07  // MSC_MAX
-        case 0x05: 0x10  // SW_MAX
-        case 0x11: 0x0f  // LED_MAX
-        case 0x12: 0x07  // SND_MAX
-        case 0x15: 0x7f  // FF_MAX
-        default: nil
-        }
-    }
-
-    /// Bytes of the kernel's bit mask for `type`: whole longs, as `EVIOCGBIT` returns.
-    public static func maskBytes(type: UInt16) -> Int? {
-        maximumCode(type: type).map { ((Int($0) + 1 + 63) / 64) * 8 }
-    }
-
-    /// The highest `INPUT_PROP_*` bit; the property mask is 8 bytes.
-    public static let maximumProperty: UInt16 = 0x1f
-    public static let propertyMaskBytes = 8
-    /// The type codes `EVIOCGBIT` answers, in order.
-    public static let maskTypes: [UInt16] = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x11, 0x12, 0x15]
-}
-
-/// Names of types and codes, from libevdev's tables.
-public enum EventNames {
-    public static func type(_ type: UInt16) -> String {
-        libevdev_event_type_get_name(UInt32(type)).map { String(cString: $0) } ?? String(format2: type)
-    }
-
-    public static func code(type: UInt16, code: UInt16) -> String {
-        libevdev_event_code_get_name(UInt32(type), UInt32(code)).map { String(cString: $0) } ?? String(format2: code)
-    }
-
-    public static func property(_ property: UInt16) -> String {
-        libevdev_property_get_name(UInt32(property)).map { String(cString: $0) } ?? String(format2: property)
     }
 }
 

@@ -1,3 +1,4 @@
+import RingLoopEvdev
 import Yams
 
 /// Reads the YAML that `libinput record` writes (format version 1), what libinput's
@@ -97,7 +98,7 @@ public enum LibinputRecording {
                     // Type 0 lists SYN_* codes and type 20 the EV_REP codes: neither is
                     // a mask the kernel reports codes for.
                     guard type != 0, type != 0x14 else { continue }
-                    guard let maximum = EvdevLimits.maximumCode(type: UInt16(type)) else {
+                    guard let maximum = Evdev.maximumCode(ofType: UInt16(type)) else {
                         if !values.isEmpty {
                             warnings.append(warning(listNode, "codes of event type \(type) ignored: the kernel reports none for it"))
                         }
@@ -154,11 +155,11 @@ public enum LibinputRecording {
 
         /// An `events:` list: frames `- evdev: [[sec, usec, type, code, value], …]`;
         /// entries of other kinds are skipped.
-        func events(_ node: Node?) throws(RecordingError) -> [RecordedEvent] {
+        func events(_ node: Node?) throws(RecordingError) -> [InputEvent] {
             guard let node else { return [] }
             if node.null != nil { return [] }
             guard let frames = node.sequence else { throw fail(node, "expected 'events:' to be a list of '- evdev:' frames") }
-            var events: [RecordedEvent] = []
+            var events: [InputEvent] = []
             for frameNode in frames {
                 guard let evdevFrame = frameNode.mapping?["evdev"] else { continue }  // libinput-only entries
                 guard let list = evdevFrame.sequence else { throw fail(evdevFrame, "expected a list of events") }
@@ -168,7 +169,7 @@ public enum LibinputRecording {
                         Int(Int32.min)...Int(Int32.max) ~= v[4]
                     else { throw fail(eventNode, "expected '[sec, usec, type, code, value]'") }
                     events.append(
-                        RecordedEvent(
+                        InputEvent(
                             seconds: Int64(v[0]), microseconds: Int32(v[1]), type: UInt16(v[2]), code: UInt16(v[3]),
                             value: Int32(v[4])))
                 }

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 /// A recorded device: its description (absent in an events-only file) and its events.
@@ -7,7 +8,7 @@ public struct Recording: Hashable, Sendable {
     /// What the device said about itself, or `nil` for an events-only file.
     public var description: InputDeviceDescription?
     /// The events in file order.
-    public var events: [RecordedEvent]
+    public var events: [InputEvent]
     /// Comment lines of the header (without `# `), kept for the reader; not the
     /// comments evemu generates.
     public var notes: [String]
@@ -17,7 +18,7 @@ public struct Recording: Hashable, Sendable {
     public var warnings: [RecordingWarning]
 
     public init(
-        description: InputDeviceDescription?, events: [RecordedEvent], notes: [String] = [],
+        description: InputDeviceDescription?, events: [InputEvent], notes: [String] = [],
         warnings: [RecordingWarning] = []
     ) {
         self.description = description

@@ -14,7 +14,7 @@ struct StampedEvent {
 /// `SYN_REPORT`); when a write would catch up with the reader, everything unread is
 /// dropped and replaced by `SYN_DROPPED` followed by the newest event.
 struct EvdevClientBuffer {
-    private var storage: [InputEventRecord]
+    private var storage: [InputEvent]
     private var head = 0
     private var tail = 0
     private var packetHead = 0
@@ -28,7 +28,7 @@ struct EvdevClientBuffer {
     init(capacity: Int) {
         var size = 8
         while size < capacity { size <<= 1 }
-        storage = Array(repeating: InputEventRecord(), count: size)
+        storage = Array(repeating: InputEvent(type: 0, code: 0, value: 0), count: size)
         mask = size - 1
     }
 
@@ -38,7 +38,7 @@ struct EvdevClientBuffer {
     var hasReadableEvents: Bool { packetHead != tail }
 
     /// Appends one event; returns `true` when it completed a frame (wake readers).
-    mutating func push(_ event: InputEventRecord) -> Bool {
+    mutating func push(_ event: InputEvent) -> Bool {
         storage[head] = event
         head = (head + 1) & mask
         if head == tail {
@@ -46,7 +46,7 @@ struct EvdevClientBuffer {
             droppedEvents += storage.count - 2
             overflowCount += 1
             tail = (head - 2) & mask
-            storage[tail] = InputEventRecord(
+            storage[tail] = InputEvent(
                 seconds: event.seconds, microseconds: event.microseconds, type: 0, code: 3, value: 0)
             packetHead = tail
         }
@@ -58,7 +58,7 @@ struct EvdevClientBuffer {
     }
 
     /// Moves up to `maximum` complete-frame events into `out`; returns how many.
-    mutating func pop(into out: inout [InputEventRecord], maximum: Int) -> Int {
+    mutating func pop(into out: inout [InputEvent], maximum: Int) -> Int {
         var count = 0
         while count < maximum, packetHead != tail {
             out.append(storage[tail])
@@ -82,38 +82,9 @@ struct EvdevClientBuffer {
     }
 }
 
-/// `struct input_event` as it crosses the file boundary (24 bytes on 64-bit Linux).
-struct InputEventRecord {
-    var seconds: Int = 0
-    var microseconds: Int = 0
-    var type: UInt16 = 0
-    var code: UInt16 = 0
-    var value: Int32 = 0
-
-    static let size = 24
-
-    /// Writes the record's bytes at `pointer`.
-    func store(to pointer: UnsafeMutableRawPointer) {
-        pointer.storeBytes(of: seconds, toByteOffset: 0, as: Int.self)
-        pointer.storeBytes(of: microseconds, toByteOffset: 8, as: Int.self)
-        pointer.storeBytes(of: type, toByteOffset: 16, as: UInt16.self)
-        pointer.storeBytes(of: code, toByteOffset: 18, as: UInt16.self)
-        pointer.storeBytes(of: value, toByteOffset: 20, as: Int32.self)
-    }
-
-    /// Reads a record from `pointer` (which may be unaligned).
-    static func load(from pointer: UnsafeRawPointer) -> InputEventRecord {
-        InputEventRecord(
-            seconds: pointer.loadUnaligned(fromByteOffset: 0, as: Int.self),
-            microseconds: pointer.loadUnaligned(fromByteOffset: 8, as: Int.self),
-            type: pointer.loadUnaligned(fromByteOffset: 16, as: UInt16.self),
-            code: pointer.loadUnaligned(fromByteOffset: 18, as: UInt16.self),
-            value: pointer.loadUnaligned(fromByteOffset: 20, as: Int32.self))
-    }
-}
-
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 extension EvdevClientBuffer {
@@ -122,7 +93,10 @@ extension EvdevClientBuffer {
     mutating func resetWithSynDropped(seconds: Int, microseconds: Int) {
         guard hasReadableEvents || !isEmptyIgnoringPackets else { return }
         clear()
-        _ = push(InputEventRecord(seconds: seconds, microseconds: microseconds, type: 0, code: 3, value: 0))
+        _ = push(
+            InputEvent(
+                seconds: Int64(seconds), microseconds: Int32(truncatingIfNeeded: microseconds), type: Evdev.EV_SYN,
+                code: Evdev.SYN_DROPPED, value: 0))
         markPacketBoundary()
     }
 }

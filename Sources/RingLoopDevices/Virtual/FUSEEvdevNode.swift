@@ -4,6 +4,7 @@ import RingLoop
 
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 /// One `eventN` node of a ``FUSEDeviceFolder``: a virtual evdev device whose events you
@@ -98,15 +99,15 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             case CLOCK_BOOTTIME: time = boottime
             default: time = realtime
             }
-            let seconds = time.tv_sec
-            let micro = time.tv_nsec / 1000
+            let seconds = Int64(time.tv_sec)
+            let micro = Int32(truncatingIfNeeded: time.tv_nsec / 1000)
             var woke = false
             for (type, code, value) in frame {
                 _ = clients[id]!.buffer.push(
-                    InputEventRecord(seconds: seconds, microseconds: micro, type: type, code: code, value: value))
+                    InputEvent(seconds: seconds, microseconds: micro, type: type, code: code, value: value))
             }
             woke = clients[id]!.buffer.push(
-                InputEventRecord(seconds: seconds, microseconds: micro, type: 0, code: 0, value: 0))
+                InputEvent(seconds: seconds, microseconds: micro, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0))
             if woke { wake(id, replies: &replies) }
         }
     }
@@ -128,12 +129,12 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     private func takeEvents(_ id: UInt64, maximumBytes: Int) -> [UInt8] {
-        var records: [InputEventRecord] = []
-        _ = clients[id]!.buffer.pop(into: &records, maximum: maximumBytes / InputEventRecord.size)
-        var bytes = [UInt8](repeating: 0, count: records.count * InputEventRecord.size)
+        var records: [InputEvent] = []
+        _ = clients[id]!.buffer.pop(into: &records, maximum: maximumBytes / InputEvent.size)
+        var bytes = [UInt8](repeating: 0, count: records.count * InputEvent.size)
         bytes.withUnsafeMutableBytes { raw in
             for (index, record) in records.enumerated() {
-                record.store(to: raw.baseAddress! + index * InputEventRecord.size)
+                record.store(to: raw.baseAddress! + index * InputEvent.size)
             }
         }
         return bytes
@@ -217,7 +218,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         lockedPerform {
             guard clients[id] != nil else { return replies.append(.error(req, EBADF)) }
             if removed || clients[id]!.revoked { return replies.append(.error(req, ENODEV)) }
-            if size < InputEventRecord.size { return replies.append(.error(req, EINVAL)) }
+            if size < InputEvent.size { return replies.append(.error(req, EINVAL)) }
             if clients[id]!.buffer.hasReadableEvents {
                 replies.append(.data(req, takeEvents(id, maximumBytes: size)))
             } else if clients[id]!.nonblocking {
@@ -231,7 +232,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     func write(req: fuse_req_t?, client id: UInt64, bytes: UnsafeRawPointer, size: Int) {
         guard let req else { return }
-        guard size >= InputEventRecord.size else {
+        guard size >= InputEvent.size else {
             fuse_reply_err(req, EINVAL)
             return
         }
@@ -241,8 +242,8 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             if removed || client.revoked { return ENODEV }
             // A grab by another reader keeps writes from reaching the device.
             if let grabbedBy, grabbedBy != id { return 0 }
-            for index in 0..<(size / InputEventRecord.size) {
-                let record = InputEventRecord.load(from: bytes + index * InputEventRecord.size)
+            for index in 0..<(size / InputEvent.size) {
+                let record = InputEvent(bytes: bytes + index * InputEvent.size)
                 if let frame = state.feed(type: record.type, code: record.code, value: record.value) {
                     deliver(frame, replies: &replies)
                 }
@@ -253,7 +254,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         if status != 0 {
             fuse_reply_err(req, status)
         } else {
-            fuse_reply_write(req, size - size % InputEventRecord.size)
+            fuse_reply_write(req, size - size % InputEvent.size)
         }
     }
 
@@ -317,7 +318,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             case (2, 0x07): return d.physicalLocation.isEmpty ? (-ENOENT, []) : stringReply(d.physicalLocation, size)
             case (2, 0x08): return d.uniqueIdentifier.isEmpty ? (-ENOENT, []) : stringReply(d.uniqueIdentifier, size)
             case (2, 0x09):  // EVIOCGPROP
-                return maskReply(BitSet.bytes(of: d.properties, maskBytes: EvdevLimits.propertyMaskBytes), size)
+                return maskReply(BitSet.bytes(of: d.properties, maskBytes: Evdev.propertyMaskBytes), size)
             case (2, 0x0a):  // EVIOCGMTSLOTS: the requested code is in the caller's buffer
                 var code: UInt32 = 0
                 guard let argument, size >= 4,
@@ -332,7 +333,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             case (2, 0x1b): return maskReply(state.switches.bytes, size)  // EVIOCGSW
             case (2, 0x20...0x3f):  // EVIOCGBIT(type, len)
                 let type = UInt16(number - 0x20)
-                guard let maskBytes = EvdevLimits.maskBytes(type: type) else { return (-EINVAL, []) }
+                guard let maskBytes = Evdev.maskBytes(ofType: type) else { return (-EINVAL, []) }
                 return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
             case (2, 0x40...0x7f):  // EVIOCGABS(axis)
                 let code = UInt16(number - 0x40)

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 /// How fast a recording is replayed.
@@ -32,9 +33,9 @@ public enum Replay {
     /// The recording's frames: events up to and including each `SYN_REPORT`, with the
     /// time of the frame's first event in microseconds. Trailing events without a
     /// `SYN_REPORT` form a last frame.
-    public static func frames(of recording: Recording) -> [(time: Int64, events: [RecordedEvent])] {
-        var frames: [(Int64, [RecordedEvent])] = []
-        var current: [RecordedEvent] = []
+    public static func frames(of recording: Recording) -> [(time: Int64, events: [InputEvent])] {
+        var frames: [(Int64, [InputEvent])] = []
+        var current: [InputEvent] = []
         for event in recording.events {
             current.append(event)
             if event.isSynReport {
@@ -80,7 +81,7 @@ public enum Replay {
         _ pairs: [(recording: Recording, device: any VirtualInputDevice)], timeline: Timeline,
         speed: ReplaySpeed = .recorded, progress: ((Int, Int) -> Void)? = nil, shouldStop: () -> Bool = { false }
     ) throws(VirtualDeviceError) -> Int {
-        var schedule: [(offset: Int64, device: Int, events: [RecordedEvent])] = []
+        var schedule: [(offset: Int64, device: Int, events: [InputEvent])] = []
         let perDevice = pairs.map { frames(of: $0.recording) }
         let sharedStart = perDevice.compactMap { $0.first?.time }.min() ?? 0
         for (index, list) in perDevice.enumerated() {

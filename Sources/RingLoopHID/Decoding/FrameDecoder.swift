@@ -1,21 +1,8 @@
 import RingLoop
+import RingLoopEvdev
 
-/// One raw evdev event as read from a node.
-public struct RawInputEvent: Sendable, Hashable {
-    public var seconds: Int
-    public var microseconds: Int
-    public var type: UInt16
-    public var code: UInt16
-    public var value: Int32
-
-    public init(seconds: Int, microseconds: Int, type: UInt16, code: UInt16, value: Int32) {
-        self.seconds = seconds
-        self.microseconds = microseconds
-        self.type = type
-        self.code = code
-        self.value = value
-    }
-
+extension InputEvent {
+    /// The event's timestamp on the monotonic clock (the chain sets `CLOCK_MONOTONIC`).
     var instant: MonotonicInstant {
         MonotonicInstant(nanoseconds: UInt64(max(0, seconds)) &* 1_000_000_000 &+ UInt64(max(0, microseconds)) &* 1000)
     }
@@ -164,7 +151,7 @@ public struct FrameDecoder {
     /// Feeds one event. Returns `true` when it was `SYN_DROPPED` (the caller must resync
     /// with ``resync(from:at:into:)`` after the next `SYN_REPORT`).
     @discardableResult
-    public mutating func feed(_ event: RawInputEvent, into out: inout [HIDEvent]) -> Bool {
+    public mutating func feed(_ event: InputEvent, into out: inout [HIDEvent]) -> Bool {
         if dropping {
             // Everything up to and including the next SYN_REPORT is incomplete.
             if event.type == 0 && event.code == 0 { dropping = false }
@@ -369,7 +356,7 @@ public struct FrameDecoder {
             absolute[Int(code)] = value
             switch absoluteRoutes[Int(code)] {
             case .gamepad:
-                let range = info.axes[code] ?? AxisRange(minimum: 0, maximum: 1, resolution: 0)
+                let range = info.axes[code] ?? AbsoluteAxis(minimum: 0, maximum: 1, resolution: 0)
                 let normalized = range.minimum < 0
                     ? Double(value) / Double(max(-Int64(range.minimum), Int64(range.maximum), 1))
                     : range.normalized(value)
@@ -460,8 +447,8 @@ public struct FrameDecoder {
     private func contact(
         slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32, from state: SlotState?
     ) -> Contact {
-        let rangeX = info.axes[0x35] ?? info.axes[0] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
-        let rangeY = info.axes[0x36] ?? info.axes[1] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        let rangeX = info.axes[0x35] ?? info.axes[0] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[0x36] ?? info.axes[1] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
         return Contact(
             slot: Int16(slot), trackingID: id, phase: phase, x: x, y: y, normalizedX: rangeX.normalized(x),
             normalizedY: rangeY.normalized(y), millimetresX: rangeX.millimetres(x), millimetresY: rangeY.millimetres(y),
@@ -610,9 +597,9 @@ public struct FrameDecoder {
     private func penEvent() -> PenEvent {
         let x = absolute[0]
         let y = absolute[1]
-        let rangeX = info.axes[0] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
-        let rangeY = info.axes[1] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
-        let pressureRange = info.axes[0x18] ?? AxisRange(minimum: 0, maximum: 0, resolution: 0)
+        let rangeX = info.axes[0] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[1] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let pressureRange = info.axes[0x18] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
         func tilt(_ code: UInt16) -> Double {
             let value = Double(absolute[Int(code)])
             guard let range = info.axes[code], range.resolution > 0 else { return value }

@@ -2,6 +2,7 @@ import CLibEvdev
 
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 /// What kind of device it is, classified from its capabilities as udev and libinput do.
@@ -23,32 +24,6 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
     case other
 }
 
-/// An axis range with its resolution.
-public struct AxisRange: Sendable, Hashable {
-    public var minimum: Int32
-    public var maximum: Int32
-    /// Units per millimetre (per radian for rotation), 0 when unknown.
-    public var resolution: Int32
-
-    public init(minimum: Int32, maximum: Int32, resolution: Int32) {
-        self.minimum = minimum
-        self.maximum = maximum
-        self.resolution = resolution
-    }
-
-    /// `value` scaled to 0…1 over the range.
-    @inline(__always)
-    public func normalized(_ value: Int32) -> Double {
-        maximum > minimum ? Double(Int64(value) - Int64(minimum)) / Double(Int64(maximum) - Int64(minimum)) : 0
-    }
-
-    /// `value` in millimetres from the minimum, when the resolution is known.
-    @inline(__always)
-    public func millimetres(_ value: Int32) -> Double? {
-        resolution > 0 ? Double(Int64(value) - Int64(minimum)) / Double(resolution) : nil
-    }
-}
-
 /// An attached device: where it is, what it says about itself, and its class.
 public struct HIDDeviceInfo: Sendable, Hashable {
     public var id: HIDDeviceID
@@ -65,7 +40,7 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     /// any role.
     public var roles: Set<HIDDeviceClass> = []
     /// Absolute axes by code.
-    public var axes: [UInt16: AxisRange]
+    public var axes: [UInt16: AbsoluteAxis]
     /// Multitouch slots (0 for none).
     public var slotCount: Int
     /// Reports multitouch without slots (protocol A).
@@ -101,13 +76,13 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         defer { libevdev_free(device) }
         let maxima: [UInt16: UInt16] = [1: 0x2ff, 2: 0x0f, 3: 0x3f, 4: 0x07, 5: 0x10, 0x11: 0x0f, 0x12: 0x07]
         var codes: [UInt16: Set<UInt16>] = [:]
-        var axes: [UInt16: AxisRange] = [:]
+        var axes: [UInt16: AbsoluteAxis] = [:]
         for (type, maximum) in maxima where libevdev_has_event_type(device, UInt32(type)) == 1 {
             var set = Set<UInt16>()
             for code in 0...maximum where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
                 set.insert(code)
                 if type == 3, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
-                    axes[code] = AxisRange(minimum: info.minimum, maximum: info.maximum, resolution: info.resolution)
+                    axes[code] = AbsoluteAxis(minimum: info.minimum, maximum: info.maximum, resolution: info.resolution)
                 }
             }
             codes[type] = set
@@ -144,7 +119,7 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     public static func describing(
         id: HIDDeviceID = HIDDeviceID(rawValue: 1), path: String = "(memory)", name: String,
         busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
-        codes: [UInt16: Set<UInt16>], axes: [UInt16: AxisRange], properties: Set<UInt16>
+        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>
     ) -> HIDDeviceInfo {
         let absolute = codes[3] ?? []
         let fakeMultitouch = absolute.contains(0x2e) && absolute.contains(0x2f)

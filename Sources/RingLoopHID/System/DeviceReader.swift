@@ -4,6 +4,7 @@ import RingLoop
 
 #if canImport(Glibc)
 import Glibc
+import RingLoopEvdev
 #endif
 
 /// Reads one device on a loop: readiness through the ring, every pending event drained
@@ -17,7 +18,7 @@ final class DeviceReader {
     private var source: LoopPortSource?
     private let buffer: UnsafeMutableRawPointer
     private static let batch = 256
-    private static let recordSize = 24
+    private static var recordSize: Int { InputEvent.size }
     private var output: [HIDEvent] = []
     private let sink: (HIDEvent) -> Void
     private let onGone: (DeviceReader) -> Void
@@ -79,13 +80,7 @@ final class DeviceReader {
             let records = count / Self.recordSize
             eventsRead += records
             for index in 0..<records {
-                let base = buffer + index * Self.recordSize
-                let raw = RawInputEvent(
-                    seconds: base.load(fromByteOffset: 0, as: Int.self),
-                    microseconds: base.load(fromByteOffset: 8, as: Int.self),
-                    type: base.load(fromByteOffset: 16, as: UInt16.self),
-                    code: base.load(fromByteOffset: 18, as: UInt16.self),
-                    value: base.load(fromByteOffset: 20, as: Int32.self))
+                let raw = InputEvent(bytes: buffer + index * Self.recordSize)
                 let wasResyncing = decoder.isResyncing
                 decoder.feed(raw, into: &output)
                 if wasResyncing, !decoder.isResyncing {

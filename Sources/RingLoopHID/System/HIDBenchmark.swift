@@ -1,4 +1,5 @@
 import RingLoop
+import RingLoopEvdev
 
 /// Decode-and-dispatch throughput without a device: raw events from memory through the
 /// frame decoder, the event queue and one handler call each, on the calling thread.
@@ -7,7 +8,7 @@ public enum HIDDecodeBenchmark {
     /// Feeds `events` (a device's raw stream) `rounds` times; returns HID events
     /// dispatched, and calls `beforeMeasuredRound` before the last round (after warming).
     public static func run(
-        info: HIDDeviceInfo, events: [RawInputEvent], rounds: Int, beforeMeasuredRound: () -> Void = {},
+        info: HIDDeviceInfo, events: [InputEvent], rounds: Int, beforeMeasuredRound: () -> Void = {},
         handler: (HIDEvent) -> Void
     ) -> Int {
         var decoder = FrameDecoder(info: info)
@@ -37,7 +38,7 @@ public enum HIDDecodeBenchmark {
 
     /// A device description for the benchmark, classified from its capabilities.
     public static func info(
-        name: String, codes: [UInt16: Set<UInt16>], properties: Set<UInt16>, axes: [UInt16: AxisRange]
+        name: String, codes: [UInt16: Set<UInt16>], properties: Set<UInt16>, axes: [UInt16: AbsoluteAxis]
     ) -> HIDDeviceInfo {
         HIDDeviceInfo.describing(name: name, codes: codes, axes: axes, properties: properties)
     }

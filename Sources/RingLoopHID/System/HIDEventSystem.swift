@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import RingLoop
+import RingLoopEvdev
 import Synchronization
 
 #if canImport(Glibc)
@@ -501,14 +502,17 @@ public final class HIDEventSystem {
         let fd = open(info.path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .open(path: info.path, errno: errno) }
         defer { close(fd) }
-        var records = [UInt8](repeating: 0, count: 48)
+        // The LED change and the SYN_REPORT that ends its frame.
+        let frame = [
+            InputEvent(type: Evdev.EV_LED, code: code, value: on ? 1 : 0),
+            InputEvent(type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0),
+        ]
+        var records = [UInt8](repeating: 0, count: frame.count * InputEvent.size)
         records.withUnsafeMutableBytes { raw in
-            raw.storeBytes(of: UInt16(0x11), toByteOffset: 16, as: UInt16.self)
-            raw.storeBytes(of: code, toByteOffset: 18, as: UInt16.self)
-            raw.storeBytes(of: Int32(on ? 1 : 0), toByteOffset: 20, as: Int32.self)
+            for (index, event) in frame.enumerated() { event.store(to: raw.baseAddress! + index * InputEvent.size) }
         }
         let written = records.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written != 48 { throw .open(path: info.path, errno: written < 0 ? errno : EIO) }
+        if written != records.count { throw .open(path: info.path, errno: written < 0 ? errno : EIO) }
     }
 
     // MARK: Async
