@@ -96,7 +96,7 @@ let package = Package(
         .executableTarget(name: "FuzzLibinputReader", dependencies: ["RingLoopDevices"], path: "Fuzz/LibinputReader"),
         .executableTarget(
             name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"], path: "Fuzz/FrameDecoder"),
-        .executableTarget(name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "CLibEvdev"], path: "Fuzz/DeviceNode"),
+        .executableTarget(name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 
         // Test helpers shared by the test targets (child processes without Foundation's
         // Process, which leaks inside itself).

@@ -3,7 +3,7 @@
 //   swift tools/generate-evdev-codes.swift [--output FOLDER] [/usr/include/linux]
 //
 // It reads input-event-codes.h (every EV_, SYN_, KEY_, BTN_, REL_, ABS_, MSC_, SW_, LED_,
-// SND_, REP_ and INPUT_PROP_ define) and the FF_ effect codes of input.h, and rewrites
+// SND_, REP_ and INPUT_PROP_ define) and the FF_ effect codes and BUS_ types of input.h, and rewrites
 // Sources/RingLoopEvdev/Generated/*.swift. A test (EvdevCodesTests) reads the installed
 // headers again and checks that every constant and name matches, so a header that moved
 // on makes the suite say "run tools/generate-evdev-codes.swift".
@@ -90,7 +90,8 @@ let rangeNames: Set<String> = [
 ]
 
 func isLimit(_ name: String) -> Bool {
-    name.hasSuffix("_MAX") || name.hasSuffix("_CNT") || name.contains("_MIN") || name == "FF_MAX_EFFECTS"
+    name.hasSuffix("_MAX") || name.hasSuffix("_CNT") || name.hasSuffix("_MIN") || name == "KEY_MIN_INTERESTING"
+        || name == "FF_MAX_EFFECTS"
 }
 
 func hex(_ value: Int, width: Int = 2) -> String {
@@ -118,8 +119,8 @@ func constants(_ list: [Define], title: String) -> String {
 let code = try defines(
     in: "input-event-codes.h",
     prefixes: ["INPUT_PROP_", "EV_", "SYN_", "KEY_", "BTN_", "REL_", "ABS_", "MSC_", "SW_", "LED_", "SND_", "REP_"])
-let forceFeedback = try defines(in: "input.h", prefixes: ["FF_"]).filter { !$0.name.hasPrefix("FF_STATUS") }
-let all = code + forceFeedback
+let fromInput = try defines(in: "input.h", prefixes: ["FF_", "BUS_"]).filter { !$0.name.hasPrefix("FF_STATUS") }
+let all = code + fromInput
 
 func group(_ prefix: String) -> [Define] { all.filter { $0.name.hasPrefix(prefix) } }
 
@@ -128,8 +129,8 @@ let keys = group("KEY_")
 let files: [(String, String, [Define])] = [
     ("Evdev+Types.swift", "Types, properties, synchronization, relative and absolute axes",
         group("INPUT_PROP_") + group("EV_") + group("SYN_") + group("REL_") + group("ABS_")),
-    ("Evdev+Others.swift", "Switches, miscellaneous, LEDs, sounds, repeat, force feedback",
-        group("SW_") + group("MSC_") + group("LED_") + group("SND_") + group("REP_") + group("FF_")),
+    ("Evdev+Others.swift", "Switches, miscellaneous, LEDs, sounds, repeat, force feedback, bus types",
+        group("SW_") + group("MSC_") + group("LED_") + group("SND_") + group("REP_") + group("FF_") + group("BUS_")),
     ("Evdev+Keys.swift", "Keys below 0x100", keys.filter { $0.value < 0x100 }),
     ("Evdev+MoreKeys.swift", "Keys from 0x100", keys.filter { $0.value >= 0x100 }),
     ("Evdev+Buttons.swift", "Buttons", group("BTN_")),

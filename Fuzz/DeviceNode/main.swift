@@ -8,6 +8,7 @@
 import CLibEvdev
 import Glibc
 import RingLoopDevices
+import RingLoopEvdev
 
 nonisolated(unsafe) var folder: FUSEDeviceFolder?
 nonisolated(unsafe) var nodes: [FUSEEvdevNode] = []
@@ -70,10 +71,10 @@ public func fuzzDeviceNode(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         default:
             let raw = take(8)
             guard raw.count == 8 else { return 0 }
-            let type = UInt16(raw[0] % 0x20)
+            let type = UInt16(raw[0]) % (Evdev.EV_MAX + 1)
             let code = UInt16(raw[1]) | UInt16(raw[2]) << 8
             let value = Int32(bitPattern: UInt32(raw[3]) | UInt32(raw[4]) << 8 | UInt32(raw[5]) << 16 | UInt32(raw[6]) << 24)
-            try? node.send([(type, code, value), (0, 0, 0)])
+            try? node.send([(type, code, value), (Evdev.EV_SYN, Evdev.SYN_REPORT, 0)])
         }
     }
     return 0

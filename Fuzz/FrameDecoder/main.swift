@@ -40,7 +40,7 @@ public func fuzzFrameDecoderInitialize(_ argc: UnsafeMutablePointer<CInt>, _ arg
     return 0
 }
 
-let types: [UInt16] = [0, 1, 2, 3, 4, 5, 0x11, 0x14]
+let types: [UInt16] = [Evdev.EV_SYN, Evdev.EV_KEY, Evdev.EV_REL, Evdev.EV_ABS, Evdev.EV_MSC, Evdev.EV_SW, Evdev.EV_LED, Evdev.EV_REP]
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -58,9 +58,9 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         time += 1
         if selector == 0xff {
             var snapshot = DeviceStateSnapshot()
-            snapshot.keysDown = [code & 0x2ff, UInt16(truncatingIfNeeded: value) & 0x2ff]
-            snapshot.switchesOn = [code & 0x0f]
-            snapshot.absolute = [code & 0x3f: value]
+            snapshot.keysDown = [code % Evdev.KEY_CNT, UInt16(truncatingIfNeeded: value) % Evdev.KEY_CNT]
+            snapshot.switchesOn = [code % Evdev.SW_CNT]
+            snapshot.absolute = [code % Evdev.ABS_CNT: value]
             snapshot.slots = (0..<Int(code % 12)).map { (value &+ Int32($0), value, value) }
             decoder.resync(from: snapshot, at: MonotonicInstant(nanoseconds: UInt64(time)), into: &out)
             continue

@@ -44,3 +44,18 @@ public struct AbsoluteAxis: Hashable, Sendable {
         resolution > 0 ? Double(Int64(value) - Int64(minimum)) / Double(resolution) : nil
     }
 }
+
+extension AbsoluteAxis {
+    /// Bytes of the kernel's `struct input_absinfo` (`EVIOCGABS`, `EVIOCSABS`).
+    public static var kernelSize: Int { MemoryLayout<input_absinfo>.size }
+
+    /// Reads an axis from the kernel struct's bytes, which need not be aligned.
+    public init(bytes: UnsafeRawPointer) {
+        self.init(bytes.loadUnaligned(as: input_absinfo.self))
+    }
+
+    /// The kernel struct's bytes, as `EVIOCGABS` returns them.
+    public var kernelBytes: [UInt8] {
+        withUnsafeBytes(of: kernelInfo) { Array($0) }
+    }
+}

@@ -61,6 +61,9 @@ public enum Evdev {
     /// The types `EVIOCGBIT` answers with a bit mask, in order.
     public static let maskTypes: [UInt16] = [EV_SYN, EV_KEY, EV_REL, EV_ABS, EV_MSC, EV_SW, EV_LED, EV_SND, EV_FF]
 
+    /// The most multitouch slots the kernel gives a device (`input_mt_init_slots`).
+    public static let maximumSlotCount = 1024
+
     /// Whether `code` is a multitouch axis (`ABS_MT_SLOT` … `ABS_MT_TOOL_Y`).
     @inlinable
     public static func isMultitouchAxis(_ code: UInt16) -> Bool { code >= ABS_MT_SLOT && code <= ABS_MT_TOOL_Y }

@@ -55,7 +55,13 @@ struct EvdevTests {
             for code in 0...Evdev.maximumCode(ofType: type)! {
                 let theirs = libevdev_event_code_get_name(UInt32(type), UInt32(code)).map { String(cString: $0) }
                 let ours = Evdev.name(ofCode: code, type: type)
-                guard let theirs, let ours else { continue }  // a code one side's headers do not have yet
+                // A code one side's headers do not have yet; but a name our headers define
+                // must be shown.
+                guard let theirs else { continue }
+                guard let ours else {
+                    #expect(Evdev.code(named: theirs) == nil, "\(theirs) is defined but has no name in the table")
+                    continue
+                }
                 compared += 1
                 #expect(ours == theirs, "type \(type) code \(code)")
                 #expect(Evdev.code(named: ours)?.type == type && Evdev.code(named: ours)?.code == code, "\(ours)")
@@ -128,5 +134,29 @@ struct EvdevTests {
         #expect(axis.millimetres(250) == 25)
         #expect(AbsoluteAxis(minimum: 3, maximum: 3).normalized(3) == 0)
         #expect(AbsoluteAxis(minimum: 0, maximum: 10).millimetres(5) == nil)
+    }
+
+    /// The request numbers are the C macros' (`EVIOCGBIT(EV_ABS, 8)` and the rest).
+    @Test("Requests taken apart give the EVIOC macros' direction, number and size")
+    func requests() {
+        let bit = EvdevRequest(command: UInt32(ringloop_eviocgbit(UInt32(Evdev.EV_ABS), 8)))
+        #expect(bit.isEvdev && bit.direction == .read && bit.size == 8)
+        #expect(bit.number == EvdevRequest.EVIOCGBIT + UInt8(Evdev.EV_ABS))
+        let abs = EvdevRequest(command: UInt32(ringloop_eviocgabs(UInt32(Evdev.ABS_MT_SLOT))))
+        #expect(abs.number == EvdevRequest.EVIOCGABS + UInt8(Evdev.ABS_MT_SLOT) && abs.size == AbsoluteAxis.kernelSize)
+        let name = EvdevRequest(command: UInt32(ringloop_eviocgname(256)))
+        #expect(name.number == EvdevRequest.EVIOCGNAME && name.size == 256 && name.repliesWithLength)
+        let slots = EvdevRequest(command: UInt32(ringloop_eviocgmtslots(64)))
+        #expect(slots.number == EvdevRequest.EVIOCGMTSLOTS && !slots.repliesWithLength)
+        let key = EvdevRequest(command: UInt32(ringloop_eviocgkey(96)))
+        #expect(key.number == EvdevRequest.EVIOCGKEY)
+        #expect(EvdevRequest(command: UInt32(ringloop_eviocgsw(8))).number == EvdevRequest.EVIOCGSW)
+        #expect(EvdevRequest(command: UInt32(ringloop_eviocgled(8))).number == EvdevRequest.EVIOCGLED)
+        let grab = EvdevRequest(command: UInt32(ringloop_eviocgrab()))
+        #expect(grab.direction == .write && grab.number == EvdevRequest.EVIOCGRAB)
+        let clock = EvdevRequest(command: UInt32(ringloop_eviocsclockid()))
+        #expect(clock.direction == .write && clock.number == EvdevRequest.EVIOCSCLOCKID)
+        #expect(Evdev.EV_VERSION == EV_VERSION)
+        #expect(!EvdevRequest(command: 0x8004_5401).isEvdev)  // TCGETS-like: another driver's type
     }
 }

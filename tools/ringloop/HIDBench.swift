@@ -74,7 +74,7 @@ enum HIDBench {
         let folder = try FUSEDeviceFolder(path: path)
         defer { folder.close() }
         let mouse = InputDeviceDescription(
-            name: "Bench Mouse", codes: [0x01: [0x110, 0x111], 0x02: [0x00, 0x01]])
+            name: "Bench Mouse", codes: [Evdev.EV_KEY: [Evdev.BTN_LEFT, Evdev.BTN_RIGHT], Evdev.EV_REL: [Evdev.REL_X, Evdev.REL_Y]])
         let node = try folder.addDevice(mouse, bufferSize: 1024)
         return onFreshThread {
             let loop = RingRunLoop.current
@@ -97,7 +97,7 @@ enum HIDBench {
             let sent = Atomic<Int>(0)
             let sender = Thread {
                 for index in 0..<samples {
-                    try? node.send([(2, 0, Int32(index % 2 == 0 ? 1 : -1)), (0, 0, 0)])
+                    try? node.send([(Evdev.EV_REL, Evdev.REL_X, Int32(index % 2 == 0 ? 1 : -1)), (Evdev.EV_SYN, Evdev.SYN_REPORT, 0)])
                     sent.add(1, ordering: .relaxed)
                     usleep(1000)
                 }

@@ -1,9 +1,9 @@
 import ArgumentParser
-import CLibEvdev
 import CLibURing
 import Foundation
 import RingLoop
 import RingLoopDevices
+import RingLoopEvdev
 import RingLoopHID
 
 /// Ctrl-C, SIGTERM, SIGHUP and SIGQUIT through the ring: the signals are blocked in every
@@ -68,13 +68,6 @@ func bundledRecordingsFolder(_ explicit: String?) -> String? {
     }
 }
 
-/// Linux names of event codes.
-enum CodeNames {
-    static func code(type: UInt16, code: UInt16) -> String {
-        libevdev_event_code_get_name(UInt32(type), UInt32(code)).map { String(cString: $0) } ?? "0x" + String(code, radix: 16)
-    }
-}
-
 /// Readable lines and JSON objects for HID events.
 enum EventFormat {
     static func text(_ event: HIDEvent, device: String) -> String {
@@ -83,8 +76,8 @@ enum EventFormat {
         case .key(let key):
             let usage = key.usage.map { " usage \($0)" } ?? ""
             let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + String(key.modifiers.rawValue, radix: 16)
-            body = "key \(CodeNames.code(type: 1, code: key.code)) \(key.state)\(usage)\(modifiers)"
-        case .button(let button): body = "button \(button.number) (\(CodeNames.code(type: 1, code: button.code))) \(button.isDown ? "down" : "up")"
+            body = "key \(Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)) \(key.state)\(usage)\(modifiers)"
+        case .button(let button): body = "button \(button.number) (\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY))) \(button.isDown ? "down" : "up")"
         case .pointerMotion(let dx, let dy): body = "motion \(dx) \(dy)"
         case .scroll(let scroll): body = "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
         case .absolutePointer(let pointer): body = "absolute \(pointer.x) \(pointer.y)"
@@ -93,12 +86,12 @@ enum EventFormat {
             body = "touch \(frame.fingerCount) finger(s)\(frame.isBoundingBox ? " (bounding box)" : ""): \(contacts)"
         case .pen(let pen):
             body = "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(String(format: "%.2f", pen.pressure)) tilt \(String(format: "%.0f", pen.tiltX))°,\(String(format: "%.0f", pen.tiltY))° buttons \(pen.barrelButtons)"
-        case .gamepadButton(let button): body = "gamepad \(CodeNames.code(type: 1, code: button.code)) \(button.isDown ? "down" : "up")"
-        case .gamepadAxis(let axis): body = "axis \(CodeNames.code(type: 3, code: axis.code)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
-        case .switchChanged(let change): body = "switch \(CodeNames.code(type: 5, code: change.code)) \(change.isOn ? "on" : "off")"
+        case .gamepadButton(let button): body = "gamepad \(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)) \(button.isDown ? "down" : "up")"
+        case .gamepadAxis(let axis): body = "axis \(Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
+        case .switchChanged(let change): body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
         case .dial(let steps): body = "dial \(steps)"
         case .axis(let axis):
-            let name = CodeNames.code(type: axis.source == .absolute ? 3 : 2, code: axis.code)
+            let name = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
             body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(String(format: "%.2f", $0)))" } ?? "")
         case .deviceAdded: body = "added"
         case .deviceRemoved: body = "removed"
@@ -115,13 +108,13 @@ enum EventFormat {
         ]
         switch event.payload {
         case .key(let key):
-            object["code"] = CodeNames.code(type: 1, code: key.code)
+            object["code"] = Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)
             object["usagePage"] = key.usage.map { Int($0.page) } ?? NSNull()
             object["usage"] = key.usage.map { Int($0.usage) } ?? NSNull()
             object["state"] = key.state.rawValue
             object["modifiers"] = Int(key.modifiers.rawValue)
         case .button(let button):
-            object["code"] = CodeNames.code(type: 1, code: button.code)
+            object["code"] = Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)
             object["button"] = button.number
             object["state"] = button.isDown ? "down" : "up"
         case .pointerMotion(let dx, let dy):
@@ -147,19 +140,19 @@ enum EventFormat {
             object["y"] = Int(pen.y)
             object["pressure"] = pen.pressure
         case .gamepadButton(let button):
-            object["code"] = CodeNames.code(type: 1, code: button.code)
+            object["code"] = Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)
             object["state"] = button.isDown ? "down" : "up"
         case .gamepadAxis(let axis):
-            object["code"] = CodeNames.code(type: 3, code: axis.code)
+            object["code"] = Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)
             object["value"] = Int(axis.value)
             object["normalized"] = axis.normalized
         case .switchChanged(let change):
-            object["code"] = CodeNames.code(type: 5, code: change.code)
+            object["code"] = Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)
             object["state"] = change.isOn ? "on" : "off"
         case .dial(let steps): object["steps"] = Int(steps)
         case .axis(let axis):
             object["source"] = axis.source.rawValue
-            object["code"] = CodeNames.code(type: axis.source == .absolute ? 3 : 2, code: axis.code)
+            object["code"] = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
             object["value"] = Int(axis.value)
             object["normalized"] = axis.normalized ?? NSNull()
         case .eventsDropped(let count): object["count"] = count

@@ -172,7 +172,7 @@ public enum EvemuFormat {
                     throw fail(line, current.section == .none ? "I: line before the N: name line" : "I: must follow the N: line")
                 }
                 let fields = try numbers(body, line, hexCount: 4, decimalCount: 0, what: "I: bus vendor product version (4 hexadecimal numbers)")
-                guard fields.allSatisfy({ $0 <= 0xFFFF }) else { throw fail(line, "I: values must be at most ffff") }
+                guard fields.allSatisfy({ $0 <= UInt16.max }) else { throw fail(line, "I: values must be at most ffff") }
                 current.ids = (UInt16(fields[0]), UInt16(fields[1]), UInt16(fields[2]), UInt16(fields[3]))
                 current.section = .ids
             case "P", "B", "A", "L", "S":
@@ -266,8 +266,8 @@ public enum EvemuFormat {
             case "B":
                 let fields = try maskBytes(body, line, what: "B: type followed by hexadecimal mask bytes", leading: true)
                 guard fields.count >= 2 else { throw fail(line, "expected B: type followed by mask bytes") }
-                guard fields[0] <= 0x1F else {
-                    throw fail(line, "B: type \(hex(Int64(fields[0]))) is above EV_MAX (1f)")
+                guard fields[0] <= Evdev.EV_MAX else {
+                    throw fail(line, "B: type \(hex(Int64(fields[0]))) is above EV_MAX (\(hex(Int64(Evdev.EV_MAX))))")
                 }
                 current.masks[UInt16(fields[0]), default: []] += fields.dropFirst()
             case "A":
@@ -275,7 +275,9 @@ public enum EvemuFormat {
                 guard fields.dropFirst().allSatisfy({ $0 >= Int64(Int32.min) && $0 <= Int64(Int32.max) }) else {
                     throw fail(line, "A: values must fit in 32 bits")
                 }
-                guard fields[0] <= 0xFF else { throw fail(line, "A: axis code \(hex(fields[0])) is above ff") }
+                // evemu reads the code into a byte; an axis above ABS_MAX is in no B: 03 mask, so it
+                // is ignored below with a warning.
+                guard fields[0] <= UInt8.max else { throw fail(line, "A: axis code \(hex(fields[0])) is above ff") }
                 current.axes.append(
                     (
                         line, UInt16(fields[0]),
@@ -288,7 +290,7 @@ public enum EvemuFormat {
                 guard fields[1] >= Int64(Int32.min), fields[1] <= Int64(Int32.max) else {
                     throw fail(line, "\(tag): value must fit in 32 bits")
                 }
-                let maximum: Int64 = tag == "L" ? 0x0F : 0x10
+                let maximum = Int64(tag == "L" ? Evdev.LED_MAX : Evdev.SW_MAX)
                 guard fields[0] <= maximum else {
                     warn(line, "\(tag): code \(hex(fields[0])) is above \(tag == "L" ? "LED_MAX" : "SW_MAX") (\(hex(maximum))): ignored")
                     return
@@ -425,11 +427,11 @@ public enum EvemuFormat {
                     }
                 }
                 switch type {
-                case 0x00:
+                case Evdev.EV_SYN:
                     // evemu 2 writes a fixed `B: 00 0b` line; evemu 1 wrote the type mask.
                     // libevdev enables types through their codes, so evemu ignores it.
                     continue
-                case 0x14:
+                case Evdev.EV_REP:
                     hasRepeat = hasRepeat || bytes.contains { $0 != 0 }
                     continue
                 default:
@@ -447,7 +449,7 @@ public enum EvemuFormat {
             }
             var axes: [UInt16: AbsoluteAxis] = [:]
             for (line, code, axis) in block.axes {
-                guard codes[0x03]?.contains(code) == true else {
+                guard codes[Evdev.EV_ABS]?.contains(code) == true else {
                     warnings.append(
                         RecordingWarning(
                             file: file, line: line,
@@ -458,12 +460,12 @@ public enum EvemuFormat {
             }
             var leds = block.leds
             var switches = block.switches
-            for code in leds.keys where codes[0x11]?.contains(code) != true { leds[code] = nil }
-            for code in switches.keys where codes[0x05]?.contains(code) != true { switches[code] = nil }
+            for code in leds.keys where codes[Evdev.EV_LED]?.contains(code) != true { leds[code] = nil }
+            for code in switches.keys where codes[Evdev.EV_SW]?.contains(code) != true { switches[code] = nil }
             var types = Set(codes.keys)
-            types.insert(0)
-            if hasRepeat { types.insert(0x14) }
-            codes[0] = types
+            types.insert(Evdev.EV_SYN)
+            if hasRepeat { types.insert(Evdev.EV_REP) }
+            codes[Evdev.EV_SYN] = types
             let description = InputDeviceDescription(
                 name: name, busType: ids.0, vendor: ids.1, product: ids.2, version: ids.3, properties: properties,
                 codes: codes, absoluteAxes: axes, ledStates: leds, switchStates: switches,
@@ -490,7 +492,7 @@ public enum EvemuFormat {
             out += "I: \(pad4(device.busType)) \(pad4(device.vendor)) \(pad4(device.product)) \(pad4(device.version))\n"
             out += maskLines(prefix: "P: ", bits: device.properties, bytes: Evdev.propertyMaskBytes)
             out += "B: 00 0b 00 00 00 00 00 00 00\n"
-            for type in Evdev.maskTypes where type != 0 {
+            for type in Evdev.maskTypes where type != Evdev.EV_SYN {
                 out += maskLines(prefix: "B: \(pad2(type)) ", bits: device.codes[type] ?? [], bytes: Evdev.maskBytes(ofType: type)!)
             }
             if device.keyRepeat != nil { out += "B: 14 03 00 00 00 00 00 00 00\n" }

@@ -23,15 +23,13 @@ extension InputDeviceDescription {
     init(libevdev device: OpaquePointer) {
         var codes: [UInt16: Set<UInt16>] = [:]
         var axes: [UInt16: AbsoluteAxis] = [:]
-        for type in Evdev.maskTypes where type != 0 {
+        for type in Evdev.maskTypes where type != Evdev.EV_SYN {
             guard libevdev_has_event_type(device, UInt32(type)) == 1 else { continue }
             var set = Set<UInt16>()
             for code in 0...Evdev.maximumCode(ofType: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
                 set.insert(code)
-                if type == 0x03, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
-                    axes[code] = AbsoluteAxis(
-                        value: info.value, minimum: info.minimum, maximum: info.maximum, fuzz: info.fuzz, flat: info.flat,
-                        resolution: info.resolution)
+                if type == Evdev.EV_ABS, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
+                    axes[code] = AbsoluteAxis(info)
                 }
             }
             codes[type] = set
@@ -41,14 +39,14 @@ extension InputDeviceDescription {
             properties.insert(property)
         }
         var leds: [UInt16: Int32] = [:]
-        for code in codes[0x11] ?? [] {
-            let value = libevdev_get_event_value(device, 0x11, UInt32(code))
+        for code in codes[Evdev.EV_LED] ?? [] {
+            let value = libevdev_get_event_value(device, UInt32(Evdev.EV_LED), UInt32(code))
             if value != 0 { leds[code] = value }
         }
         var switches: [UInt16: Int32] = [:]
-        for code in codes[0x05] ?? [] { switches[code] = libevdev_get_event_value(device, 0x05, UInt32(code)) }
+        for code in codes[Evdev.EV_SW] ?? [] { switches[code] = libevdev_get_event_value(device, UInt32(Evdev.EV_SW), UInt32(code)) }
         var keysDown = Set<UInt16>()
-        for code in codes[0x01] ?? [] where libevdev_get_event_value(device, 0x01, UInt32(code)) != 0 {
+        for code in codes[Evdev.EV_KEY] ?? [] where libevdev_get_event_value(device, UInt32(Evdev.EV_KEY), UInt32(code)) != 0 {
             keysDown.insert(code)
         }
         var delay: Int32 = 0

@@ -29,7 +29,7 @@ public struct InputDeviceDescription: Hashable, Sendable {
     public var keyRepeat: (delay: Int32, period: Int32)?
 
     public init(
-        name: String, busType: UInt16 = 0x03, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
+        name: String, busType: UInt16 = Evdev.BUS_USB, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
         physicalLocation: String = "", uniqueIdentifier: String = "", properties: Set<UInt16> = [],
         codes: [UInt16: Set<UInt16>] = [:], absoluteAxes: [UInt16: AbsoluteAxis] = [:],
         ledStates: [UInt16: Int32] = [:], switchStates: [UInt16: Int32] = [:], keysDown: Set<UInt16> = [],
@@ -55,13 +55,13 @@ public struct InputDeviceDescription: Hashable, Sendable {
     /// Makes `codes[EV_SYN]` list every type that has codes, as the kernel's type mask does.
     mutating func normalizeTypes() {
         codes = codes.filter { !$0.value.isEmpty }
-        var types = codes[0] ?? []
-        types.insert(0)
-        for (type, set) in codes where type != 0 && !set.isEmpty { types.insert(type) }
-        if keyRepeat != nil { types.insert(0x14) }
-        codes[0] = types
-        if codes[0x03]?.isEmpty == false {
-            for code in codes[0x03]! where absoluteAxes[code] == nil {
+        var types = codes[Evdev.EV_SYN] ?? []
+        types.insert(Evdev.EV_SYN)
+        for (type, set) in codes where type != Evdev.EV_SYN && !set.isEmpty { types.insert(type) }
+        if keyRepeat != nil { types.insert(Evdev.EV_REP) }
+        codes[Evdev.EV_SYN] = types
+        if codes[Evdev.EV_ABS]?.isEmpty == false {
+            for code in codes[Evdev.EV_ABS]! where absoluteAxes[code] == nil {
                 // No range given: libevdev's (and so evemu's) placeholder range.
                 absoluteAxes[code] = AbsoluteAxis(minimum: 0, maximum: 1)
             }
@@ -73,16 +73,14 @@ public struct InputDeviceDescription: Hashable, Sendable {
     /// recorded device with `EV_REP` gets these, as it did when it was plugged in.
     public static let kernelDefaultKeyRepeat: (delay: Int32, period: Int32) = (250, 33)
 
-    /// The most multitouch slots the kernel allows a device (`input_mt_init_slots`).
-    public static let maximumSlotCount = 1024
 
     /// Why a kernel would not accept this description, or `nil`: counts that size memory
     /// (slots) are bounded as the kernel bounds them.
     public var problem: String? {
-        if isMultitouch, let slot = absoluteAxes[0x2f] {
-            if slot.minimum != 0 || slot.maximum < 0 || Int(slot.maximum) >= Self.maximumSlotCount {
+        if isMultitouch, let slot = absoluteAxes[Evdev.ABS_MT_SLOT] {
+            if slot.minimum != 0 || slot.maximum < 0 || Int(slot.maximum) >= Evdev.maximumSlotCount {
                 return "ABS_MT_SLOT range \(slot.minimum)…\(slot.maximum): slots count from 0 and the kernel allows"
-                    + " at most \(Self.maximumSlotCount) (maximum 0…\(Self.maximumSlotCount - 1))"
+                    + " at most \(Evdev.maximumSlotCount) (maximum 0…\(Evdev.maximumSlotCount - 1))"
             }
         }
         return nil
@@ -92,14 +90,16 @@ public struct InputDeviceDescription: Hashable, Sendable {
     /// below it (`ABS_RESERVED`, 0x2e). Devices whose HID descriptor has more axes than
     /// the kernel has names fill codes up to and past 0x2e ("fake MT", as udev and
     /// libevdev call it); their 0x2f is an ordinary axis.
-    public var isMultitouch: Bool { has(type: 0x03, code: 0x2f) && !has(type: 0x03, code: 0x2e) }
+    public var isMultitouch: Bool {
+        has(type: Evdev.EV_ABS, code: Evdev.ABS_MT_SLOT) && !has(type: Evdev.EV_ABS, code: Evdev.ABS_RESERVED)
+    }
 
     /// Whether the device can send `code` of `type`.
     public func has(type: UInt16, code: UInt16) -> Bool { codes[type]?.contains(code) ?? false }
 
     /// The number of multitouch slots (`ABS_MT_SLOT` maximum + 1), or 0.
     public var slotCount: Int {
-        guard isMultitouch, let slot = absoluteAxes[0x2f], problem == nil else { return 0 }
+        guard isMultitouch, let slot = absoluteAxes[Evdev.ABS_MT_SLOT], problem == nil else { return 0 }
         return Int(slot.maximum) + 1
     }
 

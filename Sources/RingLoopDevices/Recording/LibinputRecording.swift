@@ -81,23 +81,23 @@ public enum LibinputRecording {
             }
             var warnings: [RecordingWarning] = []
             guard let name = evdev["name"]?.string else { throw fail(evdevNode, "expected evdev 'name:'") }
-            guard let id = evdev["id"]?.sequence, id.count == 4, let ids = intList(id), ids.allSatisfy({ 0...0xffff ~= $0 })
+            guard let id = evdev["id"]?.sequence, id.count == 4, let ids = intList(id), ids.allSatisfy({ 0...Int(UInt16.max) ~= $0 })
             else { throw fail(evdev["id"] ?? evdevNode, "expected 'id: [bus, vendor, product, version]' (0…65535)") }
             var codes: [UInt16: Set<UInt16>] = [:]
-            var types: Set<UInt16> = [0]
+            var types: Set<UInt16> = [Evdev.EV_SYN]
             if let codesNode = evdev["codes"] {
                 guard let codeMap = codesNode.mapping else { throw fail(codesNode, "expected 'codes:' mapping types to code lists") }
                 for (typeNode, listNode) in codeMap {
-                    guard let type = typeNode.int, 0...0x1f ~= type else {
-                        throw fail(typeNode, "expected an event type from 0 to 31")
+                    guard let type = typeNode.int, 0...Int(Evdev.EV_MAX) ~= type else {
+                        throw fail(typeNode, "expected an event type from 0 to \(Evdev.EV_MAX)")
                     }
-                    guard let list = listNode.sequence, let values = intList(list), values.allSatisfy({ 0...0xffff ~= $0 }) else {
+                    guard let list = listNode.sequence, let values = intList(list), values.allSatisfy({ 0...Int(UInt16.max) ~= $0 }) else {
                         throw fail(listNode, "expected a list of codes for type \(type)")
                     }
                     types.insert(UInt16(type))
-                    // Type 0 lists SYN_* codes and type 20 the EV_REP codes: neither is
-                    // a mask the kernel reports codes for.
-                    guard type != 0, type != 0x14 else { continue }
+                    // EV_SYN lists SYN_* codes and EV_REP the REP_* codes: neither is a
+                    // mask the kernel reports codes for.
+                    guard type != Evdev.EV_SYN, type != Evdev.EV_REP else { continue }
                     guard let maximum = Evdev.maximumCode(ofType: UInt16(type)) else {
                         if !values.isEmpty {
                             warnings.append(warning(listNode, "codes of event type \(type) ignored: the kernel reports none for it"))
@@ -115,11 +115,13 @@ public enum LibinputRecording {
             if let absinfoNode = evdev["absinfo"] {
                 guard let absinfo = absinfoNode.mapping else { throw fail(absinfoNode, "expected 'absinfo:' mapping axes to ranges") }
                 for (codeNode, infoNode) in absinfo {
-                    guard let code = codeNode.int, 0...0x3f ~= code else { throw fail(codeNode, "expected an axis code from 0 to 63") }
+                    guard let code = codeNode.int, 0...Int(Evdev.ABS_MAX) ~= code else {
+                        throw fail(codeNode, "expected an axis code from 0 to \(Evdev.ABS_MAX)")
+                    }
                     guard let info = infoNode.sequence, let v = intList(info), v.count == 5,
                         v.allSatisfy({ Int(Int32.min)...Int(Int32.max) ~= $0 })
                     else { throw fail(infoNode, "expected '[minimum, maximum, fuzz, flat, resolution]'") }
-                    guard codes[0x03]?.contains(UInt16(code)) == true else {
+                    guard codes[Evdev.EV_ABS]?.contains(UInt16(code)) == true else {
                         warnings.append(warning(codeNode, "absinfo for axis \(code), which 'codes:' does not list for type 3: ignored"))
                         continue
                     }
@@ -129,17 +131,17 @@ public enum LibinputRecording {
             }
             var properties = Set<UInt16>()
             if let list = evdev["properties"]?.sequence {
-                guard let values = intList(list), values.allSatisfy({ 0...0x1f ~= $0 }) else {
-                    throw fail(evdev["properties"], "expected a list of properties from 0 to 31")
+                guard let values = intList(list), values.allSatisfy({ 0...Int(Evdev.INPUT_PROP_MAX) ~= $0 }) else {
+                    throw fail(evdev["properties"], "expected a list of properties from 0 to \(Evdev.INPUT_PROP_MAX)")
                 }
                 properties = Set(values.map { UInt16($0) })
             }
             types.formUnion(codes.keys)
-            codes[0] = types
+            codes[Evdev.EV_SYN] = types
             let description = InputDeviceDescription(
                 name: name, busType: UInt16(ids[0]), vendor: UInt16(ids[1]), product: UInt16(ids[2]),
                 version: UInt16(ids[3]), properties: properties, codes: codes, absoluteAxes: axes,
-                keyRepeat: types.contains(0x14) ? InputDeviceDescription.kernelDefaultKeyRepeat : nil)
+                keyRepeat: types.contains(Evdev.EV_REP) ? InputDeviceDescription.kernelDefaultKeyRepeat : nil)
             if let problem = description.problem { throw fail(evdevNode, problem) }
             let events = try self.events(device["events"])
             let node = device["node"]?.string
@@ -165,7 +167,7 @@ public enum LibinputRecording {
                 guard let list = evdevFrame.sequence else { throw fail(evdevFrame, "expected a list of events") }
                 for eventNode in list {
                     guard let fields = eventNode.sequence, let v = intList(fields), v.count == 5, v[0] >= 0,
-                        v[0] <= Int(Int32.max) * 4, 0...999_999 ~= v[1], 0...0xffff ~= v[2], 0...0xffff ~= v[3],
+                        v[0] <= Int(Int32.max) * 4, 0...999_999 ~= v[1], 0...Int(UInt16.max) ~= v[2], 0...Int(UInt16.max) ~= v[3],
                         Int(Int32.min)...Int(Int32.max) ~= v[4]
                     else { throw fail(eventNode, "expected '[sec, usec, type, code, value]'") }
                     events.append(

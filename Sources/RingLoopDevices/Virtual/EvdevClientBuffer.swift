@@ -28,7 +28,7 @@ struct EvdevClientBuffer {
     init(capacity: Int) {
         var size = 8
         while size < capacity { size <<= 1 }
-        storage = Array(repeating: InputEvent(type: 0, code: 0, value: 0), count: size)
+        storage = Array(repeating: InputEvent(type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0), count: size)
         mask = size - 1
     }
 
@@ -47,10 +47,10 @@ struct EvdevClientBuffer {
             overflowCount += 1
             tail = (head - 2) & mask
             storage[tail] = InputEvent(
-                seconds: event.seconds, microseconds: event.microseconds, type: 0, code: 3, value: 0)
+                seconds: event.seconds, microseconds: event.microseconds, type: Evdev.EV_SYN, code: Evdev.SYN_DROPPED, value: 0)
             packetHead = tail
         }
-        if event.type == 0, event.code == 0 {
+        if event.isSynReport {
             packetHead = head
             return true
         }

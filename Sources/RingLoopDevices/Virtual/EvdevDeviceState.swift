@@ -24,23 +24,24 @@ struct EvdevDeviceState {
     /// values already went through the filter once, and a second pass would move them.
     let appliesFuzz: Bool
 
-    static let firstMultitouchCode: UInt16 = 0x30
-    static let lastMultitouchCode: UInt16 = 0x3d
+    /// The per-slot codes (ABS_MT_SLOT itself is not one).
+    static let firstMultitouchCode = Evdev.ABS_MT_TOUCH_MAJOR
+    static let lastMultitouchCode = Evdev.ABS_MT_TOOL_Y
 
     init(description: InputDeviceDescription, appliesFuzz: Bool = true) {
         self.description = description
         self.appliesFuzz = appliesFuzz
-        keys = BitSet(bits: 0x300, set: description.keysDown)
-        leds = BitSet(bits: 0x10, set: Set(description.ledStates.filter { $0.value != 0 }.keys))
-        switches = BitSet(bits: 0x11, set: Set(description.switchStates.filter { $0.value != 0 }.keys))
-        sounds = BitSet(bits: 0x08, set: [])
+        keys = BitSet(bits: Int(Evdev.KEY_CNT), set: description.keysDown)
+        leds = BitSet(bits: Int(Evdev.LED_CNT), set: Set(description.ledStates.filter { $0.value != 0 }.keys))
+        switches = BitSet(bits: Int(Evdev.SW_CNT), set: Set(description.switchStates.filter { $0.value != 0 }.keys))
+        sounds = BitSet(bits: Int(Evdev.SND_CNT), set: [])
         axes = description.absoluteAxes
         let slotCount = description.slotCount
         let firstValues = (Self.firstMultitouchCode...Self.lastMultitouchCode).map { code -> Int32 in
-            code == 0x39 ? -1 : 0  // ABS_MT_TRACKING_ID starts unused
+            code == Evdev.ABS_MT_TRACKING_ID ? -1 : 0  // starts unused
         }
         slots = Array(repeating: firstValues, count: slotCount)
-        if slotCount > 0 { axes[0x2f]?.value = 0 }
+        if slotCount > 0 { axes[Evdev.ABS_MT_SLOT]?.value = 0 }
         repeatDelay = description.keyRepeat?.delay ?? 0
         repeatPeriod = description.keyRepeat?.period ?? 0
     }
@@ -51,18 +52,18 @@ struct EvdevDeviceState {
     /// the closing SYN_REPORT) when `event` is a SYN_REPORT that ends a non-empty frame.
     mutating func feed(type: UInt16, code: UInt16, value: Int32) -> [(UInt16, UInt16, Int32)]? {
         switch type {
-        case 0x00:  // EV_SYN
+        case Evdev.EV_SYN:
             switch code {
-            case 0:  // SYN_REPORT
+            case Evdev.SYN_REPORT:
                 guard !frame.isEmpty else { return nil }
                 defer { frame.removeAll(keepingCapacity: true) }
                 return frame
-            case 2:  // SYN_MT_REPORT
+            case Evdev.SYN_MT_REPORT:
                 frame.append((type, code, value))
             default:
                 break  // SYN_CONFIG and SYN_DROPPED from a device are not passed on
             }
-        case 0x01:  // EV_KEY
+        case Evdev.EV_KEY:
             guard supports(type, code) else { return nil }
             if value == 2 {
                 if keys.contains(code) { frame.append((type, code, value)) }
@@ -70,38 +71,38 @@ struct EvdevDeviceState {
                 keys.set(code, value != 0)
                 frame.append((type, code, value))
             }
-        case 0x02:  // EV_REL
+        case Evdev.EV_REL:
             if supports(type, code), value != 0 { frame.append((type, code, value)) }
-        case 0x03:  // EV_ABS
+        case Evdev.EV_ABS:
             guard supports(type, code) else { return nil }
             feedAbsolute(code: code, value: value)
-        case 0x04:  // EV_MSC
+        case Evdev.EV_MSC:
             if supports(type, code) { frame.append((type, code, value)) }
-        case 0x05:  // EV_SW
+        case Evdev.EV_SW:
             if supports(type, code), switches.contains(code) != (value != 0) {
                 switches.set(code, value != 0)
                 frame.append((type, code, value))
             }
-        case 0x11:  // EV_LED
+        case Evdev.EV_LED:
             if supports(type, code), leds.contains(code) != (value != 0) {
                 leds.set(code, value != 0)
                 frame.append((type, code, value))
             }
-        case 0x12:  // EV_SND
+        case Evdev.EV_SND:
             if supports(type, code), sounds.contains(code) != (value != 0) {
                 sounds.set(code, value != 0)
                 frame.append((type, code, value))
             }
-        case 0x14:  // EV_REP
-            guard description.keyRepeat != nil, code <= 1, value >= 0 else { return nil }
-            if code == 0, repeatDelay != value {
+        case Evdev.EV_REP:
+            guard description.keyRepeat != nil, code <= Evdev.REP_MAX, value >= 0 else { return nil }
+            if code == Evdev.REP_DELAY, repeatDelay != value {
                 repeatDelay = value
                 frame.append((type, code, value))
-            } else if code == 1, repeatPeriod != value {
+            } else if code == Evdev.REP_PERIOD, repeatPeriod != value {
                 repeatPeriod = value
                 frame.append((type, code, value))
             }
-        case 0x15, 0x16:  // EV_FF, EV_PWR
+        case Evdev.EV_FF, Evdev.EV_PWR:
             if value >= 0 { frame.append((type, code, value)) }
         default:
             break
@@ -111,7 +112,7 @@ struct EvdevDeviceState {
 
     private mutating func feedAbsolute(code: UInt16, value: Int32) {
         let multitouch = !slots.isEmpty
-        if code == 0x2f {  // ABS_MT_SLOT: staged until a value in that slot changes
+        if code == Evdev.ABS_MT_SLOT {  // staged until a value in that slot changes
             if multitouch, value >= 0, Int(value) < slots.count { stagedSlot = value }
             return
         }
@@ -122,23 +123,23 @@ struct EvdevDeviceState {
             let new = Self.defuzz(value, old: old, fuzz: fuzz)
             guard new != old else { return }
             slots[Int(stagedSlot)][index] = new
-            if axes[0x2f]?.value != stagedSlot {
-                axes[0x2f]?.value = stagedSlot
-                frame.append((0x03, 0x2f, stagedSlot))
+            if axes[Evdev.ABS_MT_SLOT]?.value != stagedSlot {
+                axes[Evdev.ABS_MT_SLOT]?.value = stagedSlot
+                frame.append((Evdev.EV_ABS, Evdev.ABS_MT_SLOT, stagedSlot))
             }
-            frame.append((0x03, code, new))
+            frame.append((Evdev.EV_ABS, code, new))
         } else if code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode {
             // Without slots (protocol A, or a device whose HID axes spill into these
             // codes) the input core passes multitouch values unfiltered: two contacts of
             // one frame may well share a coordinate.
             axes[code]?.value = value
-            frame.append((0x03, code, value))
+            frame.append((Evdev.EV_ABS, code, value))
         } else {
             let old = axes[code]?.value ?? 0
             let new = Self.defuzz(value, old: old, fuzz: fuzz)
             guard new != old else { return }
             axes[code]?.value = new
-            frame.append((0x03, code, new))
+            frame.append((Evdev.EV_ABS, code, new))
         }
     }
 
@@ -159,7 +160,7 @@ struct EvdevDeviceState {
 
     /// The values of one multitouch code in every slot (EVIOCGMTSLOTS).
     func slotValues(code: UInt16) -> [Int32]? {
-        if code == 0x2f { return nil }
+        if code == Evdev.ABS_MT_SLOT { return nil }
         guard !slots.isEmpty, code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode else { return nil }
         return slots.map { $0[Int(code - Self.firstMultitouchCode)] }
     }

@@ -2,6 +2,7 @@ import CFUSEGuard
 import CFuse
 import Logging
 import RingLoop
+import RingLoopEvdev
 import Synchronization
 
 #if canImport(Glibc)
@@ -182,23 +183,23 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     /// axis and each multitouch axis once per slot; relative axes; 7 for keys and
     /// `MSC_*`; the frame's `SYN_MT_REPORT`s and `SYN_REPORT`).
     static func kernelBufferSize(_ description: InputDeviceDescription) -> Int {
-        let absolute = description.codes[0x03] ?? []
+        let absolute = description.codes[Evdev.EV_ABS] ?? []
         let slots: Int
         if description.slotCount > 0 {
             slots = description.slotCount
-        } else if absolute.contains(0x39), let tracking = description.absoluteAxes[0x39] {
+        } else if absolute.contains(Evdev.ABS_MT_TRACKING_ID), let tracking = description.absoluteAxes[Evdev.ABS_MT_TRACKING_ID] {
             slots = Int(min(max(Int64(tracking.maximum) - Int64(tracking.minimum) + 1, 2), 32))
-        } else if absolute.contains(0x35) {
+        } else if absolute.contains(Evdev.ABS_MT_POSITION_X) {
             slots = 2
         } else {
             slots = 0
         }
         var events = slots + 1
         for code in absolute {
-            // input_is_mt_axis: ABS_MT_SLOT … ABS_MT_TOOL_Y (only with real multitouch)
-            events += code >= 0x2f && code <= 0x3d ? slots : 1
+            // input_is_mt_axis (only with real multitouch)
+            events += Evdev.isMultitouchAxis(code) ? slots : 1
         }
-        events += description.codes[0x02]?.count ?? 0
+        events += description.codes[Evdev.EV_REL]?.count ?? 0
         events += 7
         let wanted = max(events * 8, 64)
         var power = 1

@@ -280,11 +280,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         input: UnsafeRawPointer?, inputSize: Int, outputSize: Int
     ) {
         guard let req else { return }
-        let number = command & 0xff
-        let kind = (command >> 8) & 0xff
-        let size = Int((command >> 16) & 0x3fff)
-        let direction = command >> 30  // 1 write, 2 read
-        guard kind == UInt32(UInt8(ascii: "E")) else {
+        let request = EvdevRequest(command: command)
+        let number = request.number
+        let size = request.size
+        guard request.isEvdev else {
             fuse_reply_err(req, ENOTTY)
             return
         }
@@ -299,56 +298,58 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             guard clients[id] != nil else { return (-EBADF, []) }
             if removed || clients[id]!.revoked { return (-ENODEV, []) }
             let d = deviceDescription
-            switch (direction, number) {
-            case (2, 0x01):  // EVIOCGVERSION
-                return (0, bytes(of: Int32(0x010001)))
-            case (2, 0x02):  // EVIOCGID
+            switch (request.direction, number) {
+            case (.read, EvdevRequest.EVIOCGVERSION):
+                return (0, bytes(of: Evdev.EV_VERSION))
+            case (.read, EvdevRequest.EVIOCGID):
                 return (0, bytes(of: d.busType) + bytes(of: d.vendor) + bytes(of: d.product) + bytes(of: d.version))
-            case (2, 0x03):  // EVIOCGREP
+            case (.read, EvdevRequest.EVIOCGREP):
                 guard d.keyRepeat != nil else { return (-ENOSYS, []) }
                 return (0, bytes(of: UInt32(state.repeatDelay)) + bytes(of: UInt32(state.repeatPeriod)))
-            case (1, 0x03):  // EVIOCSREP
+            case (.write, EvdevRequest.EVIOCSREP):
                 guard d.keyRepeat != nil, let input, inputSize >= 8 else { return (-ENOSYS, []) }
                 let delay = input.loadUnaligned(as: Int32.self)
                 let period = input.loadUnaligned(fromByteOffset: 4, as: Int32.self)
-                _ = state.feed(type: 0x14, code: 0, value: delay)
-                if let frame = state.feed(type: 0x14, code: 1, value: period) { deliver(frame, replies: &replies) }
+                _ = state.feed(type: Evdev.EV_REP, code: Evdev.REP_DELAY, value: delay)
+                if let frame = state.feed(type: Evdev.EV_REP, code: Evdev.REP_PERIOD, value: period) {
+                    deliver(frame, replies: &replies)
+                }
                 return (0, [])
-            case (2, 0x06): return stringReply(d.name, size)
-            case (2, 0x07): return d.physicalLocation.isEmpty ? (-ENOENT, []) : stringReply(d.physicalLocation, size)
-            case (2, 0x08): return d.uniqueIdentifier.isEmpty ? (-ENOENT, []) : stringReply(d.uniqueIdentifier, size)
-            case (2, 0x09):  // EVIOCGPROP
+            case (.read, EvdevRequest.EVIOCGNAME): return stringReply(d.name, size)
+            case (.read, EvdevRequest.EVIOCGPHYS): return d.physicalLocation.isEmpty ? (-ENOENT, []) : stringReply(d.physicalLocation, size)
+            case (.read, EvdevRequest.EVIOCGUNIQ): return d.uniqueIdentifier.isEmpty ? (-ENOENT, []) : stringReply(d.uniqueIdentifier, size)
+            case (.read, EvdevRequest.EVIOCGPROP):
                 return maskReply(BitSet.bytes(of: d.properties, maskBytes: Evdev.propertyMaskBytes), size)
-            case (2, 0x0a):  // EVIOCGMTSLOTS: the requested code is in the caller's buffer
+            case (.read, EvdevRequest.EVIOCGMTSLOTS):  // the requested code is in the caller's buffer
                 var code: UInt32 = 0
                 guard let argument, size >= 4,
                     ringloop_read_process_memory(pid, argument, &code, 4) == 4,
-                    code <= 0xffff, let values = state.slotValues(code: UInt16(code))
+                    code <= UInt16.max, let values = state.slotValues(code: UInt16(code))
                 else { return (-EINVAL, []) }
                 let count = min(values.count, (size - 4) / 4)
                 return (0, bytes(of: code) + values.prefix(count).flatMap { bytes(of: $0) })
-            case (2, 0x18): return maskReply(state.keys.bytes, size)  // EVIOCGKEY
-            case (2, 0x19): return maskReply(state.leds.bytes, size)  // EVIOCGLED
-            case (2, 0x1a): return maskReply(state.sounds.bytes, size)  // EVIOCGSND
-            case (2, 0x1b): return maskReply(state.switches.bytes, size)  // EVIOCGSW
-            case (2, 0x20...0x3f):  // EVIOCGBIT(type, len)
-                let type = UInt16(number - 0x20)
+            case (.read, EvdevRequest.EVIOCGKEY): return maskReply(state.keys.bytes, size)
+            case (.read, EvdevRequest.EVIOCGLED): return maskReply(state.leds.bytes, size)
+            case (.read, EvdevRequest.EVIOCGSND): return maskReply(state.sounds.bytes, size)
+            case (.read, EvdevRequest.EVIOCGSW): return maskReply(state.switches.bytes, size)
+            case (.read, EvdevRequest.EVIOCGBIT...EvdevRequest.EVIOCGBIT + UInt8(Evdev.EV_MAX)):
+                let type = UInt16(number - EvdevRequest.EVIOCGBIT)
                 guard let maskBytes = Evdev.maskBytes(ofType: type) else { return (-EINVAL, []) }
                 return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
-            case (2, 0x40...0x7f):  // EVIOCGABS(axis)
-                let code = UInt16(number - 0x40)
-                guard d.has(type: 0x03, code: code), let axis = state.axes[code] else { return (-EINVAL, []) }
-                let fields = [axis.value, axis.minimum, axis.maximum, axis.fuzz, axis.flat, axis.resolution]
-                return (0, Array(fields.flatMap { bytes(of: $0) }.prefix(size)))
-            case (1, 0xc0...0xff):  // EVIOCSABS(axis)
-                let code = UInt16(number - 0xc0)
-                guard d.has(type: 0x03, code: code), code != 0x2f, let input, inputSize >= 24 else { return (-EINVAL, []) }
-                let v = (0..<6).map { input.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self) }
-                state.setAxis(code, AbsoluteAxis(value: v[0], minimum: v[1], maximum: v[2], fuzz: v[3], flat: v[4], resolution: v[5]))
+            case (.read, EvdevRequest.EVIOCGABS...EvdevRequest.EVIOCGABS + UInt8(Evdev.ABS_MAX)):
+                let code = UInt16(number - EvdevRequest.EVIOCGABS)
+                guard d.has(type: Evdev.EV_ABS, code: code), let axis = state.axes[code] else { return (-EINVAL, []) }
+                return (0, Array(axis.kernelBytes.prefix(size)))
+            case (.write, EvdevRequest.EVIOCSABS...EvdevRequest.EVIOCSABS + UInt8(Evdev.ABS_MAX)):
+                let code = UInt16(number - EvdevRequest.EVIOCSABS)
+                guard d.has(type: Evdev.EV_ABS, code: code), code != Evdev.ABS_MT_SLOT, let input,
+                    inputSize >= AbsoluteAxis.kernelSize
+                else { return (-EINVAL, []) }
+                state.setAxis(code, AbsoluteAxis(bytes: input))
                 return (0, [])
-            case (2, 0x84):  // EVIOCGEFFECTS
+            case (.read, EvdevRequest.EVIOCGEFFECTS):
                 return (0, bytes(of: Int32(0)))
-            case (1, 0x90):  // EVIOCGRAB
+            case (.write, EvdevRequest.EVIOCGRAB):
                 guard let value = readInt() else { return (-EINVAL, []) }
                 if value != 0 {
                     if grabbedBy != nil { return (-EBUSY, []) }
@@ -358,14 +359,14 @@ public final class FUSEEvdevNode: @unchecked Sendable {
                     grabbedBy = nil
                 }
                 return (0, [])
-            case (1, 0x91):  // EVIOCREVOKE
+            case (.write, EvdevRequest.EVIOCREVOKE):
                 guard readInt() == 0 else { return (-EINVAL, []) }
                 clients[id]!.revoked = true
                 clients[id]!.buffer.clear()
                 if grabbedBy == id { grabbedBy = nil }
                 wake(id, replies: &replies)
                 return (0, [])
-            case (1, 0xa0):  // EVIOCSCLOCKID
+            case (.write, EvdevRequest.EVIOCSCLOCKID):
                 guard let clock = readInt(), [CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME].contains(clock) else {
                     return (-EINVAL, [])
                 }
@@ -388,7 +389,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         }
         let count = min(data.count, outputSize)
         data.withUnsafeBytes { raw in
-            _ = fuse_reply_ioctl(req, result == 0 && direction == 2 && number >= 0x06 && number != 0x0a ? Int32(count) : result, raw.baseAddress, count)
+            _ = fuse_reply_ioctl(req, result == 0 && request.repliesWithLength ? Int32(count) : result, raw.baseAddress, count)
         }
     }
 

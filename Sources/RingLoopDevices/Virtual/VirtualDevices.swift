@@ -1,5 +1,6 @@
 import CLibEvdev
 import RingLoop
+import RingLoopEvdev
 import Synchronization
 
 #if canImport(Glibc)
@@ -153,13 +154,13 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
         libevdev_set_id_product(device, Int32(description.product))
         libevdev_set_id_version(device, Int32(description.version))
         for property in description.properties { libevdev_enable_property(device, UInt32(property)) }
-        for type in description.codes[0] ?? [] where type != 0 && type != 0x14 {
+        for type in description.codes[Evdev.EV_SYN] ?? [] where type != Evdev.EV_SYN && type != Evdev.EV_REP {
             libevdev_enable_event_type(device, UInt32(type))
         }
-        for (type, codes) in description.codes where type != 0 {
+        for (type, codes) in description.codes where type != Evdev.EV_SYN {
             libevdev_enable_event_type(device, UInt32(type))
             for code in codes {
-                if type == 0x03, let axis = description.absoluteAxes[code] {
+                if type == Evdev.EV_ABS, let axis = description.absoluteAxes[code] {
                     var info = input_absinfo(
                         value: axis.value, minimum: axis.minimum, maximum: axis.maximum, fuzz: axis.fuzz,
                         flat: axis.flat, resolution: axis.resolution)
@@ -173,8 +174,8 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
             // EV_REP's "codes" are its two settings (REP_DELAY, REP_PERIOD).
             var delay = keyRepeat.delay
             var period = keyRepeat.period
-            libevdev_enable_event_code(device, 0x14, 0, &delay)
-            libevdev_enable_event_code(device, 0x14, 1, &period)
+            libevdev_enable_event_code(device, UInt32(Evdev.EV_REP), UInt32(Evdev.REP_DELAY), &delay)
+            libevdev_enable_event_code(device, UInt32(Evdev.EV_REP), UInt32(Evdev.REP_PERIOD), &period)
         }
         var created: OpaquePointer?
         let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)

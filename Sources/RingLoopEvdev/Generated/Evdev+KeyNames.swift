@@ -5,9 +5,9 @@ extension Evdev {
     /// Key and button codes and the names they are shown by (aliases left out).
     static let keyNames: [UInt16: String] = [
         0x00: "KEY_RESERVED", 0x01: "KEY_ESC", 0x02: "KEY_1", 0x03: "KEY_2", 0x04: "KEY_3", 0x05: "KEY_4",
-        0x06: "KEY_5", 0x07: "KEY_6", 0x08: "KEY_7", 0x09: "KEY_8", 0x0a: "KEY_9", 0x0b: "KEY_0", 0x0d: "KEY_EQUAL",
-        0x0e: "KEY_BACKSPACE", 0x0f: "KEY_TAB", 0x10: "KEY_Q", 0x11: "KEY_W", 0x12: "KEY_E", 0x13: "KEY_R",
-        0x14: "KEY_T", 0x15: "KEY_Y", 0x16: "KEY_U", 0x17: "KEY_I", 0x18: "KEY_O", 0x19: "KEY_P",
+        0x06: "KEY_5", 0x07: "KEY_6", 0x08: "KEY_7", 0x09: "KEY_8", 0x0a: "KEY_9", 0x0b: "KEY_0", 0x0c: "KEY_MINUS",
+        0x0d: "KEY_EQUAL", 0x0e: "KEY_BACKSPACE", 0x0f: "KEY_TAB", 0x10: "KEY_Q", 0x11: "KEY_W", 0x12: "KEY_E",
+        0x13: "KEY_R", 0x14: "KEY_T", 0x15: "KEY_Y", 0x16: "KEY_U", 0x17: "KEY_I", 0x18: "KEY_O", 0x19: "KEY_P",
         0x1a: "KEY_LEFTBRACE", 0x1b: "KEY_RIGHTBRACE", 0x1c: "KEY_ENTER", 0x1d: "KEY_LEFTCTRL", 0x1e: "KEY_A",
         0x1f: "KEY_S", 0x20: "KEY_D", 0x21: "KEY_F", 0x22: "KEY_G", 0x23: "KEY_H", 0x24: "KEY_J", 0x25: "KEY_K",
         0x26: "KEY_L", 0x27: "KEY_SEMICOLON", 0x28: "KEY_APOSTROPHE", 0x29: "KEY_GRAVE", 0x2a: "KEY_LEFTSHIFT",

@@ -2,7 +2,7 @@
 // and linux/input.h. Do not edit; run the script again when the headers change.
 
 extension Evdev {
-    // MARK: Switches, miscellaneous, LEDs, sounds, repeat, force feedback
+    // MARK: Switches, miscellaneous, LEDs, sounds, repeat, force feedback, bus types
 
     /// set = lid shut
     @inlinable public static var SW_LID: UInt16 { 0x00 }
@@ -95,4 +95,27 @@ extension Evdev {
     @inlinable public static var FF_MAX_EFFECTS: UInt16 { 0x60 }
     @inlinable public static var FF_MAX: UInt16 { 0x7f }
     @inlinable public static var FF_CNT: UInt16 { 0x80 }
+    @inlinable public static var BUS_PCI: UInt16 { 0x01 }
+    @inlinable public static var BUS_ISAPNP: UInt16 { 0x02 }
+    @inlinable public static var BUS_USB: UInt16 { 0x03 }
+    @inlinable public static var BUS_HIL: UInt16 { 0x04 }
+    @inlinable public static var BUS_BLUETOOTH: UInt16 { 0x05 }
+    @inlinable public static var BUS_VIRTUAL: UInt16 { 0x06 }
+    @inlinable public static var BUS_ISA: UInt16 { 0x10 }
+    @inlinable public static var BUS_I8042: UInt16 { 0x11 }
+    @inlinable public static var BUS_XTKBD: UInt16 { 0x12 }
+    @inlinable public static var BUS_RS232: UInt16 { 0x13 }
+    @inlinable public static var BUS_GAMEPORT: UInt16 { 0x14 }
+    @inlinable public static var BUS_PARPORT: UInt16 { 0x15 }
+    @inlinable public static var BUS_AMIGA: UInt16 { 0x16 }
+    @inlinable public static var BUS_ADB: UInt16 { 0x17 }
+    @inlinable public static var BUS_I2C: UInt16 { 0x18 }
+    @inlinable public static var BUS_HOST: UInt16 { 0x19 }
+    @inlinable public static var BUS_GSC: UInt16 { 0x1a }
+    @inlinable public static var BUS_ATARI: UInt16 { 0x1b }
+    @inlinable public static var BUS_SPI: UInt16 { 0x1c }
+    @inlinable public static var BUS_RMI: UInt16 { 0x1d }
+    @inlinable public static var BUS_CEC: UInt16 { 0x1e }
+    @inlinable public static var BUS_INTEL_ISHTP: UInt16 { 0x1f }
+    @inlinable public static var BUS_AMD_SFH: UInt16 { 0x20 }
 }

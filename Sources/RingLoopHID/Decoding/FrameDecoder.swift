@@ -109,8 +109,8 @@ public struct FrameDecoder {
     public init(info: HIDDeviceInfo) {
         self.info = info
         self.deviceID = info.id
-        let keys = info.codes[1] ?? []
-        let pen = info.deviceClass != .tabletPad && (keys.contains(0x140) || keys.contains(0x14b))
+        let keys = info.codes[Evdev.EV_KEY] ?? []
+        let pen = info.deviceClass != .tabletPad && (keys.contains(Evdev.BTN_TOOL_PEN) || keys.contains(Evdev.BTN_STYLUS))
         let multitouch = info.slotCount > 0 || info.isProtocolA
         let singleTouch = !multitouch && (info.deviceClass == .touchscreen || info.deviceClass == .touchpad)
         let gamepad = info.deviceClass == .gamepad || info.deviceClass == .joystick
@@ -119,17 +119,21 @@ public struct FrameDecoder {
         isSingleTouch = singleTouch
         isGamepad = gamepad
         var routes = InlineArray<64, AbsoluteRoute>(repeating: .axisEvent)
-        let penAxes: Set<Int> = [0x00, 0x01, 0x18, 0x19, 0x1a, 0x1b]  // X, Y, PRESSURE, DISTANCE, TILT_X/Y
-        let touchAxes: Set<Int> = [0x00, 0x01, 0x18, 0x1c]  // X, Y, PRESSURE, TOOL_WIDTH (pointer emulation)
-        for code in 0..<64 {
+        let penAxes: Set<UInt16> = [
+            Evdev.ABS_X, Evdev.ABS_Y, Evdev.ABS_PRESSURE, Evdev.ABS_DISTANCE, Evdev.ABS_TILT_X, Evdev.ABS_TILT_Y,
+        ]
+        // Single-touch pointer emulation.
+        let touchAxes: Set<UInt16> = [Evdev.ABS_X, Evdev.ABS_Y, Evdev.ABS_PRESSURE, Evdev.ABS_TOOL_WIDTH]
+        for index in 0..<Int(Evdev.ABS_CNT) {
+            let code = UInt16(index)
             if gamepad {
-                routes[code] = .gamepad
+                routes[index] = .gamepad
             } else if pen && penAxes.contains(code) {
-                routes[code] = .pen
+                routes[index] = .pen
             } else if (multitouch || singleTouch) && touchAxes.contains(code) {
-                routes[code] = .touch
-            } else if (code == 0x00 || code == 0x01) && info.deviceClass != .tabletPad {
-                routes[code] = .pointer
+                routes[index] = .touch
+            } else if (code == Evdev.ABS_X || code == Evdev.ABS_Y) && info.deviceClass != .tabletPad {
+                routes[index] = .pointer
             }
         }
         absoluteRoutes = routes
@@ -154,35 +158,35 @@ public struct FrameDecoder {
     public mutating func feed(_ event: InputEvent, into out: inout [HIDEvent]) -> Bool {
         if dropping {
             // Everything up to and including the next SYN_REPORT is incomplete.
-            if event.type == 0 && event.code == 0 { dropping = false }
+            if event.isSynReport { dropping = false }
             return false
         }
         switch event.type {
-        case 0x00:
+        case Evdev.EV_SYN:
             switch event.code {
-            case 0: finishFrame(at: event.instant, into: &out)
-            case 2: finishProtocolAContact()
-            case 3:
+            case Evdev.SYN_REPORT: finishFrame(at: event.instant, into: &out)
+            case Evdev.SYN_MT_REPORT: finishProtocolAContact()
+            case Evdev.SYN_DROPPED:
                 dropping = true
                 clearPending()
                 out.append(HIDEvent(device: deviceID, timestamp: event.instant, payload: .eventsDropped(count: 0)))
                 return true
             default: break
             }
-        case 0x01: pendingKeys.append((event.code, event.value))
-        case 0x02:
+        case Evdev.EV_KEY: pendingKeys.append((event.code, event.value))
+        case Evdev.EV_REL:
             switch event.code {
-            case 0x00: relX &+= event.value
-            case 0x01: relY &+= event.value
-            case 0x06: horizontalWheel &+= event.value
-            case 0x08: wheel &+= event.value
-            case 0x07: dial &+= event.value
-            case 0x0b: wheelHiRes &+= event.value
-            case 0x0c: horizontalWheelHiRes &+= event.value
+            case Evdev.REL_X: relX &+= event.value
+            case Evdev.REL_Y: relY &+= event.value
+            case Evdev.REL_HWHEEL: horizontalWheel &+= event.value
+            case Evdev.REL_WHEEL: wheel &+= event.value
+            case Evdev.REL_DIAL: dial &+= event.value
+            case Evdev.REL_WHEEL_HI_RES: wheelHiRes &+= event.value
+            case Evdev.REL_HWHEEL_HI_RES: horizontalWheelHiRes &+= event.value
             default: pendingRelative.append((event.code, event.value))
             }
-        case 0x03: feedAbsolute(event.code, event.value)
-        case 0x05: pendingSwitches.append((event.code, event.value))
+        case Evdev.EV_ABS: feedAbsolute(event.code, event.value)
+        case Evdev.EV_SW: pendingSwitches.append((event.code, event.value))
         default: break
         }
         return false
@@ -191,21 +195,21 @@ public struct FrameDecoder {
     private mutating func feedAbsolute(_ code: UInt16, _ value: Int32) {
         if !slots.isEmpty {
             switch code {
-            case 0x2f:
+            case Evdev.ABS_MT_SLOT:
                 currentSlot = Int(value)
                 return
-            case 0x30...0x3d:
+            case Evdev.ABS_MT_TOUCH_MAJOR...Evdev.ABS_MT_TOOL_Y:
                 guard currentSlot >= 0, currentSlot < slots.count else { return }  // out-of-range slots: ignored
                 switch code {
-                case 0x35: slots[currentSlot].x = value
-                case 0x36: slots[currentSlot].y = value
-                case 0x39: slots[currentSlot].trackingID = value
-                case 0x3a: slots[currentSlot].pressure = value
-                case 0x30: slots[currentSlot].major = value
-                case 0x31: slots[currentSlot].minor = value
-                case 0x34: slots[currentSlot].orientation = value
-                case 0x37: slots[currentSlot].toolType = value
-                case 0x3b: slots[currentSlot].distance = value
+                case Evdev.ABS_MT_POSITION_X: slots[currentSlot].x = value
+                case Evdev.ABS_MT_POSITION_Y: slots[currentSlot].y = value
+                case Evdev.ABS_MT_TRACKING_ID: slots[currentSlot].trackingID = value
+                case Evdev.ABS_MT_PRESSURE: slots[currentSlot].pressure = value
+                case Evdev.ABS_MT_TOUCH_MAJOR: slots[currentSlot].major = value
+                case Evdev.ABS_MT_TOUCH_MINOR: slots[currentSlot].minor = value
+                case Evdev.ABS_MT_ORIENTATION: slots[currentSlot].orientation = value
+                case Evdev.ABS_MT_TOOL_TYPE: slots[currentSlot].toolType = value
+                case Evdev.ABS_MT_DISTANCE: slots[currentSlot].distance = value
                 default: break  // width, blob id and tool position belong to the contact, not reported
                 }
                 slots[currentSlot].changed = true
@@ -213,17 +217,17 @@ public struct FrameDecoder {
                 return
             default: break
             }
-        } else if info.isProtocolA, code >= 0x30, code <= 0x3d {
+        } else if info.isProtocolA, code >= Evdev.ABS_MT_TOUCH_MAJOR, code <= Evdev.ABS_MT_TOOL_Y {
             protocolAHasPending = true
             switch code {
-            case 0x35: protocolAPending.x = value
-            case 0x36: protocolAPending.y = value
-            case 0x3a: protocolAPending.pressure = value
-            case 0x30: protocolAPending.size = value
-            case 0x31: protocolAPending.minor = value
-            case 0x34: protocolAPending.orientation = value
-            case 0x37: protocolAPending.toolType = value
-            case 0x3b: protocolAPending.distance = value
+            case Evdev.ABS_MT_POSITION_X: protocolAPending.x = value
+            case Evdev.ABS_MT_POSITION_Y: protocolAPending.y = value
+            case Evdev.ABS_MT_PRESSURE: protocolAPending.pressure = value
+            case Evdev.ABS_MT_TOUCH_MAJOR: protocolAPending.size = value
+            case Evdev.ABS_MT_TOUCH_MINOR: protocolAPending.minor = value
+            case Evdev.ABS_MT_ORIENTATION: protocolAPending.orientation = value
+            case Evdev.ABS_MT_TOOL_TYPE: protocolAPending.toolType = value
+            case Evdev.ABS_MT_DISTANCE: protocolAPending.distance = value
             default: break
             }
             return
@@ -270,22 +274,22 @@ public struct FrameDecoder {
             }
             let changed = value != 2 && wasDown != (value != 0)
             switch code {
-            case 0x110...0x117:
-                if info.deviceClass == .touchpad && code == 0x110 {
+            case Evdev.BTN_LEFT...Evdev.BTN_TASK:
+                if info.deviceClass == .touchpad && code == Evdev.BTN_LEFT {
                     clickDown = value != 0
                     digitizerChanged = true
                 }
                 if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x100...0x10f, 0x118...0x11f:  // BTN_0…BTN_9 (pads, remotes), further mouse buttons
+            case Evdev.BTN_MISC..<Evdev.BTN_MOUSE, Evdev.BTN_TASK + 1..<Evdev.BTN_JOYSTICK:  // BTN_0…BTN_9 (pads, remotes), further mouse buttons
                 if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x120...0x13f, 0x2c0...0x2e7, 0x220...0x223:  // joystick, gamepad, trigger-happy, d-pad
-                if isGamepad || code >= 0x2c0 && info.roles.contains(.joystick) {
+            case Evdev.BTN_JOYSTICK..<Evdev.BTN_DIGI, Evdev.BTN_TRIGGER_HAPPY1...Evdev.BTN_TRIGGER_HAPPY40, Evdev.BTN_DPAD_UP...Evdev.BTN_DPAD_RIGHT:  // joystick, gamepad, trigger-happy, d-pad
+                if isGamepad || code >= Evdev.BTN_TRIGGER_HAPPY1 && info.roles.contains(.joystick) {
                     if changed { out.append(event(time, .gamepadButton(GamepadButtonEvent(code: code, isDown: value != 0)))) }
-                } else if code < 0x140 {
+                } else if code < Evdev.BTN_TOOL_PEN {
                     // A tablet pad's or remote's buttons in the gamepad range are buttons.
                     if changed {
                         out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
@@ -293,21 +297,21 @@ public struct FrameDecoder {
                 } else {
                     emitKey(code, value, wasDown: wasDown, at: time, into: &out)
                 }
-            case 0x140...0x144, 0x146, 0x147:  // BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS
+            case Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_AIRBRUSH, Evdev.BTN_TOOL_MOUSE, Evdev.BTN_TOOL_LENS:  // BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS
                 if hasPen {
                     penTool = value != 0 ? Self.penTool(code) : (penTool == Self.penTool(code) ? nil : penTool)
                     penChanged = true
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x145:  // BTN_TOOL_FINGER
+            case Evdev.BTN_TOOL_FINGER:  // BTN_TOOL_FINGER
                 if hasTouch {
                     toolFingers = value != 0 ? 1 : (toolFingers == 1 ? 0 : toolFingers)
                     digitizerChanged = true
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x14a:  // BTN_TOUCH: the pen's tip where the pen is near (or there is no touch surface)
+            case Evdev.BTN_TOUCH:  // BTN_TOUCH: the pen's tip where the pen is near (or there is no touch surface)
                 if hasPen && (!hasTouch || penTool != nil) {
                     penTouching = value != 0
                     penChanged = true
@@ -317,23 +321,23 @@ public struct FrameDecoder {
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x14b, 0x14c, 0x149:  // BTN_STYLUS, BTN_STYLUS2, BTN_STYLUS3
+            case Evdev.BTN_STYLUS, Evdev.BTN_STYLUS2, Evdev.BTN_STYLUS3:  // BTN_STYLUS, BTN_STYLUS2, BTN_STYLUS3
                 if hasPen {
-                    let bit: UInt8 = code == 0x14b ? 1 : code == 0x14c ? 2 : 4
+                    let bit: UInt8 = code == Evdev.BTN_STYLUS ? 1 : code == Evdev.BTN_STYLUS2 ? 2 : 4
                     if value != 0 { penButtons |= bit } else { penButtons &= ~bit }
                     penChanged = true
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x14d, 0x14e, 0x14f, 0x148:  // DOUBLETAP, TRIPLETAP, QUADTAP, QUINTTAP
+            case Evdev.BTN_TOOL_DOUBLETAP, Evdev.BTN_TOOL_TRIPLETAP, Evdev.BTN_TOOL_QUADTAP, Evdev.BTN_TOOL_QUINTTAP:  // DOUBLETAP, TRIPLETAP, QUADTAP, QUINTTAP
                 if hasTouch {
-                    let fingers = code == 0x14d ? 2 : code == 0x14e ? 3 : code == 0x14f ? 4 : 5
+                    let fingers = code == Evdev.BTN_TOOL_DOUBLETAP ? 2 : code == Evdev.BTN_TOOL_TRIPLETAP ? 3 : code == Evdev.BTN_TOOL_QUADTAP ? 4 : 5
                     if value != 0 { toolFingers = fingers } else if toolFingers == fingers { toolFingers = 0 }
                     digitizerChanged = true
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case 0x150...0x15f:  // BTN_GEAR_DOWN, BTN_GEAR_UP and the rest of the button range
+            case Evdev.BTN_WHEEL..<Evdev.KEY_OK:  // BTN_GEAR_DOWN, BTN_GEAR_UP and the rest of the button range
                 if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
@@ -381,8 +385,8 @@ public struct FrameDecoder {
             emitSingleTouchFrame(at: time, into: &out)
         }
         if pointerChanged, let rangeX = info.axes[0], let rangeY = info.axes[1] {
-            let x = absolute[0]
-            let y = absolute[1]
+            let x = absolute[Int(Evdev.ABS_X)]
+            let y = absolute[Int(Evdev.ABS_Y)]
             out.append(
                 event(
                     time,
@@ -447,8 +451,8 @@ public struct FrameDecoder {
     private func contact(
         slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32, from state: SlotState?
     ) -> Contact {
-        let rangeX = info.axes[0x35] ?? info.axes[0] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        let rangeY = info.axes[0x36] ?? info.axes[1] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeX = info.axes[Evdev.ABS_MT_POSITION_X] ?? info.axes[Evdev.ABS_X] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[Evdev.ABS_MT_POSITION_Y] ?? info.axes[Evdev.ABS_Y] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
         return Contact(
             slot: Int16(slot), trackingID: id, phase: phase, x: x, y: y, normalizedX: rangeX.normalized(x),
             normalizedY: rangeY.normalized(y), millimetresX: rangeX.millimetres(x), millimetresY: rangeY.millimetres(y),
@@ -486,12 +490,12 @@ public struct FrameDecoder {
     /// A single-touch screen (ABS_X/ABS_Y with BTN_TOUCH): one contact.
     private mutating func emitSingleTouchFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
         var frame = DigitizerFrame()
-        let x = absolute[0]
-        let y = absolute[1]
+        let x = absolute[Int(Evdev.ABS_X)]
+        let y = absolute[Int(Evdev.ABS_Y)]
         let wasTouching = slots.isEmpty && previousProtocolA.count == 1
         if touching {
             let id = wasTouching ? previousProtocolA[0].trackingID : nextID()
-            let current = contact(slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: absolute[0x18], size: 0)
+            let current = contact(slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: absolute[Int(Evdev.ABS_PRESSURE)], size: 0)
             frame.append(current)
             previousProtocolA.removeAll(keepingCapacity: true)
             previousProtocolA.append(current)
@@ -595,11 +599,11 @@ public struct FrameDecoder {
     }
 
     private func penEvent() -> PenEvent {
-        let x = absolute[0]
-        let y = absolute[1]
-        let rangeX = info.axes[0] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        let rangeY = info.axes[1] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        let pressureRange = info.axes[0x18] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let x = absolute[Int(Evdev.ABS_X)]
+        let y = absolute[Int(Evdev.ABS_Y)]
+        let rangeX = info.axes[Evdev.ABS_X] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[Evdev.ABS_Y] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let pressureRange = info.axes[Evdev.ABS_PRESSURE] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
         func tilt(_ code: UInt16) -> Double {
             let value = Double(absolute[Int(code)])
             guard let range = info.axes[code], range.resolution > 0 else { return value }
@@ -608,8 +612,8 @@ public struct FrameDecoder {
         return PenEvent(
             tool: penTool ?? .pen, inProximity: penTool != nil, touching: penTouching, x: x, y: y,
             normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y),
-            pressure: pressureRange.normalized(absolute[0x18]), distance: absolute[0x19], tiltX: tilt(0x1a),
-            tiltY: tilt(0x1b), barrelButtons: penButtons)
+            pressure: pressureRange.normalized(absolute[Int(Evdev.ABS_PRESSURE)]), distance: absolute[Int(Evdev.ABS_DISTANCE)], tiltX: tilt(Evdev.ABS_TILT_X),
+            tiltY: tilt(Evdev.ABS_TILT_Y), barrelButtons: penButtons)
     }
 
     @inline(__always)
@@ -622,19 +626,19 @@ public struct FrameDecoder {
     /// 39).
     static func buttonNumber(_ code: UInt16) -> Int {
         switch code {
-        case 0x110...0x11f: Int(code) - 0x110 + 1
-        default: Int(code) - 0x100 + 1
+        case Evdev.BTN_MOUSE..<Evdev.BTN_JOYSTICK: Int(code - Evdev.BTN_MOUSE) + 1
+        default: Int(code) - Int(Evdev.BTN_MISC) + 1
         }
     }
 
     static func penTool(_ code: UInt16) -> PenEvent.Tool {
         switch code {
-        case 0x141: .eraser
-        case 0x142: .brush
-        case 0x143: .pencil
-        case 0x144: .airbrush
-        case 0x146: .mouse
-        case 0x147: .lens
+        case Evdev.BTN_TOOL_RUBBER: .eraser
+        case Evdev.BTN_TOOL_BRUSH: .brush
+        case Evdev.BTN_TOOL_PENCIL: .pencil
+        case Evdev.BTN_TOOL_AIRBRUSH: .airbrush
+        case Evdev.BTN_TOOL_MOUSE: .mouse
+        case Evdev.BTN_TOOL_LENS: .lens
         default: .pen
         }
     }
@@ -651,7 +655,7 @@ public struct FrameDecoder {
         for code in switchesOn where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
         for code in snapshot.switchesOn where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
         for (code, value) in snapshot.absolute where Int(code) < absolute.count && absolute[Int(code)] != value
-            && !(code >= 0x2f && code <= 0x3d)
+            && !(code >= Evdev.ABS_MT_SLOT && code <= Evdev.ABS_MT_TOOL_Y)
         {
             pendingAbsolute.append((code, value))
         }
@@ -686,7 +690,7 @@ public struct FrameDecoder {
         // Keys and buttons are released; digitizer tools and touch state go with the
         // cancelled contacts below, not as frames of their own.
         for code in keysDown.all {
-            if (0x140...0x14f).contains(code) { keysDown.set(code, false) } else { pendingKeys.append((code, 0)) }
+            if (Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_QUADTAP).contains(code) { keysDown.set(code, false) } else { pendingKeys.append((code, 0)) }
         }
         toolFingers = 0
         touching = false
@@ -726,13 +730,13 @@ struct BitSet768 {
     private var words = InlineArray<12, UInt64>(repeating: 0)
 
     func contains(_ code: UInt16) -> Bool {
-        code < 768 && words[Int(code) / 64] & (1 << (UInt64(code) % 64)) != 0
+        code < Evdev.KEY_CNT && words[Int(code) / 64] & (1 << (UInt64(code) % 64)) != 0
     }
 
     var isEmpty: Bool { (0..<12).allSatisfy { words[$0] == 0 } }
 
     mutating func set(_ code: UInt16, _ on: Bool) {
-        guard code < 768 else { return }
+        guard code < Evdev.KEY_CNT else { return }
         if on { words[Int(code) / 64] |= 1 << (UInt64(code) % 64) } else { words[Int(code) / 64] &= ~(1 << (UInt64(code) % 64)) }
     }
 

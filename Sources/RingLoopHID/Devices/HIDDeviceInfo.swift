@@ -49,7 +49,7 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     /// into the multitouch codes. udev and libevdev treat it as having no multitouch, and
     /// so does the decoder: its codes from 0x2f on are ordinary axes.
     public var isFakeMultitouch: Bool {
-        has(type: 3, code: 0x2e) && has(type: 3, code: 0x2f)
+        has(type: Evdev.EV_ABS, code: Evdev.ABS_RESERVED) && has(type: Evdev.EV_ABS, code: Evdev.ABS_MT_SLOT)
     }
     /// `INPUT_PROP_SEMI_MT`: the slots are a bounding box.
     public var isSemiMultitouch: Bool
@@ -74,39 +74,38 @@ public struct HIDDeviceInfo: Sendable, Hashable {
             return .failure(.describe(path: path, errno: -result))
         }
         defer { libevdev_free(device) }
-        let maxima: [UInt16: UInt16] = [1: 0x2ff, 2: 0x0f, 3: 0x3f, 4: 0x07, 5: 0x10, 0x11: 0x0f, 0x12: 0x07]
         var codes: [UInt16: Set<UInt16>] = [:]
         var axes: [UInt16: AbsoluteAxis] = [:]
-        for (type, maximum) in maxima where libevdev_has_event_type(device, UInt32(type)) == 1 {
+        for type in Evdev.maskTypes where type != Evdev.EV_SYN && libevdev_has_event_type(device, UInt32(type)) == 1 {
             var set = Set<UInt16>()
-            for code in 0...maximum where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
+            for code in 0...Evdev.maximumCode(ofType: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
                 set.insert(code)
-                if type == 3, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
-                    axes[code] = AbsoluteAxis(minimum: info.minimum, maximum: info.maximum, resolution: info.resolution)
+                if type == Evdev.EV_ABS, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
+                    axes[code] = AbsoluteAxis(info)
                 }
             }
             codes[type] = set
         }
         var properties = Set<UInt16>()
-        for property in UInt16(0)...0x1f where libevdev_has_property(device, UInt32(property)) == 1 {
+        for property in UInt16(0)...Evdev.INPUT_PROP_MAX where libevdev_has_property(device, UInt32(property)) == 1 {
             properties.insert(property)
         }
         let name = libevdev_get_name(device).map { String(cString: $0) } ?? ""
-        let fakeMultitouch = codes[3]?.contains(0x2e) == true && codes[3]?.contains(0x2f) == true
+        let fakeMultitouch = codes[Evdev.EV_ABS]?.contains(Evdev.ABS_RESERVED) == true && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) == true
         // libevdev reports -1 slots for a device with ABS_RESERVED; never more than the
         // decoder keeps per frame is used, but the count is the device's.
-        let slots = fakeMultitouch || codes[3]?.contains(0x2f) != true ? 0 : max(0, Int(libevdev_get_num_slots(device)))
+        let slots = fakeMultitouch || codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) != true ? 0 : max(0, Int(libevdev_get_num_slots(device)))
         var info = HIDDeviceInfo(
             id: id, path: path, name: name, busType: UInt16(truncatingIfNeeded: libevdev_get_id_bustype(device)),
             vendor: UInt16(truncatingIfNeeded: libevdev_get_id_vendor(device)),
             product: UInt16(truncatingIfNeeded: libevdev_get_id_product(device)),
             version: UInt16(truncatingIfNeeded: libevdev_get_id_version(device)), deviceClass: .other, axes: axes,
             slotCount: slots,
-            isProtocolA: slots == 0 && !fakeMultitouch && codes[3]?.contains(0x35) == true && codes[3]?.contains(0x36) == true,
-            isSemiMultitouch: properties.contains(3),
-            hasHighResolutionWheel: codes[2]?.contains(0x0b) == true,
-            hasHighResolutionHorizontalWheel: codes[2]?.contains(0x0c) == true,
-            leds: codes[0x11] ?? [], codes: codes, properties: properties)
+            isProtocolA: slots == 0 && !fakeMultitouch && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_X) == true && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_Y) == true,
+            isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT),
+            hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
+            hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true,
+            leds: codes[Evdev.EV_LED] ?? [], codes: codes, properties: properties)
         info.deviceClass = classify(info)
         info.roles = roles(codes: codes, properties: properties)
         return .success(info)
@@ -121,20 +120,20 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
         codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>
     ) -> HIDDeviceInfo {
-        let absolute = codes[3] ?? []
-        let fakeMultitouch = absolute.contains(0x2e) && absolute.contains(0x2f)
+        let absolute = codes[Evdev.EV_ABS] ?? []
+        let fakeMultitouch = absolute.contains(Evdev.ABS_RESERVED) && absolute.contains(Evdev.ABS_MT_SLOT)
         var slots = 0
-        if !fakeMultitouch, absolute.contains(0x2f), let range = axes[0x2f], range.minimum == 0, range.maximum >= 0,
-            range.maximum < 1024
+        if !fakeMultitouch, absolute.contains(Evdev.ABS_MT_SLOT), let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0,
+            Int(range.maximum) < Evdev.maximumSlotCount
         {
             slots = Int(range.maximum) + 1
         }
         var info = HIDDeviceInfo(
             id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
             deviceClass: .other, axes: axes, slotCount: slots,
-            isProtocolA: slots == 0 && !fakeMultitouch && absolute.contains(0x35) && absolute.contains(0x36),
-            isSemiMultitouch: properties.contains(3), hasHighResolutionWheel: codes[2]?.contains(0x0b) == true,
-            hasHighResolutionHorizontalWheel: codes[2]?.contains(0x0c) == true, leds: codes[0x11] ?? [], codes: codes,
+            isProtocolA: slots == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X) && absolute.contains(Evdev.ABS_MT_POSITION_Y),
+            isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT), hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
+            hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true, leds: codes[Evdev.EV_LED] ?? [], codes: codes,
             properties: properties)
         info.deviceClass = classify(codes: codes, properties: properties)
         info.roles = roles(codes: codes, properties: properties)
@@ -177,30 +176,33 @@ struct DeviceRoles {
     var keys = false
 
     init(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) {
-        let keyCodes = codes[1] ?? []
-        let absolute = codes[3] ?? []
-        let relative = codes[2] ?? []
-        let hasAbsoluteCoordinates = absolute.contains(0x00) && absolute.contains(0x01)
+        let keyCodes = codes[Evdev.EV_KEY] ?? []
+        let absolute = codes[Evdev.EV_ABS] ?? []
+        let relative = codes[Evdev.EV_REL] ?? []
+        let hasAbsoluteCoordinates = absolute.contains(Evdev.ABS_X) && absolute.contains(Evdev.ABS_Y)
         // A device with ABS_MT_SLOT and the code below it claims every axis; its
         // multitouch codes are not multitouch.
         let hasMultitouchCoordinates =
-            absolute.contains(0x35) && absolute.contains(0x36) && !(absolute.contains(0x2f) && absolute.contains(0x2e))
-        let hasStylus = keyCodes.contains(0x14b)  // BTN_STYLUS
-        let hasPen = keyCodes.contains(0x140)  // BTN_TOOL_PEN
-        let fingerButNoPen = keyCodes.contains(0x145) && !hasPen  // BTN_TOOL_FINGER
-        let hasMouseButton = (0x110..<0x120).contains { keyCodes.contains(UInt16($0)) }  // BTN_MOUSE…
-        let hasRelativeCoordinates = relative.contains(0x00) && relative.contains(0x01)
-        let isDirect = properties.contains(1)  // INPUT_PROP_DIRECT
-        let hasTouch = keyCodes.contains(0x14a)  // BTN_TOUCH
-        let hasPadButtons = keyCodes.contains(0x100) && hasStylus && !hasPen  // BTN_0
+            absolute.contains(Evdev.ABS_MT_POSITION_X) && absolute.contains(Evdev.ABS_MT_POSITION_Y)
+            && !(absolute.contains(Evdev.ABS_MT_SLOT) && absolute.contains(Evdev.ABS_RESERVED))
+        let hasStylus = keyCodes.contains(Evdev.BTN_STYLUS)
+        let hasPen = keyCodes.contains(Evdev.BTN_TOOL_PEN)
+        let fingerButNoPen = keyCodes.contains(Evdev.BTN_TOOL_FINGER) && !hasPen
+        let hasMouseButton = (Evdev.BTN_MOUSE..<Evdev.BTN_JOYSTICK).contains { keyCodes.contains($0) }
+        let hasRelativeCoordinates = relative.contains(Evdev.REL_X) && relative.contains(Evdev.REL_Y)
+        let isDirect = properties.contains(Evdev.INPUT_PROP_DIRECT)
+        let hasTouch = keyCodes.contains(Evdev.BTN_TOUCH)
+        let hasPadButtons = keyCodes.contains(Evdev.BTN_0) && hasStylus && !hasPen
         var hasJoystickControls = false
-        if !keyCodes.contains(0x11f) {  // a mouse with more than 16 buttons reaches BTN_JOYSTICK
+        // A mouse with more than 16 buttons reaches BTN_JOYSTICK; its last button tells.
+        if !keyCodes.contains(Evdev.BTN_JOYSTICK - 1) {
             hasJoystickControls =
-                (0x120..<0x140).contains { keyCodes.contains(UInt16($0)) }  // BTN_JOYSTICK … BTN_DIGI
-                || (0x2c0...0x2e7).contains { keyCodes.contains(UInt16($0)) }  // BTN_TRIGGER_HAPPY
-                || (0x220...0x223).contains { keyCodes.contains(UInt16($0)) }  // BTN_DPAD_*
+                (Evdev.BTN_JOYSTICK..<Evdev.BTN_DIGI).contains { keyCodes.contains($0) }
+                || (Evdev.BTN_TRIGGER_HAPPY1...Evdev.BTN_TRIGGER_HAPPY40).contains { keyCodes.contains($0) }
+                || (Evdev.BTN_DPAD_UP...Evdev.BTN_DPAD_RIGHT).contains { keyCodes.contains($0) }
         }
-        hasJoystickControls = hasJoystickControls || (0x03..<0x18).contains { absolute.contains(UInt16($0)) }  // ABS_RX…
+        // ABS_RX … ABS_BRAKE and the rest below ABS_PRESSURE: sticks, throttles, pedals.
+        hasJoystickControls = hasJoystickControls || (Evdev.ABS_RX..<Evdev.ABS_PRESSURE).contains { absolute.contains($0) }
 
         if hasAbsoluteCoordinates {
             if hasStylus || hasPen {
@@ -230,10 +232,10 @@ struct DeviceRoles {
         if !tablet && !touchpad && !joystick && hasMouseButton && (hasRelativeCoordinates || !hasAbsoluteCoordinates) {
             pointer = true
         }
-        gamepad = joystick && (keyCodes.contains(0x130) || keyCodes.contains(0x131))  // BTN_SOUTH, BTN_EAST
-        // A full keyboard has ESC, the digits and Q to D (the first 32 codes).
-        keyboard = (1..<32).allSatisfy { keyCodes.contains(UInt16($0)) }
-        switches = !(codes[5] ?? []).isEmpty
+        gamepad = joystick && (keyCodes.contains(Evdev.BTN_SOUTH) || keyCodes.contains(Evdev.BTN_EAST))
+        // A full keyboard has ESC, the digits and Q to S (the first 32 codes, as udev tests).
+        keyboard = (Evdev.KEY_ESC..<Evdev.KEY_D).allSatisfy { keyCodes.contains($0) }
+        switches = !(codes[Evdev.EV_SW] ?? []).isEmpty
         keys = !keyCodes.isEmpty
     }
 

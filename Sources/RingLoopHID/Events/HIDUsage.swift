@@ -1,3 +1,5 @@
+import RingLoopEvdev
+
 /// A HID usage: a page and a usage on it, as USB HID names keys and controls.
 public struct HIDUsage: Hashable, Sendable, CustomStringConvertible {
     /// The usage page (0x07 keyboard, 0x0C consumer, 0x01 generic desktop…).
@@ -32,59 +34,79 @@ public struct HIDUsage: Hashable, Sendable, CustomStringConvertible {
 
     /// Linux key code → keyboard-page usage.
     static let keyboard: [UInt16: UInt16] = {
-        // hid_keyboard[] rows 0x00–0xA7 and 0xE0–0xE7: index = usage, value = Linux code.
+        // The kernel's hid_keyboard[] (hid-input.c), usages 0x00–0xA7: index = usage, value =
+        // Linux code (KEY_RESERVED: none).
         let table: [UInt16] = [
-            0, 0, 0, 0, 30, 48, 46, 32, 18, 33, 34, 35, 23, 36, 37, 38,
-            50, 49, 24, 25, 16, 19, 31, 20, 22, 47, 17, 45, 21, 44, 2, 3,
-            4, 5, 6, 7, 8, 9, 10, 11, 28, 1, 14, 15, 57, 12, 13, 26,
-            27, 43, 43, 39, 40, 41, 51, 52, 53, 58, 59, 60, 61, 62, 63, 64,
-            65, 66, 67, 68, 87, 88, 99, 70, 119, 110, 102, 104, 111, 107, 109, 106,
-            105, 108, 103, 69, 98, 55, 74, 78, 96, 79, 80, 81, 75, 76, 77, 71,
-            72, 73, 82, 83, 86, 127, 116, 117, 183, 184, 185, 186, 187, 188, 189, 190,
-            191, 192, 193, 194, 134, 138, 130, 132, 128, 129, 131, 137, 133, 135, 136, 113,
-            115, 114, 0, 0, 0, 121, 0, 89, 93, 124, 92, 94, 95, 0, 0, 0,
-            122, 123, 90, 91, 85,
+            Evdev.KEY_RESERVED, Evdev.KEY_RESERVED, Evdev.KEY_RESERVED, Evdev.KEY_RESERVED, Evdev.KEY_A, Evdev.KEY_B,
+            Evdev.KEY_C, Evdev.KEY_D, Evdev.KEY_E, Evdev.KEY_F, Evdev.KEY_G, Evdev.KEY_H, Evdev.KEY_I, Evdev.KEY_J,
+            Evdev.KEY_K, Evdev.KEY_L, Evdev.KEY_M, Evdev.KEY_N, Evdev.KEY_O, Evdev.KEY_P, Evdev.KEY_Q, Evdev.KEY_R,
+            Evdev.KEY_S, Evdev.KEY_T, Evdev.KEY_U, Evdev.KEY_V, Evdev.KEY_W, Evdev.KEY_X, Evdev.KEY_Y, Evdev.KEY_Z,
+            Evdev.KEY_1, Evdev.KEY_2, Evdev.KEY_3, Evdev.KEY_4, Evdev.KEY_5, Evdev.KEY_6, Evdev.KEY_7, Evdev.KEY_8,
+            Evdev.KEY_9, Evdev.KEY_0, Evdev.KEY_ENTER, Evdev.KEY_ESC, Evdev.KEY_BACKSPACE, Evdev.KEY_TAB,
+            Evdev.KEY_SPACE, Evdev.KEY_MINUS, Evdev.KEY_EQUAL, Evdev.KEY_LEFTBRACE, Evdev.KEY_RIGHTBRACE,
+            Evdev.KEY_BACKSLASH, Evdev.KEY_BACKSLASH, Evdev.KEY_SEMICOLON, Evdev.KEY_APOSTROPHE, Evdev.KEY_GRAVE,
+            Evdev.KEY_COMMA, Evdev.KEY_DOT, Evdev.KEY_SLASH, Evdev.KEY_CAPSLOCK, Evdev.KEY_F1, Evdev.KEY_F2,
+            Evdev.KEY_F3, Evdev.KEY_F4, Evdev.KEY_F5, Evdev.KEY_F6, Evdev.KEY_F7, Evdev.KEY_F8, Evdev.KEY_F9,
+            Evdev.KEY_F10, Evdev.KEY_F11, Evdev.KEY_F12, Evdev.KEY_SYSRQ, Evdev.KEY_SCROLLLOCK, Evdev.KEY_PAUSE,
+            Evdev.KEY_INSERT, Evdev.KEY_HOME, Evdev.KEY_PAGEUP, Evdev.KEY_DELETE, Evdev.KEY_END, Evdev.KEY_PAGEDOWN,
+            Evdev.KEY_RIGHT, Evdev.KEY_LEFT, Evdev.KEY_DOWN, Evdev.KEY_UP, Evdev.KEY_NUMLOCK, Evdev.KEY_KPSLASH,
+            Evdev.KEY_KPASTERISK, Evdev.KEY_KPMINUS, Evdev.KEY_KPPLUS, Evdev.KEY_KPENTER, Evdev.KEY_KP1,
+            Evdev.KEY_KP2, Evdev.KEY_KP3, Evdev.KEY_KP4, Evdev.KEY_KP5, Evdev.KEY_KP6, Evdev.KEY_KP7, Evdev.KEY_KP8,
+            Evdev.KEY_KP9, Evdev.KEY_KP0, Evdev.KEY_KPDOT, Evdev.KEY_102ND, Evdev.KEY_COMPOSE, Evdev.KEY_POWER,
+            Evdev.KEY_KPEQUAL, Evdev.KEY_F13, Evdev.KEY_F14, Evdev.KEY_F15, Evdev.KEY_F16, Evdev.KEY_F17,
+            Evdev.KEY_F18, Evdev.KEY_F19, Evdev.KEY_F20, Evdev.KEY_F21, Evdev.KEY_F22, Evdev.KEY_F23, Evdev.KEY_F24,
+            Evdev.KEY_OPEN, Evdev.KEY_HELP, Evdev.KEY_PROPS, Evdev.KEY_FRONT, Evdev.KEY_STOP, Evdev.KEY_AGAIN,
+            Evdev.KEY_UNDO, Evdev.KEY_CUT, Evdev.KEY_COPY, Evdev.KEY_PASTE, Evdev.KEY_FIND, Evdev.KEY_MUTE,
+            Evdev.KEY_VOLUMEUP, Evdev.KEY_VOLUMEDOWN, Evdev.KEY_RESERVED, Evdev.KEY_RESERVED, Evdev.KEY_RESERVED,
+            Evdev.KEY_KPCOMMA, Evdev.KEY_RESERVED, Evdev.KEY_RO, Evdev.KEY_KATAKANAHIRAGANA, Evdev.KEY_YEN,
+            Evdev.KEY_HENKAN, Evdev.KEY_MUHENKAN, Evdev.KEY_KPJPCOMMA, Evdev.KEY_RESERVED, Evdev.KEY_RESERVED,
+            Evdev.KEY_RESERVED, Evdev.KEY_HANGEUL, Evdev.KEY_HANJA, Evdev.KEY_KATAKANA, Evdev.KEY_HIRAGANA,
+            Evdev.KEY_ZENKAKUHANKAKU,
         ]
         var map: [UInt16: UInt16] = [:]
-        for (usage, code) in table.enumerated() where code != 0 && map[code] == nil {
+        for (usage, code) in table.enumerated() where code != Evdev.KEY_RESERVED && map[code] == nil {
             map[code] = UInt16(usage)
         }
-        let modifiers: [UInt16] = [29, 42, 56, 125, 97, 54, 100, 126]  // 0xE0…0xE7
+        // Usages 0xE0…0xE7.
+        let modifiers: [UInt16] = [
+            Evdev.KEY_LEFTCTRL, Evdev.KEY_LEFTSHIFT, Evdev.KEY_LEFTALT, Evdev.KEY_LEFTMETA, Evdev.KEY_RIGHTCTRL,
+            Evdev.KEY_RIGHTSHIFT, Evdev.KEY_RIGHTALT, Evdev.KEY_RIGHTMETA,
+        ]
         for (offset, code) in modifiers.enumerated() { map[code] = 0xE0 + UInt16(offset) }
         return map
     }()
 
     /// Linux key code → consumer-page usage.
     static let consumer: [UInt16: UInt16] = [
-        113: 0xE2,  // KEY_MUTE
-        114: 0xEA,  // KEY_VOLUMEDOWN
-        115: 0xE9,  // KEY_VOLUMEUP
-        163: 0xB5,  // KEY_NEXTSONG
-        165: 0xB6,  // KEY_PREVIOUSSONG
-        166: 0xB7,  // KEY_STOPCD
-        164: 0xCD,  // KEY_PLAYPAUSE
-        161: 0xB8,  // KEY_EJECTCD
-        225: 0x6F,  // KEY_BRIGHTNESSUP
-        224: 0x70,  // KEY_BRIGHTNESSDOWN
-        139: 0x40,  // KEY_MENU
-        140: 0x192,  // KEY_CALC
-        155: 0x18A,  // KEY_MAIL
-        172: 0x223,  // KEY_HOMEPAGE
-        158: 0x224,  // KEY_BACK
-        159: 0x225,  // KEY_FORWARD
-        217: 0x221,  // KEY_SEARCH
-        207: 0xB0,  // KEY_PLAY
-        201: 0xB1,  // KEY_PAUSECD
-        167: 0xB2,  // KEY_RECORD
-        208: 0xB3,  // KEY_FASTFORWARD
-        168: 0xB4,  // KEY_REWIND
+        Evdev.KEY_MUTE: 0xE2,
+        Evdev.KEY_VOLUMEDOWN: 0xEA,
+        Evdev.KEY_VOLUMEUP: 0xE9,
+        Evdev.KEY_NEXTSONG: 0xB5,
+        Evdev.KEY_PREVIOUSSONG: 0xB6,
+        Evdev.KEY_STOPCD: 0xB7,
+        Evdev.KEY_PLAYPAUSE: 0xCD,
+        Evdev.KEY_EJECTCD: 0xB8,
+        Evdev.KEY_BRIGHTNESSUP: 0x6F,
+        Evdev.KEY_BRIGHTNESSDOWN: 0x70,
+        Evdev.KEY_MENU: 0x40,
+        Evdev.KEY_CALC: 0x192,
+        Evdev.KEY_MAIL: 0x18A,
+        Evdev.KEY_HOMEPAGE: 0x223,
+        Evdev.KEY_BACK: 0x224,
+        Evdev.KEY_FORWARD: 0x225,
+        Evdev.KEY_SEARCH: 0x221,
+        Evdev.KEY_PLAY: 0xB0,
+        Evdev.KEY_PAUSECD: 0xB1,
+        Evdev.KEY_RECORD: 0xB2,
+        Evdev.KEY_FASTFORWARD: 0xB3,
+        Evdev.KEY_REWIND: 0xB4,
     ]
 
     /// Linux key code → generic-desktop system controls.
     static let system: [UInt16: UInt16] = [
-        116: 0x81,  // KEY_POWER: System Power Down
-        142: 0x82,  // KEY_SLEEP: System Sleep
-        143: 0x83,  // KEY_WAKEUP: System Wake Up
+        Evdev.KEY_POWER: 0x81,  // System Power Down
+        Evdev.KEY_SLEEP: 0x82,  // System Sleep
+        Evdev.KEY_WAKEUP: 0x83,  // System Wake Up
     ]
 }
 
@@ -110,14 +132,14 @@ public struct KeyModifiers: OptionSet, Hashable, Sendable {
     /// The modifier a Linux key code is, if any.
     static func forLinuxKey(_ code: UInt16) -> KeyModifiers? {
         switch code {
-        case 29: .leftControl
-        case 42: .leftShift
-        case 56: .leftAlt
-        case 125: .leftMeta
-        case 97: .rightControl
-        case 54: .rightShift
-        case 100: .rightAlt
-        case 126: .rightMeta
+        case Evdev.KEY_LEFTCTRL: .leftControl
+        case Evdev.KEY_LEFTSHIFT: .leftShift
+        case Evdev.KEY_LEFTALT: .leftAlt
+        case Evdev.KEY_LEFTMETA: .leftMeta
+        case Evdev.KEY_RIGHTCTRL: .rightControl
+        case Evdev.KEY_RIGHTSHIFT: .rightShift
+        case Evdev.KEY_RIGHTALT: .rightAlt
+        case Evdev.KEY_RIGHTMETA: .rightMeta
         default: nil
         }
     }

@@ -102,33 +102,33 @@ final class DeviceReader {
     /// The device's current state, through the same ioctls libevdev's resync uses.
     func snapshot() -> DeviceStateSnapshot {
         var state = DeviceStateSnapshot()
-        var keys = [UInt8](repeating: 0, count: 96)
-        if ioctl(fd, UInt(ringloop_eviocgkey(96)), &keys) >= 0 {
+        var keys = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_KEY)!)
+        if ioctl(fd, UInt(ringloop_eviocgkey(UInt32(keys.count))), &keys) >= 0 {
             for (index, byte) in keys.enumerated() where byte != 0 {
                 for bit in 0..<8 where byte & (1 << bit) != 0 { state.keysDown.insert(UInt16(index * 8 + bit)) }
             }
         }
-        var switches = [UInt8](repeating: 0, count: 8)
-        if ioctl(fd, UInt(ringloop_eviocgsw(8)), &switches) >= 0 {
+        var switches = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_SW)!)
+        if ioctl(fd, UInt(ringloop_eviocgsw(UInt32(switches.count))), &switches) >= 0 {
             for (index, byte) in switches.enumerated() where byte != 0 {
                 for bit in 0..<8 where byte & (1 << bit) != 0 { state.switchesOn.insert(UInt16(index * 8 + bit)) }
             }
         }
-        for code in info.axes.keys where code < 0x2f || code > 0x3d {
+        for code in info.axes.keys where !Evdev.isMultitouchAxis(code) {
             var absinfo = input_absinfo()
             if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(code))), &absinfo) >= 0 { state.absolute[code] = absinfo.value }
         }
         if info.slotCount > 0 {
-            func values(_ code: UInt32) -> [Int32] {
+            func values(_ code: UInt16) -> [Int32] {
                 var request = [Int32](repeating: 0, count: info.slotCount + 1)
                 request[0] = Int32(code)
-                let size = UInt32(request.count * 4)
+                let size = UInt32(request.count * MemoryLayout<Int32>.size)
                 let ok = request.withUnsafeMutableBytes { ioctl(fd, UInt(ringloop_eviocgmtslots(size)), $0.baseAddress!) } >= 0
-                return ok ? Array(request.dropFirst()) : Array(repeating: code == 0x39 ? -1 : 0, count: info.slotCount)
+                return ok ? Array(request.dropFirst()) : Array(repeating: code == Evdev.ABS_MT_TRACKING_ID ? -1 : 0, count: info.slotCount)
             }
-            let ids = values(0x39)
-            let xs = values(0x35)
-            let ys = values(0x36)
+            let ids = values(Evdev.ABS_MT_TRACKING_ID)
+            let xs = values(Evdev.ABS_MT_POSITION_X)
+            let ys = values(Evdev.ABS_MT_POSITION_Y)
             state.slots = (0..<info.slotCount).map { (ids[$0], xs[$0], ys[$0]) }
         }
         return state

@@ -32,7 +32,7 @@ struct VisibleState: Sendable {
         case .button(let button): buttons.set(button.code, button.isDown)
         case .gamepadButton(let button): gamepadButtons.set(button.code, button.isDown)
         case .switchChanged(let change):
-            guard change.code < 32 else { return }
+            guard change.code < UInt32.bitWidth else { return }
             if change.isOn { switches |= 1 << UInt32(change.code) } else { switches &= ~(1 << UInt32(change.code)) }
         case .digitizer(let frame):
             for index in 0..<frame.count {
