@@ -95,8 +95,10 @@ let package = Package(
         .executableTarget(name: "FuzzEvemuReader", dependencies: ["RingLoopDevices"], path: "Fuzz/EvemuReader"),
         .executableTarget(name: "FuzzLibinputReader", dependencies: ["RingLoopDevices"], path: "Fuzz/LibinputReader"),
         .executableTarget(
-            name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"], path: "Fuzz/FrameDecoder"),
-        .executableTarget(name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
+            name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"],
+            path: "Fuzz/FrameDecoder"),
+        .executableTarget(
+            name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 
         // Test helpers shared by the test targets (child processes without Foundation's
         // Process, which leaks inside itself).
@@ -108,7 +110,8 @@ let package = Package(
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
         // The `ringloop` command, run as a subprocess.
         .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
-        .testTarget(name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport"]),
+        .testTarget(
+            name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport"]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
             name: "CEvemu",
@@ -117,6 +120,7 @@ let package = Package(
             providers: [.apt(["libevemu-dev"])]
         ),
         .testTarget(
-            name: "RingLoopDevicesTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport"]),
+            name: "RingLoopDevicesTests",
+            dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport"]),
     ]
 )

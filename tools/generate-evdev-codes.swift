@@ -127,10 +127,14 @@ func group(_ prefix: String) -> [Define] { all.filter { $0.name.hasPrefix(prefix
 // Keys are split so that no file is longer than the project allows (400 lines).
 let keys = group("KEY_")
 let files: [(String, String, [Define])] = [
-    ("Evdev+Types.swift", "Types, properties, synchronization, relative and absolute axes",
-        group("INPUT_PROP_") + group("EV_") + group("SYN_") + group("REL_") + group("ABS_")),
-    ("Evdev+Others.swift", "Switches, miscellaneous, LEDs, sounds, repeat, force feedback, bus types",
-        group("SW_") + group("MSC_") + group("LED_") + group("SND_") + group("REP_") + group("FF_") + group("BUS_")),
+    (
+        "Evdev+Types.swift", "Types, properties, synchronization, relative and absolute axes",
+        group("INPUT_PROP_") + group("EV_") + group("SYN_") + group("REL_") + group("ABS_")
+    ),
+    (
+        "Evdev+Others.swift", "Switches, miscellaneous, LEDs, sounds, repeat, force feedback, bus types",
+        group("SW_") + group("MSC_") + group("LED_") + group("SND_") + group("REP_") + group("FF_") + group("BUS_")
+    ),
     ("Evdev+Keys.swift", "Keys below 0x100", keys.filter { $0.value < 0x100 }),
     ("Evdev+MoreKeys.swift", "Keys from 0x100", keys.filter { $0.value >= 0x100 }),
     ("Evdev+Buttons.swift", "Buttons", group("BTN_")),

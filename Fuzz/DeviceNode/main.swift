@@ -14,12 +14,15 @@ nonisolated(unsafe) var folder: FUSEDeviceFolder?
 nonisolated(unsafe) var nodes: [FUSEEvdevNode] = []
 
 @_cdecl("LLVMFuzzerInitialize")
-public func fuzzDeviceNodeInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
+public func fuzzDeviceNodeInitialize(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> CInt {
     let devicesFolder = getenv("RINGLOOP_DEVICES").map { String(cString: $0) } ?? "devices"
     do {
         let mounted = try FUSEDeviceFolder(path: "/tmp/ringloop-fuzz-\(getpid())")
         folder = mounted
-        for name in ["keyboard.evemu", "touchscreen-multitouch.evemu", "pen-tablet.evemu", "touchpad-protocol-a.evemu", "lid-switch.evemu"] {
+        for name in ["keyboard.evemu", "touchscreen-multitouch.evemu", "pen-tablet.evemu", "touchpad-protocol-a.evemu", "lid-switch.evemu"]
+        {
             guard let description = try Recording.load(contentsOf: devicesFolder + "/" + name).description else { continue }
             nodes.append(try mounted.addDevice(description, bufferSize: 64))
         }

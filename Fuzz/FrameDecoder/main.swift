@@ -12,7 +12,9 @@ import RingLoopHID
 nonisolated(unsafe) var devices: [HIDDeviceInfo] = []
 
 @_cdecl("LLVMFuzzerInitialize")
-public func fuzzFrameDecoderInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
+public func fuzzFrameDecoderInitialize(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> CInt {
     let folder = getenv("RINGLOOP_DEVICES").map { String(cString: $0) } ?? "devices"
     var paths: [String] = []
     if let dir = opendir(folder) {
@@ -22,9 +24,11 @@ public func fuzzFrameDecoderInitialize(_ argc: UnsafeMutablePointer<CInt>, _ arg
         }
         closedir(dir)
     }
-    for extra in ["real/evemu-devices/mice/Apple Touch Mouse.evemu", "real/evemu/ntrig-dell-xt2.prop",
-                  "real/evemu-devices/tablets/Wacom Serial Penabled 2FG Touchscreen.desc",
-                  "real/evemu-devices/misc/Microsoft Surface Type Cover.events", "real/evemu/3m.prop"] {
+    for extra in [
+        "real/evemu-devices/mice/Apple Touch Mouse.evemu", "real/evemu/ntrig-dell-xt2.prop",
+        "real/evemu-devices/tablets/Wacom Serial Penabled 2FG Touchscreen.desc",
+        "real/evemu-devices/misc/Microsoft Surface Type Cover.events", "real/evemu/3m.prop",
+    ] {
         paths.append(folder + "/" + extra)
     }
     for path in paths.sorted() {
@@ -53,7 +57,9 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     while index + 7 <= count {
         let selector = bytes[index]
         let code = UInt16(bytes[index + 1]) | UInt16(bytes[index + 2]) << 8
-        let value = Int32(bitPattern: UInt32(bytes[index + 3]) | UInt32(bytes[index + 4]) << 8 | UInt32(bytes[index + 5]) << 16 | UInt32(bytes[index + 6]) << 24)
+        let value = Int32(
+            bitPattern: UInt32(bytes[index + 3]) | UInt32(bytes[index + 4]) << 8 | UInt32(bytes[index + 5]) << 16 | UInt32(bytes[index + 6])
+                << 24)
         index += 7
         time += 1
         if selector == 0xff {
@@ -66,7 +72,8 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             continue
         }
         let type = types[Int(selector) % types.count]
-        decoder.feed(InputEvent(
+        decoder.feed(
+            InputEvent(
                 seconds: Int64(time / 1_000_000), microseconds: Int32(time % 1_000_000), type: type, code: code, value: value), into: &out)
         if out.count > 4096 { out.removeAll(keepingCapacity: true) }
     }

@@ -30,7 +30,8 @@ func runCommand(_ arguments: [String], timeout: TimeInterval = 60, environment: 
     return CommandResult(status: status, output: child.output, error: child.error)
 }
 
-let bundled = (try? FileManager.default.contentsOfDirectory(atPath: repository + "/devices"))?
+let bundled =
+    (try? FileManager.default.contentsOfDirectory(atPath: repository + "/devices"))?
     .filter { $0.hasSuffix(".evemu") }.sorted() ?? []
 
 @Suite("The ringloop command", .enabled(if: FUSEHere.usable, FUSEHere.missing))
@@ -127,7 +128,8 @@ struct CommandTests {
     @Test("A malformed recording names its line")
     func malformedRecording() throws {
         let path = "/tmp/ringloop-bad-\(getpid()).evemu"
-        try "N: Broken\nI: 0003 0001 0001 0001\nB: 00 0b\nE: 0.000001 0001 001e one\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "N: Broken\nI: 0003 0001 0001 0001\nB: 00 0b\nE: 0.000001 0001 001e one\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         defer { unlink(path) }
         let result = try runCommand(["replay", path], timeout: 20)
         #expect(result.status == 1)
@@ -173,7 +175,9 @@ struct CommandTests {
 
     @Test("A tablet pad's strip comes out of monitor --json as axis objects")
     func axisObjects() throws {
-        let result = try runCommand(["monitor", "devices/real/evemu-devices/tablets/Wacom Intuos3 4x6 Pad.strip.events", "--json", "--speed", "4"])
+        let result = try runCommand([
+            "monitor", "devices/real/evemu-devices/tablets/Wacom Intuos3 4x6 Pad.strip.events", "--json", "--speed", "4",
+        ])
         #expect(result.status == 0, "\(result.error)")
         let axes = result.output.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

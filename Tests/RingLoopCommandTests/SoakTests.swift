@@ -4,7 +4,9 @@ import Testing
 
 @Suite("Soak: nothing accumulates", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct SoakTests {
-    @Test("1,000 devices added, replayed into (keys held, touches live) and removed; 100,000 timers; 10,000 ports: descriptors, heap, resident memory and mounts flat")
+    @Test(
+        "1,000 devices added, replayed into (keys held, touches live) and removed; 100,000 timers; 10,000 ports: descriptors, heap, resident memory and mounts flat"
+    )
     func soak() throws {
         let cycles = 1000
         let result = try runCommand(

@@ -146,7 +146,8 @@ struct EvemuDifferentialTests {
         "Edge cases of the format",
         arguments: [
             // Versions and headers.
-            ("# EVEMU 1.3\n" + header + "B: 03 03\nA: 00 0 100 1 2 3\nA: 01 0 50 0 0 4\n", Verdict.lenient),  // short B: line: evemu wants 8 bytes
+            // short B: line: evemu wants 8 bytes
+            ("# EVEMU 1.3\n" + header + "B: 03 03\nA: 00 0 100 1 2 3\nA: 01 0 50 0 0 4\n", Verdict.lenient),
             ("# EVEMU 1.3\n" + header + "B: 03 03 00 00 00 00 00 00 00\nA: 00 0 100 1 2 3\nA: 01 0 50 0 0 4\n", .same),
             ("# EVEMU 1.1\n" + header + "B: 03 03 00 00 00 00 00 00 00\nA: 00 0 100 1 2\nA: 01 0 50 0 0\n", .same),
             (header + "B: 03 03 00 00 00 00 00 00 00\nA: 00 0 100 1 2\n", .same),  // no header: format 1.0
@@ -154,10 +155,18 @@ struct EvemuDifferentialTests {
             ("# EVEMU 1.3\n" + header + "B: 03 03 00 00 00 00 00 00 00\nA: 00 0 100 1 2\n", .lenient),  // 1.3 without one
             ("# EVEMU 1.9\n" + header + "B: 01 00 00 00 00 00 00 00 00\n", .same),  // newer: warned, read
             // Masks: EV_REP, EV_PWR, EV_FF_STATUS, longer and shorter than the kernel's.
-            ("# EVEMU 1.3\n" + header + "B: 00 0b 00 00 00 00 00 00 00\nB: 01 00 00 ff 00 00 00 00 00\nB: 14 03 00 00 00 00 00 00 00\n", .same),
-            ("# EVEMU 1.3\n" + header + "B: 00 ff ff ff ff 00 00 00 00\nB: 16 01 00 00 00 00 00 00 00\nB: 17 01 00 00 00 00 00 00 00\nB: 04 10 00 00 00 00 00 00 00\n", .same),
+            (
+                "# EVEMU 1.3\n" + header + "B: 00 0b 00 00 00 00 00 00 00\nB: 01 00 00 ff 00 00 00 00 00\nB: 14 03 00 00 00 00 00 00 00\n",
+                .same
+            ),
+            (
+                "# EVEMU 1.3\n" + header
+                    + "B: 00 ff ff ff ff 00 00 00 00\nB: 16 01 00 00 00 00 00 00 00\nB: 17 01 00 00 00 00 00 00 00\nB: 04 10 00 00 00 00 00 00 00\n",
+                .same
+            ),
             ("# EVEMU 1.3\n" + header + "B: 02 03 09 00 00 00 00 00 00\nB: 02 ff ff 00 00 00 00 00 00\n", .same),  // bits past REL_MAX
-            ("# EVEMU 1.3\n" + header + "P: 05 00 00 00 00 00 00 00\nP: ff 00 00 00 00 00 00 00\n", .same),  // property bits past INPUT_PROP_MAX
+            // property bits past INPUT_PROP_MAX
+            ("# EVEMU 1.3\n" + header + "P: 05 00 00 00 00 00 00 00\nP: ff 00 00 00 00 00 00 00\n", .same),
             ("# EVEMU 1.3\n" + header + "B: 07 ff 00 00 00 00 00 00 00\nB: 11 07 00 00 00 00 00 00 00\n", .same),  // a type without codes
             ("# EVEMU 1.3\n" + header + "B: 20 01 00 00 00 00 00 00 00\n", .bothRefuse),  // past EV_MAX
             // Axes outside the mask are ignored, as evemu ignores them.
@@ -165,8 +174,15 @@ struct EvemuDifferentialTests {
             ("# EVEMU 1.3\n" + header + "B: 03 01 00 00 00 00 00 00 00\nA: 00 0 10 0 0 0\nA: 7f 0 99 0 0 0\n", .same),
             // LED and switch states, comments, CR LF, blank lines.
             ("# EVEMU 1.3\n# note\n" + header + "B: 05 01 00 00 00 00 00 00 00\nB: 11 02 00 00 00 00 00 00 00\nL: 01 1\nS: 00 1\n", .same),
-            ("# EVEMU 1.3\r\nN: Edge\r\nI: 0003 0001 0002 0003\r\nB: 01 00 00 00 00 00 00 00 00\r\nE: 0.000001 0001 0002 0001\r\nE: 0.000001 0000 0000 0000\r\n", .same),
-            ("# EVEMU 1.3\n" + header + "\n\nB: 01 02 00 00 00 00 00 00 00\n# between\nE: 0.000010 0001 0001 0001 # key\n\nE: 0.000010 0000 0000 0000\t# ---\n", .same),
+            (
+                "# EVEMU 1.3\r\nN: Edge\r\nI: 0003 0001 0002 0003\r\nB: 01 00 00 00 00 00 00 00 00\r\nE: 0.000001 0001 0002 0001\r\nE: 0.000001 0000 0000 0000\r\n",
+                .same
+            ),
+            (
+                "# EVEMU 1.3\n" + header
+                    + "\n\nB: 01 02 00 00 00 00 00 00 00\n# between\nE: 0.000010 0001 0001 0001 # key\n\nE: 0.000010 0000 0000 0000\t# ---\n",
+                .same
+            ),
             // Events: times, negative values, hexadecimal codes.
             ("# EVEMU 1.3\n" + header + "B: 02 03 00 00 00 00 00 00 00\nE: 1000.999999 0002 0000 -5\nE: 1000.999999 0000 0000 0\n", .same),
             // Missing pieces.
@@ -178,8 +194,14 @@ struct EvemuDifferentialTests {
             ("N: X\nI: 3 0001 0001\nR: 52 05 01\n", .bothRefuse),  // a hid-recorder file
             // Where evemu drops or misreads lines, RingLoop refuses and says so.
             ("# EVEMU 1.3\n" + header + "A: 00 0 10 0 0 0\nB: 03 01 00 00 00 00 00 00 00\n", .stricter("move it up")),
-            ("# EVEMU 1.3\n" + header + "B: 01 02 00 00 00 00 00 00 00\nE: 0.000001 0001 0001 0001\nB: 01 04 00 00 00 00 00 00 00\n", .stricter("after the device's events")),
-            ("# EVEMU 1.3\n" + header + "B: 01 02 00 00 00 00 00 00 00\ngarbage here\nE: 0.000001 0001 0001 0001\n", .stricter("ringloop is stricter")),
+            (
+                "# EVEMU 1.3\n" + header + "B: 01 02 00 00 00 00 00 00 00\nE: 0.000001 0001 0001 0001\nB: 01 04 00 00 00 00 00 00 00\n",
+                .stricter("after the device's events")
+            ),
+            (
+                "# EVEMU 1.3\n" + header + "B: 01 02 00 00 00 00 00 00 00\ngarbage here\nE: 0.000001 0001 0001 0001\n",
+                .stricter("ringloop is stricter")
+            ),
             ("# EVEMU 1.3\n" + header + "B: 01 02 00 00 00 00 00 00 00\nE: 0.5 0001 0001 0001\n", .stricter("six digits")),
         ] as [(String, Verdict)])
     func edgeCase(_ text: String, _ verdict: Verdict) throws {

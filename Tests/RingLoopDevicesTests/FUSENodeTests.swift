@@ -1,7 +1,9 @@
 import CLibEvdev
 import Glibc
+import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
+import Synchronization
 import Testing
 
 @testable import RingLoopDevices
@@ -50,7 +52,10 @@ struct FUSENodeTests {
             #expect(libevdev_has_event_code(device, 3, 0x00) == 0)
             try node.send([(2, 0, -3), (2, 1, 2), (0, 0, 0), (1, 0x110, 1), (0, 0, 0)])
             let events = readEvents(fd)
-            #expect(events.map { [Int($0.type), Int($0.code), Int($0.value)] } == [[2, 0, -3], [2, 1, 2], [0, 0, 0], [1, 0x110, 1], [0, 0, 0]])
+            #expect(
+                events.map { [Int($0.type), Int($0.code), Int($0.value)] } == [
+                    [2, 0, -3], [2, 1, 2], [0, 0, 0], [1, 0x110, 1], [0, 0, 0],
+                ])
         }
     }
 }
@@ -147,7 +152,9 @@ extension FUSENodeTests {
             defer { close(fd) }
             for step in 1...20 { try node.send([(2, 0, Int32(step)), (2, 1, 1), (0, 0, 0)]) }
             let events = readEvents(fd)
-            #expect(events.first.map { [$0.type, $0.code] } == [0, 3], "SYN_DROPPED comes first: \(events.map { ($0.type, $0.code, $0.value) })")
+            #expect(
+                events.first.map { [$0.type, $0.code] } == [0, 3], "SYN_DROPPED comes first: \(events.map { ($0.type, $0.code, $0.value) })"
+            )
             #expect(node.overflowCount > 0)
             // After the drop, what is readable ends with a complete frame.
             #expect(events.last.map { [$0.type, $0.code] } == [0, 0])
@@ -160,7 +167,9 @@ extension FUSENodeTests {
             let node = try folder.addDevice(testKeyboard)
             let fd = open(node.path, O_RDONLY | O_NONBLOCK)
             defer { close(fd) }
-            try node.send([(1, 30, 1), (0, 0, 0), (1, 30, 1), (0, 0, 0), (1, 30, 2), (0, 0, 0), (1, 30, 0), (0, 0, 0), (1, 30, 2), (0, 0, 0)])
+            try node.send([
+                (1, 30, 1), (0, 0, 0), (1, 30, 1), (0, 0, 0), (1, 30, 2), (0, 0, 0), (1, 30, 0), (0, 0, 0), (1, 30, 2), (0, 0, 0),
+            ])
             let events = readEvents(fd).map { [Int($0.type), Int($0.code), Int($0.value)] }
             #expect(events == [[1, 30, 1], [0, 0, 0], [1, 30, 2], [0, 0, 0], [1, 30, 0], [0, 0, 0]])
         }
@@ -214,9 +223,6 @@ extension FUSENodeTests {
     }
 }
 
-import RingLoop
-import Synchronization
-
 extension FUSENodeTests {
     @Test("A node's readiness wakes a RingRunLoop through io_uring poll")
     func ringLoopPoll() throws {
@@ -268,11 +274,13 @@ final class LoopThreadForTest: @unchecked Sendable {
     init(_ body: @escaping () -> Void) {
         self.body = body
         let context = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&handle, nil, { context in
-            let me = Unmanaged<LoopThreadForTest>.fromOpaque(context!).takeRetainedValue()
-            me.body()
-            return nil
-        }, context)
+        pthread_create(
+            &handle, nil,
+            { context in
+                let me = Unmanaged<LoopThreadForTest>.fromOpaque(context!).takeRetainedValue()
+                me.body()
+                return nil
+            }, context)
     }
     func join() { pthread_join(handle, nil) }
 }

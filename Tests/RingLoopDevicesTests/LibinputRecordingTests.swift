@@ -82,8 +82,14 @@ struct LibinputRecordingTests {
         arguments: [
             ("version: 2\ndevices: []\n", 1, "unsupported"),
             ("version: 1\ndevices:\n- node: x\n  evdev:\n    name: X\n    id: [1, 2, 3]\n", 6, "id: [bus"),
-            ("version: 1\ndevices:\n- node: x\n  evdev:\n    name: X\n    id: [1, 2, 3, 4]\n    absinfo:\n      0: [1, 2]\n", 8, "[minimum"),
-            ("version: 1\ndevices:\n- node: x\n  evdev:\n    name: X\n    id: [1, 2, 3, 4]\n  events:\n  - evdev:\n    - [0, 0, 1]\n", 9, "[sec, usec"),
+            (
+                "version: 1\ndevices:\n- node: x\n  evdev:\n    name: X\n    id: [1, 2, 3, 4]\n    absinfo:\n      0: [1, 2]\n", 8,
+                "[minimum"
+            ),
+            (
+                "version: 1\ndevices:\n- node: x\n  evdev:\n    name: X\n    id: [1, 2, 3, 4]\n  events:\n  - evdev:\n    - [0, 0, 1]\n", 9,
+                "[sec, usec"
+            ),
             ("version: 1\ndevices: [\n", 3, "not valid YAML"),
         ] as [(String, Int, String)])
     func malformed(text: String, line: Int, message: String) {
@@ -121,7 +127,8 @@ struct LibinputToolTests {
             description: RealRecordings.folder + "/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.hp8470p.desc",
             events: RealRecordings.folder + "/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.hp8470p.two-finger-scroll-vertical.events")
         let keyboard = try Recording.load(
-            contentsOf: RealRecordings.folder + "/evemu-devices/keyboards/Lenovo ThinkPad Compact USB Keyboard with TrackPoint.keyboard.events")
+            contentsOf: RealRecordings.folder
+                + "/evemu-devices/keyboards/Lenovo ThinkPad Compact USB Keyboard with TrackPoint.keyboard.events")
         let output = "/tmp/ringloop-libinput-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).yml"
         defer { unlink(output) }
         try withDeviceFolder { folder in
@@ -159,14 +166,16 @@ struct LibinputToolTests {
                 let recorded = try #require(recording.description)
                 let hosted = nodes[index].deviceDescription
                 #expect(recorded.name == hosted.name)
-                #expect([recorded.busType, recorded.vendor, recorded.product, recorded.version]
-                    == [hosted.busType, hosted.vendor, hosted.product, hosted.version])
+                #expect(
+                    [recorded.busType, recorded.vendor, recorded.product, recorded.version]
+                        == [hosted.busType, hosted.vendor, hosted.product, hosted.version])
                 #expect(recorded.properties == hosted.properties)
                 #expect(recorded.codes == hosted.codes, "\(recorded.name): codes")
                 #expect(recorded.absoluteAxes == hosted.absoluteAxes, "\(recorded.name): axes")
                 #expect((recorded.keyRepeat != nil) == (hosted.keyRepeat != nil))
                 let events = recording.events.map { [Int($0.type), Int($0.code), Int($0.value)] }
-                #expect(events == delivered[index], "\(recorded.name): \(events.count) events recorded, \(delivered[index].count) delivered")
+                #expect(
+                    events == delivered[index], "\(recorded.name): \(events.count) events recorded, \(delivered[index].count) delivered")
             }
             // One clock: the keyboard's first event came after the touchpad's (both started together,
             // the keyboard's recording starts later in its own time).

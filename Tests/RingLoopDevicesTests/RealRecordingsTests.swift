@@ -40,7 +40,10 @@ struct RealRecordingsTests {
         let onDisk = RealRecordings.filesOnDisk()
         let listed = RealRecordings.entries.map(\.file)
         #expect(onDisk.count >= 60)
-        #expect(Set(onDisk) == Set(listed), "not in manifest.tsv: \(Set(onDisk).subtracting(listed).sorted()); listed but missing: \(Set(listed).subtracting(onDisk).sorted())")
+        #expect(
+            Set(onDisk) == Set(listed),
+            "not in manifest.tsv: \(Set(onDisk).subtracting(listed).sorted()); listed but missing: \(Set(listed).subtracting(onDisk).sorted())"
+        )
         for entry in RealRecordings.entries where entry.description != nil {
             #expect(onDisk.contains(entry.description!), "\(entry.file): description \(entry.description!) is missing")
         }
@@ -77,8 +80,10 @@ struct RealRecordingsTests {
             defer { libevdev_free(device) }
             #expect(String(cString: libevdev_get_name(device)) == reference.name)
             #expect(
-                [libevdev_get_id_bustype(device), libevdev_get_id_vendor(device), libevdev_get_id_product(device),
-                 libevdev_get_id_version(device)].map { UInt16($0) } == reference.ids)
+                [
+                    libevdev_get_id_bustype(device), libevdev_get_id_vendor(device), libevdev_get_id_product(device),
+                    libevdev_get_id_version(device),
+                ].map { UInt16($0) } == reference.ids)
             var properties = Set<UInt16>()
             for property in 0...Evdev.INPUT_PROP_MAX where libevdev_has_property(device, UInt32(property)) == 1 {
                 properties.insert(property)

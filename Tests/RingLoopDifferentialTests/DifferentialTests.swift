@@ -93,7 +93,8 @@ let scenarios: [Scenario] = [
         d.add(d.timer("t", afterMilliseconds: 10), "common")
         _ = d.run("custom", milliseconds: 1000)
     },
-    Scenario("a common-modes timer does not fire in a mode not marked common", contains: ["run custom → timedOut"], excludes: ["timer t"]) { d in
+    Scenario("a common-modes timer does not fire in a mode not marked common", contains: ["run custom → timedOut"], excludes: ["timer t"]) {
+        d in
         d.add(d.timer("t", afterMilliseconds: 10), "common")
         d.add(d.source("keep"), "custom")
         _ = d.run("custom", milliseconds: 60)
@@ -105,7 +106,10 @@ let scenarios: [Scenario] = [
         d.trace.record("contains late: \(d.contains(t, "late"))")
         _ = d.run("late", milliseconds: 1000)
     },
-    Scenario("a nested run in another mode from a timer callout, stopped inside; the outer run continues", contains: ["timer inner", "run inner → stopped", "timer t3"]) { d in
+    Scenario(
+        "a nested run in another mode from a timer callout, stopped inside; the outer run continues",
+        contains: ["timer inner", "run inner → stopped", "timer t3"]
+    ) { d in
         let inner = d.timer("inner", afterMilliseconds: 40) { d in d.stop() }
         d.add(inner, "inner")
         d.add(d.observer("io", [.entry, .exit]), "inner")
@@ -118,7 +122,8 @@ let scenarios: [Scenario] = [
         d.add(d.timer("t3", afterMilliseconds: 90), "default")
         _ = d.run(milliseconds: 5000)
     },
-    Scenario("nested runs in the same mode with two timers", contains: ["timer t2", "run default → stopped", "run default → finished"]) { d in
+    Scenario("nested runs in the same mode with two timers", contains: ["timer t2", "run default → stopped", "run default → finished"]) {
+        d in
         let t2 = d.timer("t2", afterMilliseconds: 40) { d in d.stop() }
         let t1 = d.timer("t1", afterMilliseconds: 10) { d in
             _ = d.run(milliseconds: 5000)
@@ -176,7 +181,8 @@ let scenarios: [Scenario] = [
         d.add(d.timer("t", afterMilliseconds: 5), "default")
         _ = d.run(milliseconds: 5000)
     },
-    Scenario("invalidating timers from another timer's callout", contains: ["timer t1", "timer t4"], excludes: ["timer t2", "timer t3"]) { d in
+    Scenario("invalidating timers from another timer's callout", contains: ["timer t1", "timer t4"], excludes: ["timer t2", "timer t3"]) {
+        d in
         let t2 = d.timer("t2", afterMilliseconds: 40)
         let t3 = d.timer("t3", afterMilliseconds: 30, intervalMilliseconds: 10)
         let t1 = d.timer("t1", afterMilliseconds: 10) { d in
@@ -262,7 +268,10 @@ let scenarios: [Scenario] = [
         _ = d.run(milliseconds: 3000)
         box.withLock { $0 = nil }  // the box holds the item whose closure holds the box
     },
-    Scenario("a run with a deadline already passed makes one pass", contains: ["observer o exit", "run default → timedOut"], excludes: ["observer o beforeWaiting"]) { d in
+    Scenario(
+        "a run with a deadline already passed makes one pass", contains: ["observer o exit", "run default → timedOut"],
+        excludes: ["observer o beforeWaiting"]
+    ) { d in
         d.add(d.source("keep"), "default")
         d.add(d.observer("o"), "default")
         _ = d.run(milliseconds: 0)

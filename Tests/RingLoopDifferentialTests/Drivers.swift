@@ -61,7 +61,9 @@ protocol LoopDriver: AnyObject, Sendable {
     func source(_ name: String, order: Int, action: (@Sendable (LoopDriver) -> Void)?) -> Handle
     func portSource(_ name: String, action: (@Sendable (LoopDriver) -> Void)?) -> Handle
     func timer(_ name: String, afterMilliseconds: Double, intervalMilliseconds: Double, action: (@Sendable (LoopDriver) -> Void)?) -> Handle
-    func observer(_ name: String, activities: Activities, repeats: Bool, order: Int, action: (@Sendable (LoopDriver, String) -> Void)?) -> Handle
+    func observer(
+        _ name: String, activities: Activities, repeats: Bool, order: Int, action: (@Sendable (LoopDriver, String) -> Void)?
+    ) -> Handle
     func add(_ handle: Handle, _ mode: String)
     func remove(_ handle: Handle, _ mode: String)
     func contains(_ handle: Handle, _ mode: String) -> Bool
@@ -197,7 +199,8 @@ final class CFDriver: LoopDriver, @unchecked Sendable {
         return Handle(name: name, kind: .port, object: source!, eventFD: fd)
     }
 
-    func timer(_ name: String, afterMilliseconds: Double, intervalMilliseconds: Double, action: (@Sendable (LoopDriver) -> Void)?) -> Handle {
+    func timer(_ name: String, afterMilliseconds: Double, intervalMilliseconds: Double, action: (@Sendable (LoopDriver) -> Void)?) -> Handle
+    {
         let timer = CFRunLoopTimerCreateWithHandler(
             kCFAllocatorDefault, CFAbsoluteTimeGetCurrent() + afterMilliseconds / 1000, intervalMilliseconds / 1000, 0, 0
         ) { [unowned self] _ in
@@ -207,7 +210,9 @@ final class CFDriver: LoopDriver, @unchecked Sendable {
         return Handle(name: name, kind: .timer, object: timer!)
     }
 
-    func observer(_ name: String, activities: Activities, repeats: Bool, order: Int, action: (@Sendable (LoopDriver, String) -> Void)?) -> Handle {
+    func observer(
+        _ name: String, activities: Activities, repeats: Bool, order: Int, action: (@Sendable (LoopDriver, String) -> Void)?
+    ) -> Handle {
         let observer = CFRunLoopObserverCreateWithHandler(kCFAllocatorDefault, CFOptionFlags(activities.rawValue), repeats, order) {
             [unowned self] _, activity in
             let activityName = Activities.name(UInt32(activity.rawValue))
@@ -217,9 +222,15 @@ final class CFDriver: LoopDriver, @unchecked Sendable {
         return Handle(name: name, kind: .observer, object: observer!)
     }
 
-    private func cfTimer(_ handle: Handle) -> CFRunLoopTimer { Unmanaged<CFRunLoopTimer>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue() }
-    private func cfObserver(_ handle: Handle) -> CFRunLoopObserver { Unmanaged<CFRunLoopObserver>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue() }
-    private func cfSource(_ handle: Handle) -> CFRunLoopSource { Unmanaged<CFRunLoopSource>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue() }
+    private func cfTimer(_ handle: Handle) -> CFRunLoopTimer {
+        Unmanaged<CFRunLoopTimer>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue()
+    }
+    private func cfObserver(_ handle: Handle) -> CFRunLoopObserver {
+        Unmanaged<CFRunLoopObserver>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue()
+    }
+    private func cfSource(_ handle: Handle) -> CFRunLoopSource {
+        Unmanaged<CFRunLoopSource>.fromOpaque(Unmanaged.passUnretained(handle.object).toOpaque()).takeUnretainedValue()
+    }
 
     func add(_ handle: Handle, _ mode: String) {
         switch handle.kind {
@@ -342,7 +353,8 @@ final class RingDriver: LoopDriver, @unchecked Sendable {
         return Handle(name: name, kind: .port, object: source, eventFD: fd)
     }
 
-    func timer(_ name: String, afterMilliseconds: Double, intervalMilliseconds: Double, action: (@Sendable (LoopDriver) -> Void)?) -> Handle {
+    func timer(_ name: String, afterMilliseconds: Double, intervalMilliseconds: Double, action: (@Sendable (LoopDriver) -> Void)?) -> Handle
+    {
         let timer = LoopTimer(
             after: .nanoseconds(Int64(afterMilliseconds * 1_000_000)),
             repeating: intervalMilliseconds > 0 ? .nanoseconds(Int64(intervalMilliseconds * 1_000_000)) : nil
@@ -353,7 +365,9 @@ final class RingDriver: LoopDriver, @unchecked Sendable {
         return Handle(name: name, kind: .timer, object: timer)
     }
 
-    func observer(_ name: String, activities: Activities, repeats: Bool, order: Int, action: (@Sendable (LoopDriver, String) -> Void)?) -> Handle {
+    func observer(
+        _ name: String, activities: Activities, repeats: Bool, order: Int, action: (@Sendable (LoopDriver, String) -> Void)?
+    ) -> Handle {
         let observer = LoopObserver(
             activities: RingRunLoop.Activity(rawValue: activities.rawValue), repeats: repeats, order: order
         ) { [unowned self] _, activity in

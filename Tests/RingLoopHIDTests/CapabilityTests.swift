@@ -49,7 +49,8 @@ struct CapabilityTests {
         let strip = payloads(events) { if case .axis(let axis) = $0, axis.code == 0x03 { axis } else { nil } }
         let recorded = recording.events.filter { $0.type == 3 && $0.code == 0x03 }.map(\.value)
         #expect(!strip.isEmpty)
-        #expect(strip.map(\.value) == recorded.enumerated().filter { $0.offset == 0 || recorded[$0.offset - 1] != $0.element }.map(\.element))
+        #expect(
+            strip.map(\.value) == recorded.enumerated().filter { $0.offset == 0 || recorded[$0.offset - 1] != $0.element }.map(\.element))
         #expect(strip.allSatisfy { $0.source == .absolute && $0.normalized != nil })
     }
 
@@ -64,7 +65,8 @@ struct CapabilityTests {
 
     @Test("A lens cursor is a pen tool, its buttons are buttons, ABS_MISC an axis (Wacom Intuos4 8x13)")
     func lensCursor() throws {
-        let recording = try realRecording("tablets/Wacom Intuos4 8x13.lens-cursor-click.events", description: "tablets/Wacom Intuos4 8x13.desc")
+        let recording = try realRecording(
+            "tablets/Wacom Intuos4 8x13.lens-cursor-click.events", description: "tablets/Wacom Intuos4 8x13.desc")
         let events = try runChain(recording, shape: .dedicatedThread, speed: .scaled(10))
         #expect(!events.contains { $0.kind == .eventsDropped })
 
@@ -109,7 +111,9 @@ struct CapabilityTests {
         #expect(roles.isSuperset(of: [.keyboard, .pointer]))
         let events = try runChain(recording, shape: .dedicatedThread)
         let motion = payloads(events) { if case .pointerMotion(let dx, let dy) = $0 { (dx, dy) } else { nil } }
-        #expect(motion.reduce(0) { $0 + Int($1.0) } == recording.events.filter { $0.type == 2 && $0.code == 0 }.reduce(0) { $0 + Int($1.value) })
+        #expect(
+            motion.reduce(0) { $0 + Int($1.0) } == recording.events.filter { $0.type == 2 && $0.code == 0 }.reduce(0) { $0 + Int($1.value) }
+        )
         #expect(payloads(events) { if case .scroll(let scroll) = $0 { scroll } else { nil } }.count > 0)
     }
 
@@ -119,7 +123,10 @@ struct CapabilityTests {
             "mice/Surface Mouse.desc",
             frames: [[(2, 0x07, 3)], [(2, 0x07, -1)], [(3, 0x28, 5)], [(3, 0x2f, 1), (3, 0x35, 9)], [(2, 0x00, 4)]])
         let events = try runChain(recording, shape: .clientLoop)
-        #expect(payloads(events) { (payload: HIDEvent.Payload) -> Int32? in if case .dial(let steps) = payload { steps } else { nil } } == [3, -1])
+        #expect(
+            payloads(events) { (payload: HIDEvent.Payload) -> Int32? in if case .dial(let steps) = payload { steps } else { nil } } == [
+                3, -1,
+            ])
         let axes = payloads(events) { if case .axis(let axis) = $0 { axis.code } else { nil } }
         // The kernel drops ABS_MT_SLOT on a device without real multitouch; the codes
         // past ABS_MISC are ordinary axes of this device.

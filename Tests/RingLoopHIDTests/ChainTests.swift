@@ -26,10 +26,12 @@ final class ThreadBody: @unchecked Sendable {
     func runAndJoin() {
         var handle = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&handle, nil, { context in
-            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().body()
-            return nil
-        }, context)
+        pthread_create(
+            &handle, nil,
+            { context in
+                Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().body()
+                return nil
+            }, context)
         pthread_join(handle, nil)
     }
 }
@@ -96,7 +98,9 @@ func runChain(
         player.stopAndJoin()
         if let error = failure.withLock({ $0 }) { throw error }
         let passing = RecordedExpectations(recording).eventsPassed
-        #expect(runUntil(loop) { system.rawEventsRead >= passing }, "\(recording.description!.name): \(system.rawEventsRead) of \(passing) events read")
+        #expect(
+            runUntil(loop) { system.rawEventsRead >= passing },
+            "\(recording.description!.name): \(system.rawEventsRead) of \(passing) events read")
         node.remove()
         #expect(runUntil(loop) { events.contains { $0.kind == .deviceRemoved } }, "removal never seen")
         system.stop()
@@ -139,7 +143,8 @@ struct ChainTests {
         var dx: Int32 = 0
         for event in events {
             switch event.payload {
-            case .button(let button) where button.isDown: if button.number == 1 { clicks += 1 } else if button.number == 2 { rightClicks += 1 }
+            case .button(let button) where button.isDown:
+                if button.number == 1 { clicks += 1 } else if button.number == 2 { rightClicks += 1 }
             case .scroll(let scroll):
                 vertical += scroll.vertical
                 horizontal += scroll.horizontal
@@ -213,7 +218,6 @@ func summary(_ event: HIDEvent) -> String {
     default: "\(event.kind)"
     }
 }
-
 
 /// Replays a client's view of touches: live ids at the end, and any protocol violation.
 func touchLedger(_ events: [HIDEvent]) -> (began: Int, ended: Int, live: Set<Int32>, errors: [String], maxFingers: Int) {
@@ -323,7 +327,9 @@ struct MoreChainTests {
         let ledger = touchLedger(touchpad)
         #expect(ledger.errors.isEmpty && ledger.live.isEmpty)
         #expect(ledger.maxFingers == 3, "the three-finger tap (BTN_TOOL_TRIPLETAP)")
-        let clicks = touchpad.filter { if case .button(let b) = $0.payload { return b.isDown }; return false }.count
+        let clicks = touchpad.filter {
+            if case .button(let b) = $0.payload { return b.isDown }; return false
+        }.count
         #expect(clicks == 1)
         let gamepad = try runChain(try loadRecording("gamepad"), shape: .clientLoop)
         let presses = gamepad.compactMap { event -> UInt16? in

@@ -73,11 +73,17 @@ struct HostileInputTests {
     @Test("400 mutated recordings: refused with a line, or hosted and decoded, never a trap")
     func mutatedRecordings() throws {
         var sources: [String] = []
-        for name in ["keyboard", "mouse-hires-wheel", "touchscreen-multitouch", "touchpad-protocol-a", "touchpad-semi-mt", "pen-tablet", "gamepad", "lid-switch"] {
+        for name in [
+            "keyboard", "mouse-hires-wheel", "touchscreen-multitouch", "touchpad-protocol-a", "touchpad-semi-mt", "pen-tablet", "gamepad",
+            "lid-switch",
+        ] {
             let bytes = try Recording.readFile(devicesFolder + "/" + name + ".evemu")
             sources.append(String(decoding: bytes, as: UTF8.self))
         }
-        for file in ["evemu-devices/touchscreens/Atmel maXTouch Touchscreen.2-fingers-touch-release.events", "evemu/ntrig-dell-xt2.event", "evemu-devices/misc/Microsoft Surface Type Cover.events"] {
+        for file in [
+            "evemu-devices/touchscreens/Atmel maXTouch Touchscreen.2-fingers-touch-release.events", "evemu/ntrig-dell-xt2.event",
+            "evemu-devices/misc/Microsoft Surface Type Cover.events",
+        ] {
             sources.append(String(decoding: try Recording.readFile(devicesFolder + "/real/" + file), as: UTF8.self))
         }
         var generator = SeededGenerator(state: 0x5EED_0001)
@@ -120,7 +126,8 @@ struct HostileInputTests {
 
     @Test("A fake-MT description (ABS_RESERVED with ABS_MT_SLOT) has no slots and decodes its axes")
     func fakeMultitouch() throws {
-        let recording = try EvemuFormat.parse("""
+        let recording = try EvemuFormat.parse(
+            """
             N: Many Axes
             I: 0003 0001 0002 0003
             B: 03 00 00 00 00 00 c0 20 00

@@ -13,7 +13,7 @@ func withChain<T>(
 ) throws -> T {
     try onFreshThread {
         let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
+        _ = MountLeakCheck.armed
         let folder = try FUSEDeviceFolder(path: path)
         defer { folder.close() }
         let loop = RingRunLoop.current
@@ -112,7 +112,11 @@ struct HotplugTests {
                 case .key(let key): if key.state == .up { held.remove(key.code) } else { held.insert(key.code) }
                 case .digitizer(let frame):
                     for contact in frame.contacts {
-                        if contact.phase == .ended || contact.phase == .cancelled { live.remove(contact.trackingID) } else { live.insert(contact.trackingID) }
+                        if contact.phase == .ended || contact.phase == .cancelled {
+                            live.remove(contact.trackingID)
+                        } else {
+                            live.insert(contact.trackingID)
+                        }
                     }
                 default: break
                 }

@@ -175,7 +175,9 @@ struct DeliveredTally {
                 case .moved, .stationary:
                     if !liveTouches.contains(contact.trackingID) { touchProblems.append("id \(contact.trackingID) moved before it began") }
                 case .ended, .cancelled:
-                    if liveTouches.remove(contact.trackingID) == nil { touchProblems.append("id \(contact.trackingID) ended but was not live") }
+                    if liveTouches.remove(contact.trackingID) == nil {
+                        touchProblems.append("id \(contact.trackingID) ended but was not live")
+                    }
                 }
             }
         case .pen(let pen): penInProximity = pen.inProximity
@@ -248,7 +250,9 @@ struct RealRecordingsChainTests {
             player.stopAndJoin()
             #expect(failure.withLock { $0 } == nil)
             let expectedRead = hosted.reduce(0) { $0 + RecordedExpectations($1.recording).eventsPassed }
-            #expect(runUntil(loop, timeout: .seconds(30)) { system.rawEventsRead >= expectedRead }, "read \(system.rawEventsRead) of \(expectedRead)")
+            #expect(
+                runUntil(loop, timeout: .seconds(30)) { system.rawEventsRead >= expectedRead },
+                "read \(system.rawEventsRead) of \(expectedRead)")
             for node in nodes { node.device.remove() }
             #expect(runUntil(loop, timeout: .seconds(30)) { byDevice.values.filter(\.removed).count == hosted.count })
             let read = system.rawEventsRead
@@ -272,20 +276,30 @@ struct RealRecordingsChainTests {
             #expect(got.dropped == 0, "\(name): events dropped at recorded speed")
             #expect(got.removed, "\(name): removal not delivered")
             for (code, count) in expected.presses where !(0x140...0x14f).contains(code) {
-                #expect(got.presses[code, default: 0] == count, "\(name): code \(code) pressed \(got.presses[code, default: 0]) times, recorded \(count)")
+                #expect(
+                    got.presses[code, default: 0] == count,
+                    "\(name): code \(code) pressed \(got.presses[code, default: 0]) times, recorded \(count)")
             }
             #expect(got.held.isEmpty, "\(name): held after removal: \(got.held.sorted())")
             #expect(got.motion == expected.motion, "\(name): motion \(got.motion), recorded \(expected.motion)")
-            #expect(abs(got.scroll.vertical - expected.scroll.vertical) < 1e-9, "\(name): vertical scroll \(got.scroll.vertical), recorded \(expected.scroll.vertical)")
+            #expect(
+                abs(got.scroll.vertical - expected.scroll.vertical) < 1e-9,
+                "\(name): vertical scroll \(got.scroll.vertical), recorded \(expected.scroll.vertical)")
             #expect(abs(got.scroll.horizontal - expected.scroll.horizontal) < 1e-9, "\(name): horizontal scroll")
             #expect(got.dial == expected.dial, "\(name): dial")
-            #expect(got.relativeTotals == expected.relativeTotals, "\(name): other relative axes \(got.relativeTotals), recorded \(expected.relativeTotals)")
+            #expect(
+                got.relativeTotals == expected.relativeTotals,
+                "\(name): other relative axes \(got.relativeTotals), recorded \(expected.relativeTotals)")
             if expected.touchesBegan > 0 {
-                #expect(got.touchesBegan == expected.touchesBegan, "\(name): \(got.touchesBegan) touches began, recorded \(expected.touchesBegan)")
+                #expect(
+                    got.touchesBegan == expected.touchesBegan,
+                    "\(name): \(got.touchesBegan) touches began, recorded \(expected.touchesBegan)")
             }
             #expect(got.touchProblems.isEmpty, "\(name): \(got.touchProblems.prefix(3))")
             #expect(got.liveTouches.isEmpty, "\(name): touches live after removal: \(got.liveTouches.sorted())")
-            #expect(got.switchChanges == expected.switchChanges, "\(name): switch changes \(got.switchChanges), recorded \(expected.switchChanges)")
+            #expect(
+                got.switchChanges == expected.switchChanges,
+                "\(name): switch changes \(got.switchChanges), recorded \(expected.switchChanges)")
             #expect(!got.penInProximity, "\(name): the pen is still in proximity after removal")
         }
     }

@@ -20,7 +20,11 @@ struct HandlerView: Equatable, CustomStringConvertible {
             case .button(let button): if button.isDown { held.insert(button.code) } else { held.remove(button.code) }
             case .digitizer(let frame):
                 for contact in frame.contacts {
-                    if contact.phase == .ended || contact.phase == .cancelled { touches.remove(contact.trackingID) } else { touches.insert(contact.trackingID) }
+                    if contact.phase == .ended || contact.phase == .cancelled {
+                        touches.remove(contact.trackingID)
+                    } else {
+                        touches.insert(contact.trackingID)
+                    }
                 }
             case .switchChanged(let change): if change.isOn { switches.insert(change.code) } else { switches.remove(change.code) }
             case .deviceRemoved: removed = true
@@ -92,7 +96,8 @@ struct ResyncTests {
             let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
             let keysView = HandlerView(events(), device: ids[keys.path])
             let screenView = HandlerView(events(), device: ids[screen.path])
-            #expect(keysView.held == HandlerView(node: keys.path).held, "keys: handlers \(keysView), device \(HandlerView(node: keys.path))")
+            #expect(
+                keysView.held == HandlerView(node: keys.path).held, "keys: handlers \(keysView), device \(HandlerView(node: keys.path))")
             #expect(keysView.held == [32])
             #expect(screenView.touches == HandlerView(node: screen.path).touches, "touches: handlers \(screenView)")
             #expect(screenView.touches == [11])

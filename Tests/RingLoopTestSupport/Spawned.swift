@@ -98,30 +98,32 @@ public final class Spawned: @unchecked Sendable {
         }
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Context(self, fd, error)).toOpaque()
-        pthread_create(&thread, nil, { raw in
-            let context = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Context
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                // Polled, so a reader can give up on a pipe that a descendant of the child
-                // still holds open after the child itself has ended.
-                var entry = pollfd(fd: context.fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&entry, 1, 100)
-                if ready == 0 {
-                    if context.spawned.abandonPipes.load(ordering: .acquiring) { break }
-                    continue
+        pthread_create(
+            &thread, nil,
+            { raw in
+                let context = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Context
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    // Polled, so a reader can give up on a pipe that a descendant of the child
+                    // still holds open after the child itself has ended.
+                    var entry = pollfd(fd: context.fd, events: Int16(POLLIN), revents: 0)
+                    let ready = poll(&entry, 1, 100)
+                    if ready == 0 {
+                        if context.spawned.abandonPipes.load(ordering: .acquiring) { break }
+                        continue
+                    }
+                    if ready < 0 && errno == EINTR { continue }
+                    let count = read(context.fd, &buffer, buffer.count)
+                    if count < 0 && errno == EINTR { continue }
+                    if count <= 0 { break }
+                    context.spawned.lock.withLock { state in
+                        if context.error { state.error += buffer[0..<count] } else { state.output += buffer[0..<count] }
+                    }
                 }
-                if ready < 0 && errno == EINTR { continue }
-                let count = read(context.fd, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                context.spawned.lock.withLock { state in
-                    if context.error { state.error += buffer[0..<count] } else { state.output += buffer[0..<count] }
-                }
-            }
-            close(context.fd)
-            context.spawned.readersDone.add(1, ordering: .releasing)
-            return nil
-        }, context)
+                close(context.fd)
+                context.spawned.readersDone.add(1, ordering: .releasing)
+                return nil
+            }, context)
         return thread
     }
 

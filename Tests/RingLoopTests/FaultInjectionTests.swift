@@ -114,10 +114,11 @@ struct FaultInjectionTests {
             #expect(core.portCount == ports, "the slot waits for the kernel's confirmation")
             // The next runs ask again and the kernel confirms: the slot is free.
             loop.add(LoopTimer(after: .milliseconds(5)) { _ in }, to: .default)
-            #expect(waitUntil(timeout: .seconds(5)) {
-                loop.run(mode: .default, for: .milliseconds(5))
-                return core.portCount == ports - 1
-            })
+            #expect(
+                waitUntil(timeout: .seconds(5)) {
+                    loop.run(mode: .default, for: .milliseconds(5))
+                    return core.portCount == ports - 1
+                })
             #expect(loop.lastError == nil || loop.consecutiveWaitFailures == 0)
         }
     }
@@ -132,10 +133,11 @@ struct FaultInjectionTests {
             try core.poll()
             for pipe in pipes { pipe.writeByte() }
             let events = try core.waitForEvents(64)
-            let ready = Set(events.compactMap { event -> PortID? in
-                if case .readiness(let id, _) = event { return id }
-                return nil
-            })
+            let ready = Set(
+                events.compactMap { event -> PortID? in
+                    if case .readiness(let id, _) = event { return id }
+                    return nil
+                })
             #expect(ready == Set(ids), "every port reported once its pipe was written")
         }
     }

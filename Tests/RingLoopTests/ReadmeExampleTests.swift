@@ -17,8 +17,8 @@ struct ReadmeExampleTests {
             let source = LoopSource { print("source performed") }
             let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in print(activity) }
             loop.add(timer, to: .common); loop.add(source, to: .default); loop.add(observer, to: .default)
-            source.signal()                                           // any thread (then loop.wakeUp())
-            let outcome = loop.run(mode: .default, for: .milliseconds(50))   // timedOut: the source keeps it alive
+            source.signal()  // any thread (then loop.wakeUp())
+            let outcome = loop.run(mode: .default, for: .milliseconds(50))  // timedOut: the source keeps it alive
             result.withLock { $0 = (outcome, ticks) }
         }.join()
         let (outcome, ticks) = result.withLock { $0! }

@@ -59,9 +59,10 @@ struct TimerTests {
                 let start = MonotonicInstant.now
                 let firedAt = ThreadLock<[Duration]>([])
                 for offset in [10, 30] {
-                    loop.add(LoopTimer(fireDate: start + .milliseconds(offset)) { _ in
-                        firedAt.withLock { $0.append(.now - start) }
-                    }, to: .default)
+                    loop.add(
+                        LoopTimer(fireDate: start + .milliseconds(offset)) { _ in
+                            firedAt.withLock { $0.append(.now - start) }
+                        }, to: .default)
                 }
                 #expect(loop.run(mode: .default, for: .seconds(10)) == .finished)
                 let times = firedAt.withLock { $0 }
@@ -105,7 +106,8 @@ struct TimerTests {
                 }
                 let counter = Counter()
                 let loop = RingRunLoop.current
-                loop.add(LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1), target: counter, action: Counter.tick), to: .default)
+                loop.add(
+                    LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1), target: counter, action: Counter.tick), to: .default)
                 #expect(loop.run(mode: .default, for: .seconds(10)) == .finished)
                 #expect(counter.count == 3)
             }

@@ -44,7 +44,8 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         let signals = SignalWatcher()
-        let realDevices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input"))?
+        let realDevices =
+            (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input"))?
             .filter { $0.hasPrefix("event") && access("/dev/input/\($0)", R_OK) == 0 } ?? []
         if !realDevices.isEmpty && !recorded {
             writeLine("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")

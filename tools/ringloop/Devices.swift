@@ -68,11 +68,15 @@ struct Devices: ParsableCommand {
             } else {
                 print("\(path)")
                 print("  name        \(description.name)")
-                print(String(format: "  ids         bus 0x%04x vendor 0x%04x product 0x%04x version 0x%04x", description.busType, description.vendor, description.product, description.version))
+                print(
+                    String(
+                        format: "  ids         bus 0x%04x vendor 0x%04x product 0x%04x version 0x%04x", description.busType,
+                        description.vendor, description.product, description.version))
                 print("  class       \(info.rawValue)\(roles.count > 1 ? " (roles: \(roles.joined(separator: ", ")))" : "")")
                 print("  events      \(capabilities.joined(separator: ", "))")
                 if !description.properties.isEmpty {
-                    print("  properties  \(description.properties.sorted().map { Evdev.shownName(ofProperty: $0) }.joined(separator: ", "))")
+                    print(
+                        "  properties  \(description.properties.sorted().map { Evdev.shownName(ofProperty: $0) }.joined(separator: ", "))")
                 }
                 if description.slotCount > 0 { print("  slots       \(description.slotCount)") }
             }

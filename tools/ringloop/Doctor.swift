@@ -44,7 +44,8 @@ struct Doctor: ParsableCommand {
         let (dispatchRan, actorRan) = Self.checkMainQueue(loop)
 
         let inputDirectory = "/dev/input"
-        let inputDevices = (try? FileManager.default.contentsOfDirectory(atPath: inputDirectory))?
+        let inputDevices =
+            (try? FileManager.default.contentsOfDirectory(atPath: inputDirectory))?
             .filter { $0.hasPrefix("event") && access("\(inputDirectory)/\($0)", R_OK) == 0 }.count ?? 0
 
         let report = Report(

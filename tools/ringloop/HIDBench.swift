@@ -35,10 +35,13 @@ enum HIDBench {
                 var start = MonotonicInstant.now
                 var before: UInt = 0
                 var sink = 0
-                _ = HIDDecodeBenchmark.run(info: info, events: raw, rounds: repeats, beforeMeasuredRound: {
-                    start = .now
-                    before = ringloop_malloc_count()
-                }) { event in sink &+= Int(event.timestamp.nanoseconds & 1) }
+                _ = HIDDecodeBenchmark.run(
+                    info: info, events: raw, rounds: repeats,
+                    beforeMeasuredRound: {
+                        start = .now
+                        before = ringloop_malloc_count()
+                    }
+                ) { event in sink &+= Int(event.timestamp.nanoseconds & 1) }
                 let measured = raw.count
                 elapsed += (MonotonicInstant.now - start).secondsValue
                 allocated += ringloop_malloc_count() - before

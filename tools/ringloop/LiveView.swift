@@ -39,7 +39,8 @@ final class LiveView {
     }
 
     private func handle(_ event: HIDEvent) {
-        let latency = Double((MonotonicInstant.now - event.timestamp).components.attoseconds / 1_000_000_000_000) / 1
+        let latency =
+            Double((MonotonicInstant.now - event.timestamp).components.attoseconds / 1_000_000_000_000) / 1
             + Double((MonotonicInstant.now - event.timestamp).components.seconds) * 1e6
         let device = event.device.rawValue == 0 ? "event system" : name(event.device)
         switch event.kind {

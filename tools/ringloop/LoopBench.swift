@@ -19,7 +19,9 @@ enum LoopBench {
     /// With `pollBeforeSleeping`, the receiving loop polls that long before sleeping
     /// (``RingRunLoop/spinBeforeSleeping``); `busy` is the share of the run the receiving
     /// thread spent on a CPU.
-    static func oursWake(samples: Int, gap: Duration, pollBeforeSleeping: Duration = .zero) -> (
+    static func oursWake(
+        samples: Int, gap: Duration, pollBeforeSleeping: Duration = .zero
+    ) -> (
         latency: [Double], cost: [Double], busy: Double
     ) {
         let state = WakeState()

@@ -59,7 +59,8 @@ struct Monitor: ParsableCommand {
         let recordingPaths = inputs.filter { !nodes.contains($0) }
         if recordingPaths.isEmpty {
             if nodes.isEmpty {
-                try Self.monitorDirectory("/dev/input", names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil)
+                try Self.monitorDirectory(
+                    "/dev/input", names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil)
             } else {
                 let directories = Set(nodes.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path })
                 guard directories.count == 1, let directory = directories.first else {
@@ -67,7 +68,8 @@ struct Monitor: ParsableCommand {
                     throw ExitCode(1)
                 }
                 for node in nodes where access(node, R_OK) != 0 {
-                    printError("ringloop monitor: \(node): \(String(cString: strerror(errno))) (add the user to group 'input', or run as root)")
+                    printError(
+                        "ringloop monitor: \(node): \(String(cString: strerror(errno))) (add the user to group 'input', or run as root)")
                     throw ExitCode(1)
                 }
                 try Self.monitorDirectory(
@@ -131,10 +133,11 @@ struct Monitor: ParsableCommand {
             loop.stop()
         }
         if let duration {
-            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in
-                finished = true
-                loop.stop()
-            }, to: .common)
+            loop.add(
+                LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in
+                    finished = true
+                    loop.stop()
+                }, to: .common)
         }
         var replayThreads: [Thread] = []
         let replaysDone = Atomic<Int>(0)
@@ -165,14 +168,15 @@ struct Monitor: ParsableCommand {
             if !quiet {
                 // Progress on standard error, so standard output stays one event per line.
                 var lastReported = -1
-                loop.add(LoopTimer(after: .milliseconds(500), repeating: .milliseconds(500)) { timer in
-                    let sent = framesSent.load(ordering: .relaxed)
-                    if sent != lastReported {
-                        lastReported = sent
-                        printError("ringloop: replaying \(sent)/\(totalFrames) frames")
-                    }
-                    if sent >= totalFrames { timer.invalidate() }
-                }, to: .common)
+                loop.add(
+                    LoopTimer(after: .milliseconds(500), repeating: .milliseconds(500)) { timer in
+                        let sent = framesSent.load(ordering: .relaxed)
+                        if sent != lastReported {
+                            lastReported = sent
+                            printError("ringloop: replaying \(sent)/\(totalFrames) frames")
+                        }
+                        if sent >= totalFrames { timer.invalidate() }
+                    }, to: .common)
             }
             let check = LoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
                 guard replaysDone.load(ordering: .acquiring) == total else { return }

@@ -100,7 +100,9 @@ struct ReplayCommand: ParsableCommand {
             // Wait for readers in slices, so a signal ends the command at any moment.
             let readersBy = MonotonicInstant.now + .milliseconds(Int(self.wait * 1000))
             while MonotonicInstant.now < readersBy, !stop.load(ordering: .relaxed) { usleep(20_000) }
-            let sent = (try? Replay.play(toPlay.value, timeline: .sharedClock, speed: replaySpeed, shouldStop: { stop.load(ordering: .relaxed) })) ?? 0
+            let sent =
+                (try? Replay.play(toPlay.value, timeline: .sharedClock, speed: replaySpeed, shouldStop: { stop.load(ordering: .relaxed) }))
+                ?? 0
             frames.store(sent, ordering: .relaxed)
             done.store(true, ordering: .releasing)
             if !keep {

@@ -11,6 +11,9 @@ struct RingLoopCommand: ParsableCommand {
               ringloop doctor               what works on this machine
               ringloop bench --only wakecore
             """,
-        subcommands: [Demo.self, Devices.self, Monitor.self, Record.self, ReplayCommand.self, Doctor.self, Bench.self, BenchChild.self, HostAndRead.self, Soak.self]
+        subcommands: [
+            Demo.self, Devices.self, Monitor.self, Record.self, ReplayCommand.self, Doctor.self, Bench.self, BenchChild.self,
+            HostAndRead.self, Soak.self,
+        ]
     )
 }

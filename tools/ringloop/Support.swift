@@ -77,18 +77,25 @@ enum EventFormat {
             let usage = key.usage.map { " usage \($0)" } ?? ""
             let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + String(key.modifiers.rawValue, radix: 16)
             body = "key \(Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)) \(key.state)\(usage)\(modifiers)"
-        case .button(let button): body = "button \(button.number) (\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY))) \(button.isDown ? "down" : "up")"
+        case .button(let button):
+            body = "button \(button.number) (\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY))) \(button.isDown ? "down" : "up")"
         case .pointerMotion(let dx, let dy): body = "motion \(dx) \(dy)"
-        case .scroll(let scroll): body = "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
+        case .scroll(let scroll):
+            body = "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
         case .absolutePointer(let pointer): body = "absolute \(pointer.x) \(pointer.y)"
         case .digitizer(let frame):
             let contacts = frame.contacts.map { "#\($0.trackingID)@\($0.slot) \($0.phase) \($0.x),\($0.y)" }.joined(separator: ", ")
             body = "touch \(frame.fingerCount) finger(s)\(frame.isBoundingBox ? " (bounding box)" : ""): \(contacts)"
         case .pen(let pen):
-            body = "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(String(format: "%.2f", pen.pressure)) tilt \(String(format: "%.0f", pen.tiltX))°,\(String(format: "%.0f", pen.tiltY))° buttons \(pen.barrelButtons)"
-        case .gamepadButton(let button): body = "gamepad \(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)) \(button.isDown ? "down" : "up")"
-        case .gamepadAxis(let axis): body = "axis \(Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
-        case .switchChanged(let change): body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
+            body =
+                "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(String(format: "%.2f", pen.pressure)) tilt \(String(format: "%.0f", pen.tiltX))°,\(String(format: "%.0f", pen.tiltY))° buttons \(pen.barrelButtons)"
+        case .gamepadButton(let button):
+            body = "gamepad \(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)) \(button.isDown ? "down" : "up")"
+        case .gamepadAxis(let axis):
+            body =
+                "axis \(Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
+        case .switchChanged(let change):
+            body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
         case .dial(let steps): body = "dial \(steps)"
         case .axis(let axis):
             let name = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
@@ -129,8 +136,10 @@ enum EventFormat {
         case .digitizer(let frame):
             object["fingers"] = frame.fingerCount
             object["contacts"] = frame.contacts.map { contact -> [String: Any] in
-                ["id": Int(contact.trackingID), "slot": Int(contact.slot), "phase": contact.phase.rawValue,
-                 "x": Int(contact.x), "y": Int(contact.y)]
+                [
+                    "id": Int(contact.trackingID), "slot": Int(contact.slot), "phase": contact.phase.rawValue,
+                    "x": Int(contact.x), "y": Int(contact.y),
+                ]
             }
         case .pen(let pen):
             object["tool"] = pen.tool.rawValue
@@ -227,7 +236,8 @@ enum RecordingInput {
             recordings = try Recording.loadAll(contentsOf: path)
             if recordings.count == 1, recordings[0].description == nil {
                 guard let description else {
-                    var message = "\(path) has events only; give the device's description with --description FILE"
+                    var message =
+                        "\(path) has events only; give the device's description with --description FILE"
                         + " (evemu-play takes an events file the same way)"
                     if let sibling = siblingDescription(of: path) { message += "; beside it: --description '\(sibling)'" }
                     printError("ringloop \(command): \(message)")
@@ -265,7 +275,8 @@ enum RecordingInput {
 extension URL {
     /// This file's path written the way `reference` was (relative or absolute).
     fileprivate func relativePath(from reference: String) -> String {
-        reference.hasPrefix("/") ? path : String(reference[..<(reference.lastIndex(of: "/") ?? reference.startIndex)]) + "/" + lastPathComponent
+        reference.hasPrefix("/")
+            ? path : String(reference[..<(reference.lastIndex(of: "/") ?? reference.startIndex)]) + "/" + lastPathComponent
     }
 }
 
@@ -295,7 +306,8 @@ enum OptionRange {
     static func speed(_ value: Double?, option: String = "--speed") throws {
         guard let value else { return }
         guard value.isFinite, speeds.contains(value) else {
-            throw ValidationError("\(option) must be between \(speeds.lowerBound) and \(Int(speeds.upperBound)) (1 = recorded pace), got \(value)")
+            throw ValidationError(
+                "\(option) must be between \(speeds.lowerBound) and \(Int(speeds.upperBound)) (1 = recorded pace), got \(value)")
         }
     }
 

@@ -1,8 +1,8 @@
 import ArgumentParser
 import CoreFoundation
 import Foundation
-import Synchronization
 @_spi(Benchmarks) import RingLoop
+import Synchronization
 
 /// Timer benchmarks: lateness at 1 kHz, scheduling and cancelling at scale, idle wake-ups.
 enum TimerBench {
@@ -142,23 +142,28 @@ enum TimerBench {
 
     static func oursSchedule(count: Int, cancels: Int) -> ScheduleFigures {
         let base = MonotonicInstant.now + .seconds(3600)
-        return measureSchedule(count: count, cancels: cancels, schedule: { index in
-            let timer = LoopTimer(fireDate: base + .microseconds(index)) { _ in }
-            RingRunLoop.current.add(timer, to: .default)
-            return timer
-        }, cancel: { ($0 as! LoopTimer).invalidate() }, settle: {
-            // Let the loop drop what it no longer needs, as it would while running.
-            RingRunLoop.current.run(mode: .default, for: .zero)
-        })
+        return measureSchedule(
+            count: count, cancels: cancels,
+            schedule: { index in
+                let timer = LoopTimer(fireDate: base + .microseconds(index)) { _ in }
+                RingRunLoop.current.add(timer, to: .default)
+                return timer
+            }, cancel: { ($0 as! LoopTimer).invalidate() },
+            settle: {
+                // Let the loop drop what it no longer needs, as it would while running.
+                RingRunLoop.current.run(mode: .default, for: .zero)
+            })
     }
 
     static func foundationSchedule(count: Int, cancels: Int) -> ScheduleFigures {
         let base = Date(timeIntervalSinceNow: 3600)
-        return measureSchedule(count: count, cancels: cancels, schedule: { index in
-            let timer = Timer(fire: base.addingTimeInterval(Double(index) / 1_000_000), interval: 0, repeats: false) { _ in }
-            RunLoop.current.add(timer, forMode: .default)
-            return timer
-        }, cancel: { ($0 as! Timer).invalidate() })
+        return measureSchedule(
+            count: count, cancels: cancels,
+            schedule: { index in
+                let timer = Timer(fire: base.addingTimeInterval(Double(index) / 1_000_000), interval: 0, repeats: false) { _ in }
+                RunLoop.current.add(timer, forMode: .default)
+                return timer
+            }, cancel: { ($0 as! Timer).invalidate() })
     }
 
     /// Runs one scheduling measurement in a child process (`ringloop bench-child`), so
@@ -223,7 +228,8 @@ enum TimerBench {
         }
         let foundation: Double = onFreshThread {
             let counter = SampleBox(capacity: 0)
-            let observer = CFRunLoopObserverCreateWithHandler(nil, CFOptionFlags(CFRunLoopActivity.afterWaiting.rawValue), true, 0) { _, _ in
+            let observer = CFRunLoopObserverCreateWithHandler(nil, CFOptionFlags(CFRunLoopActivity.afterWaiting.rawValue), true, 0) {
+                _, _ in
                 counter.count += 1
             }
             CFRunLoopAddObserver(CFRunLoopGetCurrent(), observer, kCFRunLoopDefaultMode)
@@ -267,13 +273,16 @@ struct BenchChild: ParsableCommand {
     var cancels: Int
 
     func validate() throws {
-        guard measurement == "timers.schedule" else { throw ValidationError("unknown measurement '\(measurement)'; valid: timers.schedule") }
+        guard measurement == "timers.schedule" else {
+            throw ValidationError("unknown measurement '\(measurement)'; valid: timers.schedule")
+        }
         guard side == "ours" || side == "foundation" else { throw ValidationError("side must be ours or foundation, got '\(side)'") }
         guard count > 0, cancels > 0, cancels <= count else { throw ValidationError("need 0 < cancels <= count") }
     }
 
     func run() throws {
-        let figures = side == "ours"
+        let figures =
+            side == "ours"
             ? TimerBench.oursSchedule(count: count, cancels: cancels)
             : TimerBench.foundationSchedule(count: count, cancels: cancels)
         print(String(decoding: try JSONEncoder().encode(figures), as: UTF8.self))

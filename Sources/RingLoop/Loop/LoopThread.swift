@@ -46,7 +46,9 @@ public final class LoopThread: Sendable {
         try self.init(name: name, placedOn: cpus, onMessage: onMessage)
     }
 
-    private init(name: String, placedOn cpus: [Int]?, onMessage: (@Sendable (PortMessage) -> Void)?)
+    private init(
+        name: String, placedOn cpus: [Int]?, onMessage: (@Sendable (PortMessage) -> Void)?
+    )
         throws(CPUAffinityError)
     {
         let ready = DispatchSemaphore(value: 0)

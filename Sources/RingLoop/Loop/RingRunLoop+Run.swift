@@ -51,7 +51,9 @@ extension RingRunLoop {
         }
     }
 
-    private func runPasses(_ state: ModeState, _ run: RunState, deadline: MonotonicInstant, stopAfterHandle: Bool)
+    private func runPasses(
+        _ state: ModeState, _ run: RunState, deadline: MonotonicInstant, stopAfterHandle: Bool
+    )
         -> RunResult
     {
         if run.stopped.load(ordering: .acquiring) { return .stopped }

@@ -1,4 +1,5 @@
 import CLibURing
+
 #if canImport(Glibc)
 import Glibc
 #endif

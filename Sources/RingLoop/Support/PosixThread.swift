@@ -1,4 +1,5 @@
 import CLibURing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,12 +21,14 @@ public final class PosixThread: @unchecked Sendable {
     public static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
         let thread = PosixThread(name: name, body: body)
         let context = Unmanaged.passRetained(thread).toOpaque()
-        let result = pthread_create(&thread.handle, nil, { context in
-            let thread = Unmanaged<PosixThread>.fromOpaque(context!).takeRetainedValue()
-            if let name = thread.name { ringloop_set_thread_name(name) }
-            thread.body()
-            return nil
-        }, context)
+        let result = pthread_create(
+            &thread.handle, nil,
+            { context in
+                let thread = Unmanaged<PosixThread>.fromOpaque(context!).takeRetainedValue()
+                if let name = thread.name { ringloop_set_thread_name(name) }
+                thread.body()
+                return nil
+            }, context)
         precondition(result == 0, "pthread_create failed: errno \(result)")
         return thread
     }

@@ -30,7 +30,8 @@ struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
     init(rawValue: UInt64) { self.rawValue = rawValue }
 
     init(kind: Kind, slot: UInt32 = 0, generation: UInt32 = 0) {
-        rawValue = UInt64(kind.rawValue) << 56
+        rawValue =
+            UInt64(kind.rawValue) << 56
             | UInt64(generation & Self.generationMask) << 32
             | UInt64(slot)
     }

@@ -162,7 +162,8 @@ final class Ring {
         // Absolute deadlines (6.12): a wait until a time already past returns at once,
         // with ETIME where the kernel knows the flag and EINVAL where it does not.
         var past = __kernel_timespec(tv_sec: 0, tv_nsec: 0)
-        let probe = params.features & UInt32(IORING_FEAT_EXT_ARG) != 0
+        let probe =
+            params.features & UInt32(IORING_FEAT_EXT_ARG) != 0
             ? ringloop_submit_and_wait_until(ring, &past, registered ? 1 : 0) : -EINVAL
         self.waitTakesAbsoluteDeadline = probe != -EINVAL
     }

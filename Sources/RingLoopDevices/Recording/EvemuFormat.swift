@@ -1,4 +1,5 @@
 import RingLoopEvdev
+
 /// The evemu text format that `evemu-record` writes and `evemu-play` reads: `N:` name,
 /// `I:` ids, `P:` property masks, `B:` capability masks, `A:` axis ranges, `L:` and `S:`
 /// LED and switch states, then `E: sec.usec type code value` events, `#` comments.
@@ -171,7 +172,8 @@ public enum EvemuFormat {
                 guard current.section == .name else {
                     throw fail(line, current.section == .none ? "I: line before the N: name line" : "I: must follow the N: line")
                 }
-                let fields = try numbers(body, line, hexCount: 4, decimalCount: 0, what: "I: bus vendor product version (4 hexadecimal numbers)")
+                let fields = try numbers(
+                    body, line, hexCount: 4, decimalCount: 0, what: "I: bus vendor product version (4 hexadecimal numbers)")
                 guard fields.allSatisfy({ $0 <= UInt16.max }) else { throw fail(line, "I: values must be at most ffff") }
                 current.ids = (UInt16(fields[0]), UInt16(fields[1]), UInt16(fields[2]), UInt16(fields[3]))
                 current.section = .ids
@@ -198,7 +200,10 @@ public enum EvemuFormat {
                 if version.count == 2, let major = Int(version[0]), let minor = Int(version[1].prefix { $0.isNumber }),
                     (major, minor) > EvemuFormat.newestVersion
                 {
-                    warn(line, "file format \(major).\(minor) is newer than \(newestVersion.major).\(newestVersion.minor), the newest this reader knows")
+                    warn(
+                        line,
+                        "file format \(major).\(minor) is newer than \(newestVersion.major).\(newestVersion.minor), the newest this reader knows"
+                    )
                 }
                 return
             }
@@ -295,7 +300,11 @@ public enum EvemuFormat {
                     warn(line, "\(tag): code \(hex(fields[0])) is above \(tag == "L" ? "LED_MAX" : "SW_MAX") (\(hex(maximum))): ignored")
                     return
                 }
-                if tag == "L" { current.leds[UInt16(fields[0])] = Int32(fields[1]) } else { current.switches[UInt16(fields[0])] = Int32(fields[1]) }
+                if tag == "L" {
+                    current.leds[UInt16(fields[0])] = Int32(fields[1])
+                } else {
+                    current.switches[UInt16(fields[0])] = Int32(fields[1])
+                }
             }
         }
 
@@ -330,7 +339,9 @@ public enum EvemuFormat {
 
         /// Hexadecimal bytes of one or two digits each (evemu reads `%02hhx`); with
         /// `leading`, the first field is the event type (also at most two digits).
-        func maskBytes(_ body: ArraySlice<UInt8>, _ line: Int, what: String, leading: Bool = false)
+        func maskBytes(
+            _ body: ArraySlice<UInt8>, _ line: Int, what: String, leading: Bool = false
+        )
             throws(RecordingError) -> [UInt8]
         {
             let fields = tokens(stripComment(body))
@@ -365,7 +376,9 @@ public enum EvemuFormat {
         }
 
         /// Parses `hexCount` hexadecimal fields, then `decimalCount` decimal ones.
-        func numbers(_ body: ArraySlice<UInt8>, _ line: Int, hexCount: Int, decimalCount: Int, what: String)
+        func numbers(
+            _ body: ArraySlice<UInt8>, _ line: Int, hexCount: Int, decimalCount: Int, what: String
+        )
             throws(RecordingError) -> [Int64]
         {
             let fields = tokens(stripComment(body))
@@ -487,7 +500,8 @@ public enum EvemuFormat {
         for note in recording.notes { out += "# \(note)\n" }
         if let device = recording.description {
             out += "# Input device name: \"\(device.name)\"\n"
-            out += "# Input device ID: bus \(hex(device.busType)) vendor \(hex(device.vendor)) product \(hex(device.product)) version \(hex(device.version))\n"
+            out +=
+                "# Input device ID: bus \(hex(device.busType)) vendor \(hex(device.vendor)) product \(hex(device.product)) version \(hex(device.version))\n"
             out += "N: \(device.name)\n"
             out += "I: \(pad4(device.busType)) \(pad4(device.vendor)) \(pad4(device.product)) \(pad4(device.version))\n"
             out += maskLines(prefix: "P: ", bits: device.properties, bytes: Evdev.propertyMaskBytes)

@@ -73,7 +73,6 @@ public struct InputDeviceDescription: Hashable, Sendable {
     /// recorded device with `EV_REP` gets these, as it did when it was plugged in.
     public static let kernelDefaultKeyRepeat: (delay: Int32, period: Int32) = (250, 33)
 
-
     /// Why a kernel would not accept this description, or `nil`: counts that size memory
     /// (slots) are bounded as the kernel bounds them.
     public var problem: String? {

@@ -57,9 +57,11 @@ public enum LibinputRecording {
         }
         if top["evdev"] != nil { return [try reader.device(root)] }
         if let events = top["events"] { return [try reader.eventsOnly(events)] }
-        throw reader.fail(root, top["version"] == nil
-            ? "expected libinput record YAML: 'version: 1' and 'devices:', one device's 'evdev:', or an 'events:' list"
-            : "expected 'devices:' with at least one device")
+        throw reader.fail(
+            root,
+            top["version"] == nil
+                ? "expected libinput record YAML: 'version: 1' and 'devices:', one device's 'evdev:', or an 'events:' list"
+                : "expected 'devices:' with at least one device")
     }
 
     /// Turns YAML nodes into recordings, naming the file and line of what is wrong.

@@ -115,7 +115,9 @@ extension Recording {
     /// `events:` fragment); `description` holds one device (an evemu description, with or
     /// without events of its own, which are not used, or a `libinput record` file of one
     /// device).
-    public static func load(description descriptionPath: String, events eventsPath: String) throws(RecordingError)
+    public static func load(
+        description descriptionPath: String, events eventsPath: String
+    ) throws(RecordingError)
         -> Recording
     {
         let descriptions = try loadAll(contentsOf: descriptionPath)

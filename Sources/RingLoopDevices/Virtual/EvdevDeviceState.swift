@@ -1,4 +1,5 @@
 import RingLoopEvdev
+
 /// A device's current state and the input core's event filter, as the kernel's
 /// `drivers/input/input.c` keeps them: a key event that does not change the key's
 /// state is dropped (repeats pass only while the key is down), relative events of 0

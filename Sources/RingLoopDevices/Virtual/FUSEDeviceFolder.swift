@@ -98,7 +98,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         guard fuse_session_mount(session, path) == 0 else {
             fuse_session_destroy(session)
             retained.release()
-            let reason = access("/dev/fuse", R_OK | W_OK) == 0
+            let reason =
+                access("/dev/fuse", R_OK | W_OK) == 0
                 ? "mount refused (mounting FUSE without the setuid helper needs root)"
                 : "/dev/fuse is missing or not accessible (install fuse3, load the fuse module, or run as root)"
             throw .mount(path: path, reason: reason)
@@ -108,7 +109,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         context.folder = self
         guardian = ringloop_start_fuse_guardian(path)
         if guardian < 0 {
-            Self.logger.warning("\(path): no guardian process (\(String(cString: strerror(-guardian)))): a killed process may hang on this folder")
+            Self.logger.warning(
+                "\(path): no guardian process (\(String(cString: strerror(-guardian)))): a killed process may hang on this folder")
         }
         guardSlot = Self.guardLock.locked { ringloop_guard_mount(path) }
         // One serving thread: no handler ever blocks (reads with no data are parked and
@@ -152,7 +154,9 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     ///   - appliesFuzz: Whether absolute values are defuzzed as the input core does.
     ///     Pass `false` to replay a recording: its values were filtered when recorded,
     ///     and a second pass would move them (readers still see the recorded fuzz).
-    public func addDevice(_ description: InputDeviceDescription, bufferSize: Int? = nil, appliesFuzz: Bool = true)
+    public func addDevice(
+        _ description: InputDeviceDescription, bufferSize: Int? = nil, appliesFuzz: Bool = true
+    )
         throws(VirtualDeviceError) -> FUSEEvdevNode
     {
         guard !closed.load(ordering: .acquiring) else { throw .removed(path) }

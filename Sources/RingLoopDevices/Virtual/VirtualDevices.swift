@@ -95,7 +95,9 @@ public final class VirtualDeviceHost: Sendable {
     ///   - forReplay: The device will replay a recording: FUSE nodes skip the input
     ///     core's fuzz pass (recorded values already had it); uinput devices are created
     ///     with fuzz 0 for the same reason (the kernel would apply it again).
-    public func create(_ description: InputDeviceDescription, bufferSize: Int? = nil, forReplay: Bool = false)
+    public func create(
+        _ description: InputDeviceDescription, bufferSize: Int? = nil, forReplay: Bool = false
+    )
         throws(VirtualDeviceError) -> any VirtualInputDevice
     {
         let device: any VirtualInputDevice

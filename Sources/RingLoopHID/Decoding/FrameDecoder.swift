@@ -282,11 +282,13 @@ public struct FrameDecoder {
                 if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case Evdev.BTN_MISC..<Evdev.BTN_MOUSE, Evdev.BTN_TASK + 1..<Evdev.BTN_JOYSTICK:  // BTN_0…BTN_9 (pads, remotes), further mouse buttons
+            // BTN_0…BTN_9 (pads, remotes), further mouse buttons
+            case Evdev.BTN_MISC..<Evdev.BTN_MOUSE, Evdev.BTN_TASK + 1..<Evdev.BTN_JOYSTICK:
                 if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case Evdev.BTN_JOYSTICK..<Evdev.BTN_DIGI, Evdev.BTN_TRIGGER_HAPPY1...Evdev.BTN_TRIGGER_HAPPY40, Evdev.BTN_DPAD_UP...Evdev.BTN_DPAD_RIGHT:  // joystick, gamepad, trigger-happy, d-pad
+            case Evdev.BTN_JOYSTICK..<Evdev.BTN_DIGI, Evdev.BTN_TRIGGER_HAPPY1...Evdev.BTN_TRIGGER_HAPPY40,
+                Evdev.BTN_DPAD_UP...Evdev.BTN_DPAD_RIGHT:  // joystick, gamepad, trigger-happy, d-pad
                 if isGamepad || code >= Evdev.BTN_TRIGGER_HAPPY1 && info.roles.contains(.joystick) {
                     if changed { out.append(event(time, .gamepadButton(GamepadButtonEvent(code: code, isDown: value != 0)))) }
                 } else if code < Evdev.BTN_TOOL_PEN {
@@ -297,7 +299,8 @@ public struct FrameDecoder {
                 } else {
                     emitKey(code, value, wasDown: wasDown, at: time, into: &out)
                 }
-            case Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_AIRBRUSH, Evdev.BTN_TOOL_MOUSE, Evdev.BTN_TOOL_LENS:  // BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS
+            // The pen tools: BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS.
+            case Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_AIRBRUSH, Evdev.BTN_TOOL_MOUSE, Evdev.BTN_TOOL_LENS:
                 if hasPen {
                     penTool = value != 0 ? Self.penTool(code) : (penTool == Self.penTool(code) ? nil : penTool)
                     penChanged = true
@@ -329,9 +332,11 @@ public struct FrameDecoder {
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
                 }
-            case Evdev.BTN_TOOL_DOUBLETAP, Evdev.BTN_TOOL_TRIPLETAP, Evdev.BTN_TOOL_QUADTAP, Evdev.BTN_TOOL_QUINTTAP:  // DOUBLETAP, TRIPLETAP, QUADTAP, QUINTTAP
+            // Finger counts.
+            case Evdev.BTN_TOOL_DOUBLETAP, Evdev.BTN_TOOL_TRIPLETAP, Evdev.BTN_TOOL_QUADTAP, Evdev.BTN_TOOL_QUINTTAP:
                 if hasTouch {
-                    let fingers = code == Evdev.BTN_TOOL_DOUBLETAP ? 2 : code == Evdev.BTN_TOOL_TRIPLETAP ? 3 : code == Evdev.BTN_TOOL_QUADTAP ? 4 : 5
+                    let fingers =
+                        code == Evdev.BTN_TOOL_DOUBLETAP ? 2 : code == Evdev.BTN_TOOL_TRIPLETAP ? 3 : code == Evdev.BTN_TOOL_QUADTAP ? 4 : 5
                     if value != 0 { toolFingers = fingers } else if toolFingers == fingers { toolFingers = 0 }
                     digitizerChanged = true
                 } else if changed {
@@ -361,7 +366,8 @@ public struct FrameDecoder {
             switch absoluteRoutes[Int(code)] {
             case .gamepad:
                 let range = info.axes[code] ?? AbsoluteAxis(minimum: 0, maximum: 1, resolution: 0)
-                let normalized = range.minimum < 0
+                let normalized =
+                    range.minimum < 0
                     ? Double(value) / Double(max(-Int64(range.minimum), Int64(range.maximum), 1))
                     : range.normalized(value)
                 out.append(event(time, .gamepadAxis(GamepadAxisEvent(code: code, value: value, normalized: normalized))))
@@ -438,7 +444,9 @@ public struct FrameDecoder {
         }
     }
 
-    private func contact(slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32)
+    private func contact(
+        slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32
+    )
         -> Contact
     {
         contact(slot: slot, id: id, phase: phase, x: x, y: y, pressure: pressure, size: size, from: nil)
@@ -495,7 +503,8 @@ public struct FrameDecoder {
         let wasTouching = slots.isEmpty && previousProtocolA.count == 1
         if touching {
             let id = wasTouching ? previousProtocolA[0].trackingID : nextID()
-            let current = contact(slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: absolute[Int(Evdev.ABS_PRESSURE)], size: 0)
+            let current = contact(
+                slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: absolute[Int(Evdev.ABS_PRESSURE)], size: 0)
             frame.append(current)
             previousProtocolA.removeAll(keepingCapacity: true)
             previousProtocolA.append(current)
@@ -554,12 +563,15 @@ public struct FrameDecoder {
                 currentProtocolA.append(
                     Self.carryingExtras(
                         of: raw,
-                        contact(slot: Int(old.slot), id: old.trackingID, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size)))
+                        contact(
+                            slot: Int(old.slot), id: old.trackingID, phase: phase, x: raw.x, y: raw.y, pressure: raw.pressure,
+                            size: raw.size)))
                 usedSlots |= Self.slotBit(old.slot)
             } else {
                 currentProtocolA.append(
                     Self.carryingExtras(
-                        of: raw, contact(slot: -1, id: nextID(), phase: .began, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size)))
+                        of: raw, contact(slot: -1, id: nextID(), phase: .began, x: raw.x, y: raw.y, pressure: raw.pressure, size: raw.size))
+                )
             }
         }
         // New contacts take the lowest slots no matched contact keeps.
@@ -612,7 +624,8 @@ public struct FrameDecoder {
         return PenEvent(
             tool: penTool ?? .pen, inProximity: penTool != nil, touching: penTouching, x: x, y: y,
             normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y),
-            pressure: pressureRange.normalized(absolute[Int(Evdev.ABS_PRESSURE)]), distance: absolute[Int(Evdev.ABS_DISTANCE)], tiltX: tilt(Evdev.ABS_TILT_X),
+            pressure: pressureRange.normalized(absolute[Int(Evdev.ABS_PRESSURE)]), distance: absolute[Int(Evdev.ABS_DISTANCE)],
+            tiltX: tilt(Evdev.ABS_TILT_X),
             tiltY: tilt(Evdev.ABS_TILT_Y), barrelButtons: penButtons)
     }
 
@@ -654,7 +667,8 @@ public struct FrameDecoder {
         for code in snapshot.keysDown.sorted() where !keysDown.contains(code) { pendingKeys.append((code, 1)) }
         for code in switchesOn where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
         for code in snapshot.switchesOn where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
-        for (code, value) in snapshot.absolute where Int(code) < absolute.count && absolute[Int(code)] != value
+        for (code, value) in snapshot.absolute
+        where Int(code) < absolute.count && absolute[Int(code)] != value
             && !(code >= Evdev.ABS_MT_SLOT && code <= Evdev.ABS_MT_TOOL_Y)
         {
             pendingAbsolute.append((code, value))
@@ -690,7 +704,11 @@ public struct FrameDecoder {
         // Keys and buttons are released; digitizer tools and touch state go with the
         // cancelled contacts below, not as frames of their own.
         for code in keysDown.all {
-            if (Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_QUADTAP).contains(code) { keysDown.set(code, false) } else { pendingKeys.append((code, 0)) }
+            if (Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_QUADTAP).contains(code) {
+                keysDown.set(code, false)
+            } else {
+                pendingKeys.append((code, 0))
+            }
         }
         toolFingers = 0
         touching = false

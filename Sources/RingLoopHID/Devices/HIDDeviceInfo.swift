@@ -91,17 +91,20 @@ public struct HIDDeviceInfo: Sendable, Hashable {
             properties.insert(property)
         }
         let name = libevdev_get_name(device).map { String(cString: $0) } ?? ""
-        let fakeMultitouch = codes[Evdev.EV_ABS]?.contains(Evdev.ABS_RESERVED) == true && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) == true
+        let fakeMultitouch =
+            codes[Evdev.EV_ABS]?.contains(Evdev.ABS_RESERVED) == true && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) == true
         // libevdev reports -1 slots for a device with ABS_RESERVED; never more than the
         // decoder keeps per frame is used, but the count is the device's.
-        let slots = fakeMultitouch || codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) != true ? 0 : max(0, Int(libevdev_get_num_slots(device)))
+        let slots =
+            fakeMultitouch || codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) != true ? 0 : max(0, Int(libevdev_get_num_slots(device)))
         var info = HIDDeviceInfo(
             id: id, path: path, name: name, busType: UInt16(truncatingIfNeeded: libevdev_get_id_bustype(device)),
             vendor: UInt16(truncatingIfNeeded: libevdev_get_id_vendor(device)),
             product: UInt16(truncatingIfNeeded: libevdev_get_id_product(device)),
             version: UInt16(truncatingIfNeeded: libevdev_get_id_version(device)), deviceClass: .other, axes: axes,
             slotCount: slots,
-            isProtocolA: slots == 0 && !fakeMultitouch && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_X) == true && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_Y) == true,
+            isProtocolA: slots == 0 && !fakeMultitouch && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_X) == true
+                && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_Y) == true,
             isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT),
             hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
             hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true,
@@ -123,7 +126,8 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         let absolute = codes[Evdev.EV_ABS] ?? []
         let fakeMultitouch = absolute.contains(Evdev.ABS_RESERVED) && absolute.contains(Evdev.ABS_MT_SLOT)
         var slots = 0
-        if !fakeMultitouch, absolute.contains(Evdev.ABS_MT_SLOT), let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0,
+        if !fakeMultitouch, absolute.contains(Evdev.ABS_MT_SLOT), let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0,
+            range.maximum >= 0,
             Int(range.maximum) < Evdev.maximumSlotCount
         {
             slots = Int(range.maximum) + 1
@@ -131,9 +135,12 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         var info = HIDDeviceInfo(
             id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
             deviceClass: .other, axes: axes, slotCount: slots,
-            isProtocolA: slots == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X) && absolute.contains(Evdev.ABS_MT_POSITION_Y),
-            isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT), hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
-            hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true, leds: codes[Evdev.EV_LED] ?? [], codes: codes,
+            isProtocolA: slots == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X)
+                && absolute.contains(Evdev.ABS_MT_POSITION_Y),
+            isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT),
+            hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
+            hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true,
+            leds: codes[Evdev.EV_LED] ?? [], codes: codes,
             properties: properties)
         info.deviceClass = classify(codes: codes, properties: properties)
         info.roles = roles(codes: codes, properties: properties)
@@ -283,7 +290,8 @@ public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .open(let path, let errno):
-            let hint = errno == EACCES || errno == EPERM
+            let hint =
+                errno == EACCES || errno == EPERM
                 ? " (add the user to group 'input', or run as root)" : ""
             return "\(path): cannot open: \(String(cString: strerror(errno)))\(hint)"
         case .describe(let path, let errno): return "\(path): not an evdev device: \(String(cString: strerror(errno)))"

@@ -568,10 +568,14 @@ public final class HIDEventSystem {
         var index = 0
         while index < count {
             defer { index += 1 }
-            guard handlers[index].active, matches(handlers[index].filter, event, rolesOf: {
-                if deviceRoles == nil { deviceRoles = deviceTable.roles(event.device) }
-                return deviceRoles!
-            }) else { continue }
+            guard handlers[index].active,
+                matches(
+                    handlers[index].filter, event,
+                    rolesOf: {
+                        if deviceRoles == nil { deviceRoles = deviceTable.roles(event.device) }
+                        return deviceRoles!
+                    })
+            else { continue }
             if Self.callHandler(handlers[index].body, event) == .consumed { return }
         }
     }
