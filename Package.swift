@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "RingLoopHID", targets: ["RingLoopHID"]),
         .library(name: "RingLoopDevices", targets: ["RingLoopDevices"]),
         .executable(name: "ringloop", targets: ["ringloop"]),
+        .executable(name: "ringloop-bench", targets: ["ringloop-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,8 +48,11 @@ let package = Package(
         // crash-signal handler (C: they run where only async-signal-safe calls are allowed).
         .target(name: "CFUSEGuard", path: "Sources/CFUSEGuard"),
 
-        // A counting malloc for the benchmarks (linked into the ringloop command only).
+        // A counting malloc for the benchmarks (linked into ringloop-bench only: it replaces
+        // malloc for the whole process).
         .target(name: "CMallocCounter", path: "Sources/CMallocCounter"),
+        // glibc's heap statistics (mallinfo2), for `ringloop soak`.
+        .target(name: "CHeapStatistics", path: "Sources/CHeapStatistics"),
 
         // The run loop: wait core, loop, modes, sources, ports, timers, observers, blocks.
         .target(
@@ -79,15 +83,36 @@ let package = Package(
             dependencies: ["RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams")]
         ),
 
+        // Benchmarks of the wait core and the HID decoder; they reach the libraries'
+        // internals through `package` access. Not a product.
+        .target(
+            name: "RingLoopBenchmarks",
+            dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "CLibURing"]
+        ),
+        // What the two commands share about the machine and the package (not a product).
+        .target(name: "RingLoopToolSupport", path: "tools/support"),
+
         // The `ringloop` command.
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "CLibURing", "CLibEvdev", "CMallocCounter",
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibURing",
+                "CLibEvdev", "CHeapStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "tools/ringloop"
+        ),
+        // `ringloop-bench`: this package side by side with Foundation's RunLoop. The only
+        // executable with the counting malloc.
+        .executableTarget(
+            name: "ringloop-bench",
+            dependencies: [
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopBenchmarks", "RingLoopToolSupport",
+                "CLibURing", "CMallocCounter",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "tools/ringloop-bench"
         ),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs

@@ -1,6 +1,6 @@
-// Counting allocator for `ringloop bench`: the executable's malloc, calloc and realloc
+// Counting allocator for `ringloop-bench`: the executable's malloc, calloc and realloc
 // take precedence over libc's for the whole process; each forwards to glibc's internal
-// entry point and counts. Linked only into the ringloop command. Under a sanitizer,
+// entry point and counts. Linked only into the ringloop-bench command. Under a sanitizer,
 // which interposes malloc itself, counting is off (ringloop_malloc_counting() is 0).
 #include <stdatomic.h>
 #include <malloc.h>
@@ -42,13 +42,4 @@ int ringloop_malloc_counting(void) { return 0; }
 
 unsigned long ringloop_malloc_count(void) {
     return atomic_load_explicit(&allocations, memory_order_relaxed);
-}
-
-long ringloop_heap_in_use(void) {
-#ifdef RINGLOOP_SANITIZED
-    return -1;
-#else
-    struct mallinfo2 info = mallinfo2();
-    return (long)(info.uordblks + info.hblkhd);
-#endif
 }

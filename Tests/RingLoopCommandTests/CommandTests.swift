@@ -8,6 +8,9 @@ import Testing
 let ringloop = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     .appendingPathComponent("ringloop").path
 
+/// The built `ringloop-bench` beside it.
+let ringloopBench = URL(fileURLWithPath: ringloop).deletingLastPathComponent().appendingPathComponent("ringloop-bench").path
+
 let repository: String = {
     var path = #filePath
     for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
@@ -20,11 +23,13 @@ struct CommandResult {
     var error: String
 }
 
-/// Runs `ringloop arguments…` from the repository root, with a time limit.
+/// Runs `ringloop arguments…` from the repository root, with a time limit (`bench …`
+/// runs `ringloop-bench …`).
 func runCommand(_ arguments: [String], timeout: TimeInterval = 60, environment: [String: String] = [:]) throws -> CommandResult {
-    let child = try Spawned(ringloop, arguments, directory: repository, environment: environment)
+    let (program, rest) = arguments.first == "bench" ? (ringloopBench, Array(arguments.dropFirst())) : (ringloop, arguments)
+    let child = try Spawned(program, rest, directory: repository, environment: environment)
     if child.wait(timeout: .milliseconds(Int(timeout * 1000))) == nil {
-        Issue.record("ringloop \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        Issue.record("\(program) \(rest.joined(separator: " ")) did not finish within \(timeout) s")
     }
     let status = child.finish(timeout: .zero)
     return CommandResult(status: status, output: child.output, error: child.error)
@@ -196,6 +201,17 @@ struct CommandTests {
         let result = try runCommand([command, "--help"], timeout: 20)
         #expect(result.status == 0)
         #expect(result.output.contains("Example"), "\(command) --help has no example")
+    }
+
+    /// The counting malloc replaces malloc for a whole process: only the benchmark has it.
+    @Test("Only ringloop-bench links the counting malloc; ringloop does not")
+    func countingMallocOnlyInBench() throws {
+        func mentions(_ path: String) throws -> Bool {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            return data.range(of: Data("ringloop_malloc_count".utf8)) != nil
+        }
+        #expect(try mentions(ringloopBench))
+        #expect(try !mentions(ringloop))
     }
 }
 

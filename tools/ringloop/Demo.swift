@@ -3,6 +3,7 @@ import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopHID
+import RingLoopToolSupport
 import Synchronization
 
 struct Demo: ParsableCommand {

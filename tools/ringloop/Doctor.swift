@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import RingLoop
+import RingLoopToolSupport
 
 /// What this machine gives RingLoop: io_uring, the main queue, input and virtual devices.
 struct Doctor: ParsableCommand {

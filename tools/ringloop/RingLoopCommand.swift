@@ -9,10 +9,10 @@ struct RingLoopCommand: ParsableCommand {
             Examples:
               ringloop demo                 show the input chain on the bundled recordings
               ringloop doctor               what works on this machine
-              ringloop bench --only wakecore
+              ringloop-bench --only wakecore   (measure; a separate command)
             """,
         subcommands: [
-            Demo.self, Devices.self, Monitor.self, Record.self, ReplayCommand.self, Doctor.self, Bench.self, BenchChild.self,
+            Demo.self, Devices.self, Monitor.self, Record.self, ReplayCommand.self, Doctor.self,
             HostAndRead.self, Soak.self,
         ]
     )

@@ -1,9 +1,10 @@
 import ArgumentParser
-import CMallocCounter
+import CHeapStatistics
 import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopHID
+import RingLoopToolSupport
 
 /// Runs the chain and the loop long enough to show that nothing accumulates: devices
 /// hosted, replayed into and removed `cycles` times under a running event system, then a

@@ -6,7 +6,4 @@
 unsigned long ringloop_malloc_count(void);
 /// 1 when allocations are counted, 0 in sanitizer builds (the sanitizer owns malloc).
 int ringloop_malloc_counting(void);
-/// Bytes the allocator has handed out and not had back (small blocks and mmapped ones),
-/// from glibc's mallinfo2; -1 in sanitizer builds.
-long ringloop_heap_in_use(void);
 #endif

@@ -664,10 +664,10 @@ public final class RingRunLoop: @unchecked Sendable {
 
     /// Times the loop slept in the kernel (woken by a completion, a wake-up or a
     /// deadline); polls that did not block are not counted. Loop thread.
-    @_spi(Benchmarks) public var sleepCount: UInt64 { core?.sleepCount ?? 0 }
+    package var sleepCount: UInt64 { core?.sleepCount ?? 0 }
 
     /// Calls into the kernel through the loop's ring. Loop thread.
-    @_spi(Benchmarks) public var enterCount: UInt64 { core?.ring.enterCount ?? 0 }
+    package var enterCount: UInt64 { core?.ring.enterCount ?? 0 }
 
     /// Whether the loop sleeps in the kernel right now. Safe from any thread.
     public var isWaiting: Bool { signal.isSleeping }

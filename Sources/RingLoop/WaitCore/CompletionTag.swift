@@ -11,8 +11,8 @@
 ///
 /// A slot's generation changes each time the slot is reused, so a late completion of a
 /// removed port (one the kernel had already queued) never reaches the port's successor.
-struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
-    enum Kind: UInt8 {
+package struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
+    package enum Kind: UInt8 {
         /// A wake-up kick (MSG_RING into this ring, or the eventfd's poll).
         case wakeUp = 1
         /// A readiness port's (multishot) poll.
@@ -25,11 +25,11 @@ struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
 
     static let generationMask: UInt32 = 0x00FF_FFFF
 
-    let rawValue: UInt64
+    package let rawValue: UInt64
 
     init(rawValue: UInt64) { self.rawValue = rawValue }
 
-    init(kind: Kind, slot: UInt32 = 0, generation: UInt32 = 0) {
+    package init(kind: Kind, slot: UInt32 = 0, generation: UInt32 = 0) {
         rawValue =
             UInt64(kind.rawValue) << 56
             | UInt64(generation & Self.generationMask) << 32
@@ -41,7 +41,7 @@ struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
     var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) & Self.generationMask }
     var slot: UInt32 { UInt32(truncatingIfNeeded: rawValue) }
 
-    var description: String {
+    package var description: String {
         "\(kind.map { "\($0)" } ?? "unknown")#\(slot).\(generation)"
     }
 }

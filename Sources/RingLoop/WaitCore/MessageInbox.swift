@@ -24,7 +24,7 @@ public struct PortMessage: Sendable, Hashable {
 /// retries that reorder. Appending under a lock costs tens of nanoseconds, one wake-up
 /// serves every message posted during a sleep, and none is needed while the loop is
 /// awake. Memory is the bound: the queue grows while the receiver lags.
-final class MessageInbox: Sendable {
+package final class MessageInbox: Sendable {
     struct Entry: Sendable {
         var port: MessagePort
         var message: PortMessage

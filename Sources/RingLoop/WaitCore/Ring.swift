@@ -46,7 +46,7 @@ public struct RingSetupFlags: OptionSet, Sendable, Hashable, CustomStringConvert
 ///
 /// Completions are copied before anything is dispatched, so a callout may run the loop
 /// again (a nested run) and harvest the queue without invalidating what it was handed.
-struct Completion: Sendable, Hashable {
+package struct Completion: Sendable, Hashable {
     var tag: CompletionTag
     var result: Int32
     var flags: UInt32
@@ -93,7 +93,7 @@ final class RingFaults {
 /// Thread rules: confined to the thread that created it (the ring is set up with
 /// `SINGLE_ISSUER` when the kernel has it, so another thread's submit would fail with
 /// `EEXIST`). Nothing here is `Sendable`.
-final class Ring {
+package final class Ring {
     /// liburing's ring state; allocated once so its address never moves.
     private let ring: UnsafeMutablePointer<io_uring>
     /// Failures injected by tests (`nil`: every call reaches the kernel).
@@ -125,7 +125,7 @@ final class Ring {
 
     /// Creates a ring with `entries` submission entries (a power of two is used) and
     /// four times as many completion entries.
-    init(entries: UInt32 = 256) throws(RingError) {
+    package init(entries: UInt32 = 256) throws(RingError) {
         let ring = UnsafeMutablePointer<io_uring>.allocate(capacity: 1)
         ring.initialize(to: io_uring())
         var accepted: RingSetupFlags?
@@ -181,7 +181,7 @@ final class Ring {
 
     /// Returns a free submission entry, handing the queued ones to the kernel first when
     /// the submission queue is full. The caller fills it in before the next call.
-    func nextSubmission() throws(RingError) -> UnsafeMutablePointer<io_uring_sqe> {
+    package func nextSubmission() throws(RingError) -> UnsafeMutablePointer<io_uring_sqe> {
         if faults?.take(.getSubmission) == nil, let sqe = io_uring_get_sqe(ring) { return sqe }
         try submit()
         if faults?.take(.getSubmission) == nil, let sqe = io_uring_get_sqe(ring) { return sqe }
@@ -190,7 +190,7 @@ final class Ring {
 
     /// Hands every queued submission to the kernel and collects finished work
     /// (`IORING_ENTER_GETEVENTS`) without waiting.
-    func submit() throws(RingError) {
+    package func submit() throws(RingError) {
         enterCount &+= 1
         var result: Int32
         repeat {
@@ -263,7 +263,7 @@ final class Ring {
     /// Copies every completion that is ready into `sink`, in arrival order, and releases
     /// their queue entries. Returns how many it copied.
     @discardableResult
-    func harvest(_ sink: (Completion) -> Void) -> Int {
+    package func harvest(_ sink: (Completion) -> Void) -> Int {
         var total = 0
         while true {
             let count = io_uring_peek_batch_cqe(ring, batch, batchCapacity)

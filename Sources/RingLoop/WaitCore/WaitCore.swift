@@ -36,7 +36,7 @@ public enum PortEvent: Sendable, Hashable {
 ///
 /// Thread rules: confined to the thread that created it (it owns a `SINGLE_ISSUER`
 /// ring), except ``wakeUp()`` and ``MessagePort/send(_:)``, which any thread may call.
-final class WaitCore {
+package final class WaitCore {
     private enum SlotState {
         case free
         /// A readiness port; `armed` is false after a failure.
@@ -51,7 +51,7 @@ final class WaitCore {
     }
 
     let ring: Ring
-    let signal: WakeUpSignal
+    package let signal: WakeUpSignal
     let inbox: MessageInbox
 
     private var slots: [Slot] = []
@@ -78,7 +78,7 @@ final class WaitCore {
     /// Creates a ring on the calling thread and attaches `signal` to it (a new one by
     /// default); messages posted to `inbox` (a new one by default) are harvested with
     /// every wait.
-    init(
+    package init(
         entries: UInt32 = 256, wakeUp preferred: WakeUpMechanism = .messageRing,
         signal: WakeUpSignal = WakeUpSignal(), inbox: MessageInbox? = nil
     ) throws(RingError) {
@@ -115,7 +115,7 @@ final class WaitCore {
     /// Ports currently registered.
     var portCount: Int { slots.count - freeSlots.count }
 
-    var debugDescription: String {
+    package var debugDescription: String {
         "WaitCore(\(ring.debugDescription), wake-up \(wakeUpMechanism), \(portCount) ports)"
     }
 
@@ -217,7 +217,7 @@ final class WaitCore {
     /// the deadline): a wake-up request or a completion found then costs no sleep, no
     /// wake-up system call for the sender, and none of the machine's wake-up latency.
     @discardableResult
-    func wait(until deadline: MonotonicInstant, spin: UInt64 = 0) throws(RingError) -> Bool {
+    package func wait(until deadline: MonotonicInstant, spin: UInt64 = 0) throws(RingError) -> Bool {
         try finishUndoneWork()
         if !events.isEmpty {
             try poll()

@@ -34,7 +34,7 @@ public enum WakeUpMechanism: String, Sendable, CaseIterable, CustomStringConvert
 /// Measured on the development machine (2 cores, kernel 6.18, release build; ringloop
 /// bench `wakecore`, three runs): see `WakeUpMechanism` selection in ``WaitCore`` and
 /// README's performance section. MSG_RING is chosen where the kernel has it.
-final class WakeUpSignal: Sendable {
+package final class WakeUpSignal: Sendable {
     private static let sleepingBit: UInt32 = 1
     private static let pendingBit: UInt32 = 2
 
@@ -52,7 +52,7 @@ final class WakeUpSignal: Sendable {
 
     /// Creates an unattached wake-up. Until ``attach(to:preferred:)`` the loop never
     /// sleeps, so wake-ups only set the pending flag.
-    init() {}
+    package init() {}
 
     /// The mechanism in use, or `nil` before the ring exists.
     var mechanism: WakeUpMechanism? {
@@ -64,7 +64,7 @@ final class WakeUpSignal: Sendable {
     }
 
     /// The descriptor senders use (see ``mechanism``); -1 before attachment.
-    var fileDescriptor: Int32 { attachedDescriptor.load(ordering: .acquiring) }
+    package var fileDescriptor: Int32 { attachedDescriptor.load(ordering: .acquiring) }
 
     /// Binds the wake-up to `ring` (loop thread, once), preferring `preferred` and falling
     /// back to the eventfd when the kernel refuses ringless MSG_RING. Arms what the
@@ -109,7 +109,7 @@ final class WakeUpSignal: Sendable {
 
     /// Wakes the loop if it sleeps; otherwise makes sure its next wait returns at once.
     /// Safe from any thread; costs one system call at most per sleep of the loop.
-    func wakeUp() {
+    package func wakeUp() {
         let old = state.bitwiseOr(Self.pendingBit, ordering: .sequentiallyConsistent).oldValue
         guard old & Self.sleepingBit != 0, old & Self.pendingBit == 0 else { return }
         kick()

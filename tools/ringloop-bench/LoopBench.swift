@@ -1,6 +1,7 @@
 import CoreFoundation
 import Foundation
-@_spi(Benchmarks) import RingLoop
+import RingLoop
+import RingLoopBenchmarks
 import Synchronization
 
 /// Loop benchmarks: cross-thread wake-up to callout, same-thread source0 and block

@@ -1,9 +1,11 @@
 import CMallocCounter
 import Foundation
 import RingLoop
+import RingLoopBenchmarks
 import RingLoopDevices
 import RingLoopEvdev
-@_spi(Benchmarks) import RingLoopHID
+import RingLoopHID
+import RingLoopToolSupport
 import Synchronization
 
 /// Input benchmarks: decode + dispatch throughput from memory, and device → handler

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CoreFoundation
 import Foundation
-@_spi(Benchmarks) import RingLoop
+import RingLoop
 import Synchronization
 
 /// Timer benchmarks: lateness at 1 kHz, scheduling and cancelling at scale, idle wake-ups.
@@ -166,7 +166,7 @@ enum TimerBench {
             }, cancel: { ($0 as! Timer).invalidate() })
     }
 
-    /// Runs one scheduling measurement in a child process (`ringloop bench-child`), so
+    /// Runs one scheduling measurement in a child process (`ringloop-bench bench-child`), so
     /// that each side's resident-memory growth is its own.
     static func scheduleInChild(_ side: String, count: Int, cancels: Int) throws -> ScheduleFigures {
         let process = Process()
@@ -248,7 +248,7 @@ func residentBytes() -> Int {
     return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
 }
 
-/// Measurements that need a process of their own; run by `ringloop bench`, not by hand.
+/// Measurements that need a process of their own; run by `ringloop-bench`, not by hand.
 struct BenchChild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-child", abstract: "Run one benchmark measurement in this process (used by bench).",

@@ -1,9 +1,9 @@
 import RingLoop
 import RingLoopEvdev
+import RingLoopHID
 
 /// Decode-and-dispatch throughput without a device: raw events from memory through the
 /// frame decoder, the event queue and one handler call each, on the calling thread.
-@_spi(Benchmarks)
 public enum HIDDecodeBenchmark {
     /// Feeds `events` (a device's raw stream) `rounds` times; returns HID events
     /// dispatched, and calls `beforeMeasuredRound` before the last round (after warming).

@@ -1,4 +1,5 @@
 import CLibURing
+import RingLoop
 import Synchronization
 
 /// Measures cross-thread wake-up mechanisms of the wait core against the raw futex floor.
@@ -8,7 +9,6 @@ import Synchronization
 /// running again; sender cost is the time the kick call itself takes. Between samples
 /// the sender spins for `gap` so the receiver has been asleep that long (this virtual
 /// machine's wake-up cost jumps after about 200 µs of sleep, so both regimes matter).
-@_spi(Benchmarks)
 public enum WakeUpBenchmark {
     /// The mechanisms compared.
     public enum Variant: String, Sendable, CaseIterable {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-@_spi(Benchmarks) import RingLoop
+import RingLoop
+import RingLoopBenchmarks
+import RingLoopToolSupport
 
 /// One figure of a benchmark: ours, Foundation's where it has the same thing, and the
 /// ratio ours / Foundation's.
@@ -30,8 +32,10 @@ struct BenchResult: Codable {
     }
 }
 
+@main
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ringloop-bench",
         abstract: "Measure RingLoop side by side with Foundation's RunLoop, in one run.",
         discussion: """
             Each benchmark runs ours and Foundation's (CFRunLoop on Linux) interleaved in the
@@ -41,10 +45,11 @@ struct Bench: ParsableCommand {
             Benchmarks: \(Bench.all.joined(separator: ", "))
 
             Examples:
-              swift run -c release ringloop bench
-              swift run -c release ringloop bench --only timer --json
-              swift run -c release ringloop bench --quick
-            """
+              swift run -c release ringloop-bench
+              swift run -c release ringloop-bench --only timer --json
+              swift run -c release ringloop-bench --quick
+            """,
+        subcommands: [BenchChild.self]
     )
 
     static let all = [
