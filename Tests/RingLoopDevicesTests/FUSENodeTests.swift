@@ -262,7 +262,7 @@ extension FUSENodeTests {
 /// A value shared with a test thread under a lock.
 final class ThreadBox<Value>: @unchecked Sendable {
     private let lock: ThreadLock<Value>
-    init(_ value: Value) { lock = ThreadLock(value) }
+    init(_ value: sending Value) { lock = ThreadLock(value) }
     var value: Value { lock.withLock { $0 } }
     func mutate(_ body: (inout Value) -> Void) { lock.withLock(body) }
 }

@@ -96,7 +96,7 @@ struct OutputAndRepeatTests {
 struct EventThreadPlacementTests {
     @Test("eventThreadCPUs outside the online CPUs is refused at start, naming the valid ones")
     func refused() throws {
-        let online = PosixThread.onlineCPUs()
+        let online = CPUAffinity.onlineCPUs()
         let error: HIDError? = try onFreshThread { () -> HIDError? in
             let system = HIDEventSystem(
                 configuration: .init(deviceDirectory: "/tmp", shape: .dedicatedThread, eventThreadCPUs: [100_000]),
@@ -120,7 +120,7 @@ struct EventThreadPlacementTests {
 
     @Test("The event-system thread runs on the CPUs it was given")
     func placed() throws {
-        let first = try #require(PosixThread.onlineCPUs().first)
+        let first = try #require(CPUAffinity.onlineCPUs().first)
         let cpus: [Int] = try onFreshThread {
             let path = "/tmp/ringloop-placement-\(getpid())"
             mkdir(path, 0o755)

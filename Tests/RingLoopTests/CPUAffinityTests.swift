@@ -7,15 +7,15 @@ import Testing
 struct CPUAffinityTests {
     @Test("A LoopThread given CPUs runs only there; threads it starts inherit them")
     func loopThreadPinned() throws {
-        let first = try #require(PosixThread.onlineCPUs().first)
+        let first = try #require(CPUAffinity.onlineCPUs().first)
         let worker = try LoopThread(name: "pinned", cpus: [first])
         defer { worker.stopAndJoin() }
         let seen = ThreadLock<(own: [Int], child: [Int])?>(nil)
         let done = ThreadLock(false)
         worker.perform {
             let child = ThreadLock<[Int]>([])
-            PosixThread.start { child.withLock { $0 = PosixThread.allowedCPUs() } }.join()
-            seen.withLock { $0 = (PosixThread.allowedCPUs(), child.withLock { $0 }) }
+            PosixThread.start { child.withLock { $0 = CPUAffinity.allowedCPUs() } }.join()
+            seen.withLock { $0 = (CPUAffinity.allowedCPUs(), child.withLock { $0 }) }
             done.withLock { $0 = true }
         }
         #expect(waitUntil { done.withLock { $0 } })
@@ -26,14 +26,14 @@ struct CPUAffinityTests {
 
     @Test("A thread restricted to one CPU can be given all of them back")
     func widenAgain() {
-        let before = PosixThread.allowedCPUs()
+        let before = CPUAffinity.allowedCPUs()
         let outcome = ThreadLock<[[Int]]>([])
         PosixThread.start {
             do {
-                try PosixThread.restrictCurrentThread(to: [before[0]])
-                let narrowed = PosixThread.allowedCPUs()
-                try PosixThread.restrictCurrentThread(to: before)
-                outcome.withLock { $0 = [narrowed, PosixThread.allowedCPUs()] }
+                try CPUAffinity.restrictCurrentThread(to: [before[0]])
+                let narrowed = CPUAffinity.allowedCPUs()
+                try CPUAffinity.restrictCurrentThread(to: before)
+                outcome.withLock { $0 = [narrowed, CPUAffinity.allowedCPUs()] }
             } catch {
                 Issue.record("\(error)")
             }
@@ -43,7 +43,7 @@ struct CPUAffinityTests {
 
     @Test("CPUs that are not online, or none, are refused with the valid ones named", arguments: [[100_000], [-1], []])
     func refused(cpus: [Int]) {
-        let online = PosixThread.onlineCPUs()
+        let online = CPUAffinity.onlineCPUs()
         do {
             _ = try LoopThread(name: "refused", cpus: cpus)
             Issue.record("LoopThread started on \(cpus)")

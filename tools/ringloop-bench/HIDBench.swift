@@ -70,10 +70,10 @@ enum HIDBench {
     /// machine's cross-CPU wake-up cost (which a kernel evdev device pays once, FUSE four
     /// times per frame).
     static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape, pinned: Bool = false) throws -> [Double] {
-        let savedCPUs = PosixThread.allowedCPUs()
+        let savedCPUs = CPUAffinity.allowedCPUs()
         // The lowest CPU this thread may use; threads created from here inherit it.
-        if pinned, let first = savedCPUs.first { try? PosixThread.restrictCurrentThread(to: [first]) }
-        defer { if pinned, !savedCPUs.isEmpty { try? PosixThread.restrictCurrentThread(to: savedCPUs) } }
+        if pinned, let first = savedCPUs.first { try? CPUAffinity.restrictCurrentThread(to: [first]) }
+        defer { if pinned, !savedCPUs.isEmpty { try? CPUAffinity.restrictCurrentThread(to: savedCPUs) } }
         let samples = BenchSize.of(quick ? 300 : 2000)
         let path = "/tmp/ringloop-bench-\(getpid())-\(shape.rawValue)"
         let folder = try FUSEDeviceFolder(path: path)

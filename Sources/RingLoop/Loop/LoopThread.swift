@@ -42,7 +42,7 @@ public final class LoopThread: Sendable {
     public convenience init(
         name: String = "ringloop", cpus: [Int], onMessage: (@Sendable (PortMessage) -> Void)? = nil
     ) throws(CPUAffinityError) {
-        try PosixThread.validate(cpus: cpus)
+        try CPUAffinity.validate(cpus: cpus)
         try self.init(name: name, placedOn: cpus, onMessage: onMessage)
     }
 
@@ -58,7 +58,7 @@ public final class LoopThread: Sendable {
         let thread = PosixThread.start(name: name) {
             if let cpus {
                 do throws(CPUAffinityError) {
-                    try PosixThread.restrictCurrentThread(to: cpus)
+                    try CPUAffinity.restrictCurrentThread(to: cpus)
                 } catch {
                     // The kernel kept the thread off a CPU (a cpuset): end before any loop.
                     placementError.withLock { $0 = error }

@@ -6,7 +6,7 @@ import Glibc
 
 /// A joinable POSIX thread running a closure: the smallest wrapper the package needs
 /// (Foundation's `Thread` is not used, so RingLoop does not depend on Foundation).
-public final class PosixThread: @unchecked Sendable {
+package final class PosixThread: @unchecked Sendable {
     // @unchecked: `handle` is written once, by `start`, before any other thread reads it.
     private var handle = pthread_t()
     private let body: @Sendable () -> Void
@@ -18,7 +18,7 @@ public final class PosixThread: @unchecked Sendable {
     }
 
     /// Starts a thread running `body`. Fails only if the system cannot create threads.
-    public static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
+    package static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
         let thread = PosixThread(name: name, body: body)
         let context = Unmanaged.passRetained(thread).toOpaque()
         let result = pthread_create(
@@ -34,5 +34,5 @@ public final class PosixThread: @unchecked Sendable {
     }
 
     /// Waits for the thread to finish.
-    public func join() { pthread_join(handle, nil) }
+    package func join() { pthread_join(handle, nil) }
 }

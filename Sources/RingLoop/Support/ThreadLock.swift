@@ -10,13 +10,14 @@ import Glibc
 /// contended hand-off is reported as a data race and the loop's TSan run would be noise.
 /// ThreadSanitizer intercepts `pthread_mutex_lock`, and an uncontended lock costs the
 /// same (about 20 ns). `Atomic` from Synchronization is used everywhere else.
-public final class ThreadLock<State>: @unchecked Sendable {
-    // @unchecked: `state` is only touched between lock and unlock.
+package final class ThreadLock<State>: @unchecked Sendable {
+    // @unchecked: `state` is only touched between lock and unlock, and it came in as
+    // `sending` (disconnected from its creator), as `Mutex` requires.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var state: State
 
     /// Creates a lock guarding `initial`.
-    public init(_ initial: State) {
+    package init(_ initial: sending State) {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -34,7 +35,7 @@ public final class ThreadLock<State>: @unchecked Sendable {
     /// and ThreadSanitizer reports the pointer's read before locking as a race with the
     /// value's access.)
     @inline(__always)
-    public func locked<Result>(_ body: () throws -> Result) rethrows -> Result {
+    package func locked<Result>(_ body: () throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
@@ -42,7 +43,7 @@ public final class ThreadLock<State>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the state.
     @inline(__always)
-    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)

@@ -182,8 +182,11 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
         var created: OpaquePointer?
         let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
         guard result == 0, let created else { throw .uinput(operation: "create", errno: -result) }
-        handle = ThreadLock(created)
         nodePath = libevdev_uinput_get_devnode(created).map { String(cString: $0) } ?? ""
+        // From here on the uinput device is used only under the lock; libevdev's handle
+        // it was made from is freed on return and keeps no reference to it.
+        handle = ThreadLock(nil)
+        handle.withLock { $0 = created }
     }
 
     deinit { remove() }

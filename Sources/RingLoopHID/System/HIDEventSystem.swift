@@ -206,7 +206,7 @@ public final class HIDEventSystem {
     /// Enumerates the device folder, attaches what is there and follows hotplug.
     public func start() throws(HIDError) {
         if let cpus = configuration.eventThreadCPUs {
-            do { try PosixThread.validate(cpus: cpus) } catch { throw .configuration("eventThreadCPUs: \(error)") }
+            do { try CPUAffinity.validate(cpus: cpus) } catch { throw .configuration("eventThreadCPUs: \(error)") }
         }
         let dispatch = LoopSource(order: 0) { [unowned self] in self.drainQueue() }
         dispatchSource = dispatch
@@ -281,7 +281,7 @@ public final class HIDEventSystem {
         let answer = ThreadLock<[Int]?>(nil)
         let answered = DispatchSemaphore(value: 0)
         thread.perform {
-            answer.withLock { $0 = PosixThread.allowedCPUs() }
+            answer.withLock { $0 = CPUAffinity.allowedCPUs() }
             answered.signal()
         }
         answered.wait()
