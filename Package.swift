@@ -41,6 +41,9 @@ let package = Package(
             providers: [.apt(["libfuse3-dev", "fuse3"])]
         ),
 
+        // Thread primitives: futexes, atomics on plain words, thread names, CPU affinity.
+        .systemLibrary(name: "CThreads", path: "Sources/CThreads"),
+
         // libdispatch's main-queue hooks for run loops (declared; libdispatch exports them).
         .systemLibrary(name: "CDispatchHooks", path: "Sources/CDispatchHooks"),
 
@@ -59,6 +62,7 @@ let package = Package(
             name: "RingLoop",
             dependencies: [
                 "CLibURing",
+                "CThreads",
                 "CDispatchHooks",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -75,7 +79,9 @@ let package = Package(
         // evdev devices → HID events → event queue → handlers.
         .target(
             name: "RingLoopHID",
-            dependencies: ["RingLoop", "RingLoopEvdev", "CLibEvdev"]
+            dependencies: [
+                "RingLoop", "RingLoopEvdev", "CLibEvdev", .product(name: "SystemPackage", package: "swift-system"),
+            ]
         ),
         // Recordings (evemu), virtual devices (uinput and FUSE), replay.
         .target(
@@ -87,7 +93,7 @@ let package = Package(
         // internals through `package` access. Not a product.
         .target(
             name: "RingLoopBenchmarks",
-            dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "CLibURing"]
+            dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "CLibURing", "CThreads"]
         ),
         // What the two commands share about the machine and the package (not a product).
         .target(name: "RingLoopToolSupport", path: "tools/support"),

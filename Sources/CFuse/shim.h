@@ -47,7 +47,5 @@ static inline int ringloop_force_unmount(const char *path) {
     return umount2(path, MNT_FORCE) < 0 ? -errno : 0;
 }
 
-/// Size of `struct input_event` on this platform.
-static inline size_t ringloop_input_event_size(void) { return sizeof(struct input_event); }
 
 #endif

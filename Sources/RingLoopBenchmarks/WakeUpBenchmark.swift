@@ -1,4 +1,5 @@
 import CLibURing
+import CThreads
 import RingLoop
 import Synchronization
 

@@ -52,7 +52,12 @@ struct OutputAndRepeatTests {
             #expect(node.ledsOn == [1])
             try system.setLED(1, on: false, device: keyboard.id)
             #expect(node.ledsOn.isEmpty)
-            #expect(throws: HIDError.self) { try system.setLED(9, on: true, device: keyboard.id) }
+            // LED 9 (LED_MAIL) is not the keyboard's: the error names the LED and those it has.
+            let error = #expect(throws: HIDError.self) { try system.setLED(9, on: true, device: keyboard.id) }
+            #expect(error == .noSuchLED(code: 9, device: keyboard.id, available: keyboard.leds))
+            #expect(error?.description.contains("LED_MAIL") == true && error?.description.contains("LED_CAPSL") == true)
+            let missing = HIDDeviceID(rawValue: keyboard.id.rawValue + 1000)
+            #expect(throws: HIDError.noSuchDevice(missing)) { try system.setLED(1, on: true, device: missing) }
         }
     }
 

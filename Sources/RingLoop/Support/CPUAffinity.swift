@@ -1,4 +1,4 @@
-import CLibURing
+import CThreads
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import CLibURing
+import CThreads
 import DequeModule
 
 /// Identifies a port registered on a wait core: a slot and the slot's generation.

@@ -1,8 +1,8 @@
 import CLibEvdev
+import RingLoopEvdev
 
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 extension InputDeviceDescription {

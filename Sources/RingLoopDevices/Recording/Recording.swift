@@ -1,6 +1,7 @@
+import RingLoopEvdev
+
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 /// A recorded device: its description (absent in an events-only file) and its events.

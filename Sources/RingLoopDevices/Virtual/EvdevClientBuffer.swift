@@ -1,3 +1,5 @@
+import RingLoopEvdev
+
 /// One event with the three clocks it is stamped with at emission; each reader sees the
 /// clock it chose with `EVIOCSCLOCKID`.
 struct StampedEvent {
@@ -84,7 +86,6 @@ struct EvdevClientBuffer {
 
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 extension EvdevClientBuffer {

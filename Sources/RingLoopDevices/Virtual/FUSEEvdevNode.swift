@@ -1,10 +1,10 @@
 import CFuse
 import Logging
 import RingLoop
+import RingLoopEvdev
 
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 /// One `eventN` node of a ``FUSEDeviceFolder``: a virtual evdev device whose events you

@@ -1,6 +1,7 @@
+import RingLoopEvdev
+
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 /// How fast a recording is replayed.

@@ -1,8 +1,10 @@
 import CLibEvdev
+import RingLoop
+import RingLoopEvdev
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 /// What kind of device it is, classified from its capabilities as udev and libinput do.
@@ -71,7 +73,7 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         var handle: OpaquePointer?
         let result = libevdev_new_from_fd(fd, &handle)
         guard result == 0, let device = handle else {
-            return .failure(.describe(path: path, errno: -result))
+            return .failure(.describe(path: path, errno: Errno(rawValue: -result)))
         }
         defer { libevdev_free(device) }
         var codes: [UInt16: Set<UInt16>] = [:]
@@ -278,26 +280,41 @@ struct DeviceRoles {
     }
 }
 
-/// Why a device could not be used.
+/// Why the event system could not do something. Errors from the kernel carry its `Errno`;
+/// a failure of the ring under the event system carries the ring's ``RingError``.
 public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
-    case open(path: String, errno: Int32)
-    case describe(path: String, errno: Int32)
-    case directory(path: String, errno: Int32)
-    case ring(String)
+    /// A device node could not be opened.
+    case open(path: String, errno: Errno)
+    /// A node opened but libevdev could not describe it: not an evdev device.
+    case describe(path: String, errno: Errno)
+    /// The device folder could not be watched.
+    case directory(path: String, errno: Errno)
+    /// Writing to a device (an LED) failed.
+    case write(path: String, errno: Errno)
+    /// The ring under the event system failed.
+    case ring(RingError)
     /// A setting of the event system that cannot be honoured, and why.
     case configuration(String)
+    /// No attached device has this id.
+    case noSuchDevice(HIDDeviceID)
+    /// The device has no LED with this code; `available` lists those it has.
+    case noSuchLED(code: UInt16, device: HIDDeviceID, available: Set<UInt16>)
 
     public var description: String {
         switch self {
         case .open(let path, let errno):
-            let hint =
-                errno == EACCES || errno == EPERM
-                ? " (add the user to group 'input', or run as root)" : ""
-            return "\(path): cannot open: \(String(cString: strerror(errno)))\(hint)"
-        case .describe(let path, let errno): return "\(path): not an evdev device: \(String(cString: strerror(errno)))"
-        case .directory(let path, let errno): return "\(path): cannot watch: \(String(cString: strerror(errno)))"
-        case .ring(let message): return message
+            let hint = errno == .permissionDenied || errno == .notPermitted ? " (add the user to group 'input', or run as root)" : ""
+            return "\(path): cannot open: \(errno)\(hint)"
+        case .describe(let path, let errno): return "\(path): not an evdev device: \(errno)"
+        case .directory(let path, let errno): return "\(path): cannot watch: \(errno)"
+        case .write(let path, let errno): return "\(path): cannot write: \(errno)"
+        case .ring(let error): return "the event system's ring failed: \(error)"
         case .configuration(let message): return message
+        case .noSuchDevice(let id): return "no attached device has id \(id.rawValue)"
+        case .noSuchLED(let code, let device, let available):
+            let names = available.sorted().map { Evdev.shownName(ofCode: $0, type: Evdev.EV_LED) }
+            return "device \(device.rawValue) has no LED \(Evdev.shownName(ofCode: code, type: Evdev.EV_LED))"
+                + (names.isEmpty ? " (it has none)" : "; it has \(names.joined(separator: ", "))")
         }
     }
 }

@@ -1,6 +1,7 @@
 import CLibEvdev
 import Logging
 import RingLoop
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -51,13 +52,13 @@ final class DeviceMonitor {
     /// Starts watching (before enumerating, so nothing appears unseen in between).
     func start() throws(HIDError) {
         inotifyFD = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard inotifyFD >= 0 else { throw .directory(path: settings.directory, errno: errno) }
+        guard inotifyFD >= 0 else { throw .directory(path: settings.directory, errno: Errno(rawValue: errno)) }
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF)
         guard inotify_add_watch(inotifyFD, settings.directory, mask) >= 0 else {
             let error = errno
             close(inotifyFD)
             inotifyFD = -1
-            throw .directory(path: settings.directory, errno: error)
+            throw .directory(path: settings.directory, errno: Errno(rawValue: error))
         }
         let source = LoopPortSource(fileDescriptor: inotifyFD) { [unowned self] _ in self.directoryChanged() }
         inotifySource = source
@@ -132,7 +133,7 @@ final class DeviceMonitor {
         guard fd >= 0 else {
             let error = errno
             if (error == EACCES || error == EPERM || error == ENOENT), scheduleRetry(name) { return }
-            onError(.open(path: path, errno: error))
+            onError(.open(path: path, errno: Errno(rawValue: error)))
             return
         }
         cancelRetry(name)

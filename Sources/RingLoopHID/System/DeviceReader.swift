@@ -1,10 +1,10 @@
 import CLibEvdev
 import Logging
 import RingLoop
+import RingLoopEvdev
 
 #if canImport(Glibc)
 import Glibc
-import RingLoopEvdev
 #endif
 
 /// Reads one device on a loop: readiness through the ring, every pending event drained

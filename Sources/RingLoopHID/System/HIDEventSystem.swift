@@ -3,6 +3,7 @@ import Logging
 import RingLoop
 import RingLoopEvdev
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -257,11 +258,11 @@ public final class HIDEventSystem {
                     sink: { forwarder.push($0) },
                     onError: { forwarder.pushProblem($0) },
                     onDevicesChanged: { table.replace($0) })
-                do {
+                do throws(HIDError) {
                     try monitor.start()
                     forwarder.monitor = monitor
                 } catch {
-                    startError.withLock { $0 = error as? HIDError ?? .ring("\(error)") }
+                    startError.withLock { $0 = error }
                 }
                 forwarder.flush()
                 started.withLock { $0 = true }
@@ -496,11 +497,10 @@ public final class HIDEventSystem {
     /// Turns an LED of a device on or off (caps lock, num lock…), by writing `EV_LED`
     /// to its node as a compositor does; the device reports the change back.
     public func setLED(_ code: UInt16, on: Bool, device: HIDDeviceID) throws(HIDError) {
-        guard let info = self.device(device), info.leds.contains(code) else {
-            throw .open(path: self.device(device)?.path ?? "\(device)", errno: EINVAL)
-        }
+        guard let info = self.device(device) else { throw .noSuchDevice(device) }
+        guard info.leds.contains(code) else { throw .noSuchLED(code: code, device: device, available: info.leds) }
         let fd = open(info.path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .open(path: info.path, errno: errno) }
+        guard fd >= 0 else { throw .open(path: info.path, errno: Errno(rawValue: errno)) }
         defer { close(fd) }
         // The LED change and the SYN_REPORT that ends its frame.
         let frame = [
@@ -512,7 +512,7 @@ public final class HIDEventSystem {
             for (index, event) in frame.enumerated() { event.store(to: raw.baseAddress! + index * InputEvent.size) }
         }
         let written = records.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written != records.count { throw .open(path: info.path, errno: written < 0 ? errno : EIO) }
+        if written != records.count { throw .write(path: info.path, errno: Errno(rawValue: written < 0 ? errno : EIO)) }
     }
 
     // MARK: Async
