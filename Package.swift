@@ -81,12 +81,16 @@ let package = Package(
             name: "RingLoopHID",
             dependencies: [
                 "RingLoop", "RingLoopEvdev", "CLibEvdev", .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Recordings (evemu), virtual devices (uinput and FUSE), replay.
         .target(
             name: "RingLoopDevices",
-            dependencies: ["RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams")]
+            dependencies: [
+                "RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // Benchmarks of the wait core and the HID decoder; they reach the libraries'
@@ -115,7 +119,7 @@ let package = Package(
             name: "ringloop-bench",
             dependencies: [
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopBenchmarks", "RingLoopToolSupport",
-                "CLibURing", "CMallocCounter",
+                "CMallocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/ringloop-bench"

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CLibURing
+import CLibURing  // signalfd (its header comes with the ring shim)
 import Foundation
 import RingLoop
 import RingLoopDevices
