@@ -110,48 +110,48 @@ public final class HIDEventSystem {
     }
 
     public let configuration: Configuration
-    public private(set) var statistics = Statistics()
+    public internal(set) var statistics = Statistics()
     /// Problems with devices (could not open, not evdev…), oldest first; they are
     /// reported here and logged, never fatal.
-    public private(set) var problems: [HIDError] = []
+    public internal(set) var problems: [HIDError] = []
 
-    private let loop: RingRunLoop
-    private var queue: HIDEventQueue
-    private var dispatchSource: LoopSource?
-    private var handlers: [(token: HIDHandlerToken, filter: Filter, body: (HIDEvent) -> HIDHandlerResult, active: Bool)] = []
-    private var nextToken: UInt64 = 1
+    let loop: RingRunLoop
+    var queue: HIDEventQueue
+    var dispatchSource: LoopSource?
+    var handlers: [(token: HIDHandlerToken, filter: Filter, body: (HIDEvent) -> HIDHandlerResult, active: Bool)] = []
+    var nextToken: UInt64 = 1
     /// Finishes each stream made by ``events(kinds:deviceClasses:buffer:)`` (at stop).
-    private var streamFinishers: [() -> Void] = []
-    private var dispatching = false
-    private var lastLateLog = MonotonicInstant(nanoseconds: 0)
-    private let deviceTable = DeviceTable()
+    var streamFinishers: [() -> Void] = []
+    var dispatching = false
+    var lastLateLog = MonotonicInstant(nanoseconds: 0)
+    let deviceTable = DeviceTable()
     static let logger = Logger(label: "RingLoop.HID")
 
     // Resync after a loss: what the events taken in say about each device (the truth:
     // the decoder drops nothing), what the handlers were given, and since the last
     // resync the devices whose events were lost and the lifecycle events that found the
     // queue full (those are never dropped).
-    private var produced = VisibleStates()
-    private var delivered = VisibleStates()
-    private var lost = Set<HIDDeviceID>()
-    private var lifecycleBacklog: [HIDEvent] = []
-    private var forwardedDrops = 0
+    var produced = VisibleStates()
+    var delivered = VisibleStates()
+    var lost = Set<HIDDeviceID>()
+    var lifecycleBacklog: [HIDEvent] = []
+    var forwardedDrops = 0
 
     // Coalescing
-    private var pendingMotion: [HIDDeviceID: HIDEvent] = [:]
-    private var pendingOrder: [HIDDeviceID] = []
-    private var coalescingObserver: LoopObserver?
+    var pendingMotion: [HIDDeviceID: HIDEvent] = [:]
+    var pendingOrder: [HIDDeviceID] = []
+    var coalescingObserver: LoopObserver?
 
     // Key repeat by timers
-    private var repeatTimer: LoopTimer?
-    private var repeatingKey: (device: HIDDeviceID, key: KeyEvent)?
+    var repeatTimer: LoopTimer?
+    var repeatingKey: (device: HIDDeviceID, key: KeyEvent)?
 
     // Shape clientLoop
-    private var monitor: DeviceMonitor?
+    var monitor: DeviceMonitor?
     // Shape dedicatedThread
-    private var readerThread: LoopThread?
-    private var forwarder: Forwarder?
-    private var forwardSource: LoopPortSource?
+    var readerThread: LoopThread?
+    var forwarder: Forwarder?
+    var forwardSource: LoopPortSource?
 
     struct Filter {
         var kinds: Set<HIDEvent.Kind>?
@@ -177,30 +177,6 @@ public final class HIDEventSystem {
 
     /// The device with `id`, if attached.
     public func device(_ id: HIDDeviceID) -> HIDDeviceInfo? { deviceTable.all.first { $0.id == id } }
-
-    // MARK: Handlers
-
-    /// Registers a handler for events matching every given filter (`nil`: any). A
-    /// device matches `deviceClasses` when its class or any of its other roles is in the
-    /// set (``HIDDeviceInfo/roles``). Handlers run in registration order on the client loop; one that returns
-    /// ``HIDHandlerResult/consumed`` stops the event. Handlers may be added or removed
-    /// from inside a handler (the change applies from the next event).
-    @discardableResult
-    public func addHandler(
-        kinds: Set<HIDEvent.Kind>? = nil, deviceClasses: Set<HIDDeviceClass>? = nil, device: HIDDeviceID? = nil,
-        usage: HIDUsage? = nil, _ body: @escaping (HIDEvent) -> HIDHandlerResult
-    ) -> HIDHandlerToken {
-        let token = HIDHandlerToken(rawValue: nextToken)
-        nextToken += 1
-        handlers.append((token, Filter(kinds: kinds, classes: deviceClasses, device: device, usage: usage), body, true))
-        return token
-    }
-
-    /// Removes a handler; it is not called again, even for the event being dispatched.
-    public func removeHandler(_ token: HIDHandlerToken) {
-        for index in handlers.indices where handlers[index].token == token { handlers[index].active = false }
-        if !dispatching { handlers.removeAll { !$0.active } }
-    }
 
     // MARK: Starting and stopping
 
@@ -251,7 +227,9 @@ public final class HIDEventSystem {
             readerThread = thread
             let table = deviceTable
             let startError = ThreadLock<HIDError?>(nil)
-            let started = ThreadLock<Bool>(false)
+            // The event-system thread says when its monitor is up (or failed); start() waits
+            // for it without spinning.
+            let started = DispatchSemaphore(value: 0)
             thread.perform {
                 let monitor = DeviceMonitor(
                     settings: settings, loop: RingRunLoop.current,
@@ -265,9 +243,9 @@ public final class HIDEventSystem {
                     startError.withLock { $0 = error }
                 }
                 forwarder.flush()
-                started.withLock { $0 = true }
+                started.signal()
             }
-            while !started.withLock({ $0 }) { sched_yield() }
+            started.wait()
             if let error = startError.withLock({ $0 }) {
                 stop()
                 throw error
@@ -328,380 +306,4 @@ public final class HIDEventSystem {
         }
     }
 
-    // MARK: The chain
-
-    private func report(_ error: HIDError) {
-        problems.append(error)
-        Self.logger.warning("\(error)")
-    }
-
-    /// Source1 side: queue an event and signal the dispatch source0. An event that finds
-    /// the queue full is counted and its device marked for resync; a lifecycle event is
-    /// kept aside instead (a removal is never lost).
-    private func enqueue(_ event: HIDEvent) {
-        produced.apply(event)
-        if !queue.push(event) {
-            if event.kind == .deviceAdded || event.kind == .deviceRemoved {
-                lifecycleBacklog.append(event)
-            } else {
-                lost.insert(event.device)
-            }
-        }
-        dispatchSource?.signal()
-    }
-
-    /// Dedicated-thread shape: move forwarded events into the queue, and what the
-    /// forwarder lost into the resync (its snapshots are the devices' states after the
-    /// events it dropped).
-    private func takeForwarded() {
-        guard let forwarder else { return }
-        let taken = forwarder.drain { enqueue($0) }
-        if taken.dropped > 0 || !taken.lifecycle.isEmpty {
-            forwardedDrops += taken.dropped
-            for event in taken.lifecycle {
-                produced.apply(event)
-                lifecycleBacklog.append(event)
-            }
-            for (device, state) in taken.snapshots {
-                produced.set(state, for: device)
-                lost.insert(device)
-            }
-            dispatchSource?.signal()
-        }
-        for problem in taken.problems { report(problem) }
-    }
-
-    /// Source0: deliver every queued event to the handlers, then, after a loss, the
-    /// notice and the difference that brings each affected device's view up to date.
-    private func drainQueue() {
-        let dropped = queue.takeDroppedCount()
-        while let event = queue.pop() { deliver(event) }
-        let total = dropped + forwardedDrops
-        guard total > 0 || !lost.isEmpty || !lifecycleBacklog.isEmpty else { return }
-        forwardedDrops = 0
-        statistics.dropped += total
-        if total > 0 {
-            deliver(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .eventsDropped(count: total)))
-        }
-        let backlog = lifecycleBacklog
-        let devices = lost.sorted { $0.rawValue < $1.rawValue }
-        lifecycleBacklog = []
-        lost = []
-        for event in backlog where event.kind == .deviceAdded { deliver(event) }
-        let now = MonotonicInstant.now
-        for device in devices {
-            for event in delivered[device].difference(to: produced[device], device: device, at: now) { deliver(event) }
-        }
-        for event in backlog where event.kind != .deviceAdded { deliver(event) }
-    }
-
-    private func deliver(_ event: HIDEvent) {
-        if configuration.keyRepeat != nil, !applyKeyRepeat(event) { return }
-        if configuration.coalesceMotion {
-            if coalesce(event) { return }
-            flushCoalesced(device: event.device)
-        }
-        dispatch(event)
-    }
-
-    /// Holds a motion event to merge with the next of its device; returns whether it was
-    /// held. Pointer motion adds up; a touch frame whose contacts only moved replaces
-    /// the held one (its positions are the newest).
-    private func coalesce(_ event: HIDEvent) -> Bool {
-        switch event.payload {
-        case .pointerMotion(let dx, let dy):
-            if case .pointerMotion(let heldX, let heldY)? = pendingMotion[event.device]?.payload {
-                pendingMotion[event.device] = HIDEvent(
-                    device: event.device, timestamp: event.timestamp, payload: .pointerMotion(dx: heldX &+ dx, dy: heldY &+ dy))
-                return true
-            }
-        case .digitizer(let frame):
-            let onlyMoves = (0..<frame.count).allSatisfy { frame[$0].phase == .moved || frame[$0].phase == .stationary }
-            guard onlyMoves else { return false }
-            if case .digitizer? = pendingMotion[event.device]?.payload {
-                pendingMotion[event.device] = event
-                return true
-            }
-        default:
-            return false
-        }
-        // Nothing of the same kind held for this device: flush what is (a different
-        // kind), then hold this one.
-        flushCoalesced(device: event.device)
-        pendingMotion[event.device] = event
-        pendingOrder.append(event.device)
-        return true
-    }
-
-    /// Delivers held motion (of one device, or all) in the order it was first held.
-    private func flushCoalesced(device: HIDDeviceID? = nil) {
-        guard !pendingMotion.isEmpty else { return }
-        var remaining: [HIDDeviceID] = []
-        for id in pendingOrder {
-            if let device, device != id {
-                remaining.append(id)
-                continue
-            }
-            if let event = pendingMotion.removeValue(forKey: id) { dispatch(event) }
-        }
-        pendingOrder = remaining
-    }
-
-    /// Key repeat by loop timers: the kernel's repeats are dropped, and a key held down
-    /// repeats after the delay at the interval until it goes up or its device goes away.
-    /// Returns whether `event` itself is delivered.
-    private func applyKeyRepeat(_ event: HIDEvent) -> Bool {
-        switch event.payload {
-        case .key(let key):
-            if key.state == .repeat { return false }
-            if key.state == .down, KeyModifiers.forLinuxKey(key.code) == nil {
-                startRepeating(device: event.device, key: key)
-            } else if key.state == .up, repeatingKey?.device == event.device, repeatingKey?.key.code == key.code {
-                stopRepeating()
-            } else if let repeating = repeatingKey, repeating.device == event.device {
-                // A modifier changed: later repeats carry the new modifiers.
-                var updated = repeating.key
-                updated.modifiers = key.modifiers
-                repeatingKey = (repeating.device, updated)
-            }
-        case .deviceRemoved:
-            if repeatingKey?.device == event.device { stopRepeating() }
-        default:
-            break
-        }
-        return true
-    }
-
-    private func startRepeating(device: HIDDeviceID, key: KeyEvent) {
-        stopRepeating()
-        guard let settings = configuration.keyRepeat else { return }
-        repeatingKey = (device, key)
-        let timer = LoopTimer(after: settings.delay, repeating: settings.interval) { [unowned self] _ in
-            guard let (device, key) = self.repeatingKey else { return }
-            var repeated = key
-            repeated.state = .repeat
-            self.dispatch(HIDEvent(device: device, timestamp: .now, payload: .key(repeated)))
-        }
-        repeatTimer = timer
-        loop.add(timer, to: .common)
-    }
-
-    private func stopRepeating() {
-        repeatTimer?.invalidate()
-        repeatTimer = nil
-        repeatingKey = nil
-    }
-
-    // MARK: Output
-
-    /// Turns an LED of a device on or off (caps lock, num lock…), by writing `EV_LED`
-    /// to its node as a compositor does; the device reports the change back.
-    public func setLED(_ code: UInt16, on: Bool, device: HIDDeviceID) throws(HIDError) {
-        guard let info = self.device(device) else { throw .noSuchDevice(device) }
-        guard info.leds.contains(code) else { throw .noSuchLED(code: code, device: device, available: info.leds) }
-        let fd = open(info.path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .open(path: info.path, errno: Errno(rawValue: errno)) }
-        defer { close(fd) }
-        // The LED change and the SYN_REPORT that ends its frame.
-        let frame = [
-            InputEvent(type: Evdev.EV_LED, code: code, value: on ? 1 : 0),
-            InputEvent(type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0),
-        ]
-        var records = [UInt8](repeating: 0, count: frame.count * InputEvent.size)
-        records.withUnsafeMutableBytes { raw in
-            for (index, event) in frame.enumerated() { event.store(to: raw.baseAddress! + index * InputEvent.size) }
-        }
-        let written = records.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written != records.count { throw .write(path: info.path, errno: Errno(rawValue: written < 0 ? errno : EIO)) }
-    }
-
-    // MARK: Async
-
-    /// The events matching the filters, as an `AsyncSequence` for async code. Events
-    /// arrive as the loop dispatches them; at most `buffer` wait for a slow consumer
-    /// (the oldest are dropped). Ending the iteration removes the handler.
-    public func events(
-        kinds: Set<HIDEvent.Kind>? = nil, deviceClasses: Set<HIDDeviceClass>? = nil, buffer: Int = 1024
-    ) -> AsyncStream<HIDEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: HIDEvent.self, bufferingPolicy: .bufferingNewest(buffer))
-        let ended = StreamEnd()
-        continuation.onTermination = { _ in ended.flag.store(true, ordering: .releasing) }
-        streamFinishers.append { continuation.finish() }
-        var token: HIDHandlerToken?
-        token = addHandler(kinds: kinds, deviceClasses: deviceClasses) { [unowned self] event in
-            if ended.flag.load(ordering: .acquiring) {
-                if let token { self.removeHandler(token) }
-                return .pass
-            }
-            continuation.yield(event)
-            return .pass
-        }
-        return stream
-    }
-
-    private final class StreamEnd: Sendable {
-        let flag = Atomic<Bool>(false)
-    }
-
-    private func dispatch(_ event: HIDEvent) {
-        statistics.delivered += 1
-        delivered.apply(event)
-        let lag = MonotonicInstant.now - event.timestamp
-        if lag > configuration.lateThreshold, event.kind != .eventsDropped {
-            statistics.late += 1
-            let now = MonotonicInstant.now
-            if now - lastLateLog > .seconds(1) {
-                lastLateLog = now
-                Self.logger.warning("HID event dispatched \(lag) after the kernel stamped it (\(statistics.late) late so far)")
-            }
-        }
-        // The roles are looked up (a lock) only if some handler filters by class.
-        var deviceRoles: Set<HIDDeviceClass>??
-        dispatching = true
-        defer {
-            dispatching = false
-            if handlers.contains(where: { !$0.active }) { handlers.removeAll { !$0.active } }
-            // The removal is the device's last event: its roles are no longer needed.
-            if event.kind == .deviceRemoved { deviceTable.forget(event.device) }
-        }
-        let count = handlers.count
-        var index = 0
-        while index < count {
-            defer { index += 1 }
-            guard handlers[index].active,
-                matches(
-                    handlers[index].filter, event,
-                    rolesOf: {
-                        if deviceRoles == nil { deviceRoles = deviceTable.roles(event.device) }
-                        return deviceRoles!
-                    })
-            else { continue }
-            if Self.callHandler(handlers[index].body, event) == .consumed { return }
-        }
-    }
-
-    /// Stable name for profiles: time here is the application's.
-    @inline(never)
-    private static func callHandler(_ body: (HIDEvent) -> HIDHandlerResult, _ event: HIDEvent) -> HIDHandlerResult {
-        body(event)
-    }
-
-    private func matches(_ filter: Filter, _ event: HIDEvent, rolesOf: () -> Set<HIDDeviceClass>?) -> Bool {
-        if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
-        if let device = filter.device, device != event.device { return false }
-        if let classes = filter.classes {
-            guard let roles = rolesOf(), !roles.isDisjoint(with: classes) else { return false }
-        }
-        if let usage = filter.usage {
-            guard case .key(let key) = event.payload, key.usage == usage else { return false }
-        }
-        return true
-    }
-}
-
-/// Attached devices, shared between the reading loop and the client. A removed
-/// device's roles stay known until its removal has been dispatched, so its last events
-/// still match class filters.
-final class DeviceTable: @unchecked Sendable {
-    private let state = ThreadLock<(attached: [HIDDeviceInfo], roles: [HIDDeviceID: Set<HIDDeviceClass>])>(([], [:]))
-    func replace(_ devices: [HIDDeviceInfo]) {
-        state.withLock { state in
-            state.attached = devices
-            for device in devices { state.roles[device.id] = device.roles.union([device.deviceClass]) }
-        }
-    }
-    /// Forgets the roles of a device that is no longer attached.
-    func forget(_ id: HIDDeviceID) {
-        state.withLock { state in
-            if !state.attached.contains(where: { $0.id == id }) { state.roles[id] = nil }
-        }
-    }
-    var all: [HIDDeviceInfo] { state.withLock { $0.attached } }
-    /// The device's class and every other role it has.
-    func roles(_ id: HIDDeviceID) -> Set<HIDDeviceClass>? { state.withLock { $0.roles[id] } }
-}
-
-/// Events crossing from the event-system thread to the client's loop: a bounded buffer
-/// and a message port that rings once per batch. When the buffer is full, events are
-/// dropped and counted, except lifecycle events, which are kept aside; for each device
-/// that lost events, the state after its newest event (lost or not) is kept, so the
-/// client can bring its handlers' view up to it.
-final class Forwarder: @unchecked Sendable {
-    // @unchecked: `monitor` and `produced` are touched on the reading thread only; the
-    // rest is locked.
-    struct Taken {
-        var dropped = 0
-        var lifecycle: [HIDEvent] = []
-        var snapshots: [HIDDeviceID: VisibleState] = [:]
-        var problems: [HIDError] = []
-    }
-
-    private struct Shared {
-        var events: [HIDEvent] = []
-        var taken = Taken()
-        var pending = false
-    }
-
-    private let state = ThreadLock(Shared())
-    private let capacity: Int
-    private let port: MessagePort
-    var monitor: DeviceMonitor?
-    /// What every event pushed says about its device (reading thread only).
-    private var produced = VisibleStates()
-    /// Raw events the reading thread has read (for tests).
-    var eventsRead: Int { readCount.load(ordering: .acquiring) }
-    let readCount = Atomic<Int>(0)
-
-    init(capacity: Int, port: MessagePort) {
-        self.capacity = capacity
-        self.port = port
-    }
-
-    /// Reading thread: buffers an event (when the client lags: drops and counts it, or
-    /// keeps it aside if it is a lifecycle event, and keeps the device's state).
-    func push(_ event: HIDEvent) {
-        if let monitor { readCount.store(monitor.totalEventsRead, ordering: .releasing) }
-        produced.apply(event)
-        let ring = state.withLock { shared -> Bool in
-            if shared.events.count < capacity {
-                shared.events.append(event)
-            } else {
-                if event.kind == .deviceAdded || event.kind == .deviceRemoved {
-                    shared.taken.lifecycle.append(event)
-                } else {
-                    shared.taken.dropped += 1
-                }
-                shared.taken.snapshots[event.device] = produced[event.device]
-            }
-            if shared.pending { return false }
-            shared.pending = true
-            return true
-        }
-        if ring { port.send(1) }
-    }
-
-    func pushProblem(_ problem: HIDError) {
-        state.withLock { $0.taken.problems.append(problem) }
-        port.send(2)
-    }
-
-    func flush() {
-        readCount.store(monitor?.totalEventsRead ?? readCount.load(ordering: .relaxed), ordering: .releasing)
-        port.send(0)
-    }
-
-    /// Client loop: hands every buffered event to `body`, in order, and returns what was
-    /// lost since the last call.
-    func drain(_ body: (HIDEvent) -> Void) -> Taken {
-        let (events, taken) = state.withLock { shared -> ([HIDEvent], Taken) in
-            defer {
-                shared.events.removeAll(keepingCapacity: true)
-                shared.taken = Taken()
-                shared.pending = false
-            }
-            return (shared.events, shared.taken)
-        }
-        for event in events { body(event) }
-        return taken
-    }
 }

@@ -1,0 +1,51 @@
+import RingLoop
+import RingLoopEvdev
+
+// Pens and buttons: the pen's state as one event, tools and button numbers.
+extension FrameDecoder {
+    func penEvent() -> PenEvent {
+        let x = absolute[Int(Evdev.ABS_X)]
+        let y = absolute[Int(Evdev.ABS_Y)]
+        let rangeX = info.axes[Evdev.ABS_X] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeY = info.axes[Evdev.ABS_Y] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let pressureRange = info.axes[Evdev.ABS_PRESSURE] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        func tilt(_ code: UInt16) -> Double {
+            let value = Double(absolute[Int(code)])
+            guard let range = info.axes[code], range.resolution > 0 else { return value }
+            return value / Double(range.resolution) * 180 / Double.pi  // units per radian → degrees
+        }
+        return PenEvent(
+            tool: penTool ?? .pen, inProximity: penTool != nil, touching: penTouching, x: x, y: y,
+            normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y),
+            pressure: pressureRange.normalized(absolute[Int(Evdev.ABS_PRESSURE)]), distance: absolute[Int(Evdev.ABS_DISTANCE)],
+            tiltX: tilt(Evdev.ABS_TILT_X),
+            tiltY: tilt(Evdev.ABS_TILT_Y), barrelButtons: penButtons)
+    }
+
+    @inline(__always)
+    func event(_ time: MonotonicInstant, _ payload: HIDEvent.Payload) -> HIDEvent {
+        HIDEvent(device: deviceID, timestamp: time, payload: payload)
+    }
+
+    /// Mouse buttons count from `BTN_LEFT` (1 primary, 2 secondary, 3 middle, then
+    /// side, extra…); every other button from `BTN_0` (`BTN_0` is 1, a pad's `BTN_BASE`
+    /// 39).
+    static func buttonNumber(_ code: UInt16) -> Int {
+        switch code {
+        case Evdev.BTN_MOUSE..<Evdev.BTN_JOYSTICK: Int(code - Evdev.BTN_MOUSE) + 1
+        default: Int(code) - Int(Evdev.BTN_MISC) + 1
+        }
+    }
+
+    static func penTool(_ code: UInt16) -> PenEvent.Tool {
+        switch code {
+        case Evdev.BTN_TOOL_RUBBER: .eraser
+        case Evdev.BTN_TOOL_BRUSH: .brush
+        case Evdev.BTN_TOOL_PENCIL: .pencil
+        case Evdev.BTN_TOOL_AIRBRUSH: .airbrush
+        case Evdev.BTN_TOOL_MOUSE: .mouse
+        case Evdev.BTN_TOOL_LENS: .lens
+        default: .pen
+        }
+    }
+}

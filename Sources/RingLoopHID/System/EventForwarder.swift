@@ -1,0 +1,95 @@
+import Dispatch
+import Logging
+import RingLoop
+import RingLoopEvdev
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Events crossing from the event-system thread to the client's loop: a bounded buffer
+/// and a message port that rings once per batch. When the buffer is full, events are
+/// dropped and counted, except lifecycle events, which are kept aside; for each device
+/// that lost events, the state after its newest event (lost or not) is kept, so the
+/// client can bring its handlers' view up to it.
+final class Forwarder: @unchecked Sendable {
+    // @unchecked: `monitor` and `produced` are touched on the reading thread only; the
+    // rest is locked.
+    struct Taken {
+        var dropped = 0
+        var lifecycle: [HIDEvent] = []
+        var snapshots: [HIDDeviceID: VisibleState] = [:]
+        var problems: [HIDError] = []
+    }
+
+    private struct Shared {
+        var events: [HIDEvent] = []
+        var taken = Taken()
+        var pending = false
+    }
+
+    private let state = ThreadLock(Shared())
+    private let capacity: Int
+    private let port: MessagePort
+    var monitor: DeviceMonitor?
+    /// What every event pushed says about its device (reading thread only).
+    private var produced = VisibleStates()
+    /// Raw events the reading thread has read (for tests).
+    var eventsRead: Int { readCount.load(ordering: .acquiring) }
+    let readCount = Atomic<Int>(0)
+
+    init(capacity: Int, port: MessagePort) {
+        self.capacity = capacity
+        self.port = port
+    }
+
+    /// Reading thread: buffers an event (when the client lags: drops and counts it, or
+    /// keeps it aside if it is a lifecycle event, and keeps the device's state).
+    func push(_ event: HIDEvent) {
+        if let monitor { readCount.store(monitor.totalEventsRead, ordering: .releasing) }
+        produced.apply(event)
+        let ring = state.withLock { shared -> Bool in
+            if shared.events.count < capacity {
+                shared.events.append(event)
+            } else {
+                if event.kind == .deviceAdded || event.kind == .deviceRemoved {
+                    shared.taken.lifecycle.append(event)
+                } else {
+                    shared.taken.dropped += 1
+                }
+                shared.taken.snapshots[event.device] = produced[event.device]
+            }
+            if shared.pending { return false }
+            shared.pending = true
+            return true
+        }
+        if ring { port.send(1) }
+    }
+
+    func pushProblem(_ problem: HIDError) {
+        state.withLock { $0.taken.problems.append(problem) }
+        port.send(2)
+    }
+
+    func flush() {
+        readCount.store(monitor?.totalEventsRead ?? readCount.load(ordering: .relaxed), ordering: .releasing)
+        port.send(0)
+    }
+
+    /// Client loop: hands every buffered event to `body`, in order, and returns what was
+    /// lost since the last call.
+    func drain(_ body: (HIDEvent) -> Void) -> Taken {
+        let (events, taken) = state.withLock { shared -> ([HIDEvent], Taken) in
+            defer {
+                shared.events.removeAll(keepingCapacity: true)
+                shared.taken = Taken()
+                shared.pending = false
+            }
+            return (shared.events, shared.taken)
+        }
+        for event in events { body(event) }
+        return taken
+    }
+}
