@@ -90,10 +90,10 @@ public final class RingRunLoop: @unchecked Sendable {
     let signal = WakeUpSignal()
     let inbox: MessageInbox
     /// `pthread_self()` of the loop's thread; 0 until the thread first uses the loop.
-    private let ownerThread = Atomic<UInt>(0)
-    private let requests = ThreadLock<[@Sendable (RingRunLoop) -> Void]>([])
-    private let hasRequests = Atomic<Bool>(false)
-    private let currentRun = ThreadLock<RunState?>(nil)
+    let ownerThread = Atomic<UInt>(0)
+    let requests = ThreadLock<[@Sendable (RingRunLoop) -> Void]>([])
+    let hasRequests = Atomic<Bool>(false)
+    let currentRun = ThreadLock<RunState?>(nil)
 
     func swapCurrentRun(_ run: RunState?) -> RunState? {
         currentRun.withLock { current in
@@ -108,7 +108,7 @@ public final class RingRunLoop: @unchecked Sendable {
     // MARK: Loop thread
 
     var core: WaitCore?
-    private var coreError: RingError?
+    var coreError: RingError?
     /// Waits that failed in a row; reset by one that succeeds.
     var consecutiveWaitFailures = 0
     /// A run that cannot wait this many times in a row ends with ``RunResult/failed``.
@@ -116,18 +116,18 @@ public final class RingRunLoop: @unchecked Sendable {
     /// The last error of the loop's wait (loop thread): why a run ended with
     /// ``RunResult/failed``.
     public internal(set) var lastError: RingError?
-    private var modeTable: [Mode: ModeState] = [:]
-    private var modeList: [ModeState] = []
-    private var commonModeSet: Set<Mode> = [.default]
+    var modeTable: [Mode: ModeState] = [:]
+    var modeList: [ModeState] = []
+    var commonModeSet: Set<Mode> = [.default]
     /// Items added to the common modes (a set, as CFRunLoop's `_commonModeItems`).
-    private var commonItems: [ObjectIdentifier: Item] = [:]
-    private var blocks: Deque<BlockItem> = []
+    var commonItems: [ObjectIdentifier: Item] = [:]
+    var blocks: Deque<BlockItem> = []
     var currentModeState: ModeState?
     var readinessSources: [PortID: LoopPortSource] = [:]
     var messageSources: [MessagePort: LoopPortSource] = [:]
     var orphanMessages: [MessagePort: Deque<PortMessage>] = [:]
     var pendingPortEvents: Deque<PendingPortEvent> = []
-    private var timerSequence: UInt64 = 0
+    var timerSequence: UInt64 = 0
     var source0Scratch: [LoopSource] = []
     var observerScratch: [LoopObserver] = []
     var timerScratch: [TimerEntry] = []
@@ -177,7 +177,7 @@ public final class RingRunLoop: @unchecked Sendable {
 
     // MARK: Loops per thread
 
-    private static let currentKey: pthread_key_t = {
+    static let currentKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
             guard let pointer else { return }
@@ -188,7 +188,7 @@ public final class RingRunLoop: @unchecked Sendable {
         return key
     }()
 
-    private static let mainStorage = ThreadLock<RingRunLoop?>(nil)
+    static let mainStorage = ThreadLock<RingRunLoop?>(nil)
 
     /// The calling thread's loop, created on first use.
     public static var current: RingRunLoop {
@@ -218,7 +218,7 @@ public final class RingRunLoop: @unchecked Sendable {
         return loop
     }
 
-    private func bindOwner() {
+    func bindOwner() {
         _ = ownerThread.compareExchange(
             expected: 0, desired: UInt(pthread_self()), ordering: .acquiringAndReleasing)
     }
@@ -264,7 +264,7 @@ public final class RingRunLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop's thread: now if called there, otherwise at the loop's
     /// next pass (and wakes it).
-    private func onLoopThread(_ body: @escaping @Sendable (RingRunLoop) -> Void) {
+    func onLoopThread(_ body: @escaping @Sendable (RingRunLoop) -> Void) {
         requests.withLock { $0.append(body) }
         hasRequests.store(true, ordering: .releasing)
         signal.wakeUp()
@@ -312,341 +312,6 @@ public final class RingRunLoop: @unchecked Sendable {
         if let core { return core.debugDescription }
         if let coreError { return "no wait core: \(coreError)" }
         return "wait core not created yet"
-    }
-
-    // MARK: Modes
-
-    func modeState(_ mode: Mode) -> ModeState? { modeTable[mode] }
-
-    private func modeState(_ mode: Mode, create: Bool) -> ModeState? {
-        if let state = modeTable[mode] { return state }
-        guard create, mode != .common else { return nil }
-        guard modeList.count < Self.maximumModeCount else {
-            Self.logger.error("mode '\(mode)' refused: a loop holds at most \(Self.maximumModeCount) modes")
-            return nil
-        }
-        let state = ModeState(mode: mode, index: modeList.count)
-        modeTable[mode] = state
-        modeList.append(state)
-        return state
-    }
-
-    /// The mode the innermost run is in, or `nil` when the loop is not running.
-    /// Loop thread.
-    public var currentMode: Mode? { currentModeState?.mode }
-
-    /// The modes marked common (always including ``Mode/default``). Loop thread.
-    public var commonModes: Set<Mode> { commonModeSet }
-
-    /// Every mode the loop knows. Loop thread.
-    public var allModes: [Mode] { modeList.map(\.mode) }
-
-    /// Marks `mode` common: every item added to ``Mode/common`` joins it, now and later.
-    public func addCommonMode(_ mode: Mode) {
-        guard isOnLoopThread else {
-            onLoopThread { $0.addCommonMode(mode) }
-            return
-        }
-        guard mode != .common, !commonModeSet.contains(mode), modeState(mode, create: true) != nil else { return }
-        commonModeSet.insert(mode)
-        for item in commonItems.values { addItem(item, toConcrete: mode) }
-    }
-
-    // MARK: Adding and removing items
-
-    /// Adds a version-0 source to `mode` (or to every common mode with ``Mode/common``).
-    public func add(_ source: LoopSource, to mode: Mode) { addItem(.source(source), to: mode) }
-    /// Removes a version-0 source from `mode`.
-    public func remove(_ source: LoopSource, from mode: Mode) { removeItem(.source(source), from: mode) }
-    /// Whether `mode` contains the source. Loop thread.
-    public func contains(_ source: LoopSource, in mode: Mode) -> Bool { containsItem(.source(source), in: mode) }
-
-    /// Adds a port-backed source to `mode` (or to every common mode with ``Mode/common``).
-    public func add(_ source: LoopPortSource, to mode: Mode) { addItem(.portSource(source), to: mode) }
-    /// Removes a port-backed source from `mode`.
-    public func remove(_ source: LoopPortSource, from mode: Mode) { removeItem(.portSource(source), from: mode) }
-    /// Whether `mode` contains the source. Loop thread.
-    public func contains(_ source: LoopPortSource, in mode: Mode) -> Bool {
-        containsItem(.portSource(source), in: mode)
-    }
-
-    /// Adds an observer to `mode` (or to every common mode with ``Mode/common``). An
-    /// observer belongs to one loop.
-    public func add(_ observer: LoopObserver, to mode: Mode) { addItem(.observer(observer), to: mode) }
-    /// Removes an observer from `mode`.
-    public func remove(_ observer: LoopObserver, from mode: Mode) { removeItem(.observer(observer), from: mode) }
-    /// Whether `mode` contains the observer. Loop thread.
-    public func contains(_ observer: LoopObserver, in mode: Mode) -> Bool {
-        containsItem(.observer(observer), in: mode)
-    }
-
-    /// Adds a timer to `mode` (or to every common mode with ``Mode/common``). A timer
-    /// belongs to one loop.
-    public func add(_ timer: LoopTimer, to mode: Mode) { addItem(.timer(timer), to: mode) }
-    /// Removes a timer from `mode`; it stays valid and can be added again.
-    public func remove(_ timer: LoopTimer, from mode: Mode) { removeItem(.timer(timer), from: mode) }
-    /// Whether `mode` contains the timer. Loop thread.
-    public func contains(_ timer: LoopTimer, in mode: Mode) -> Bool { containsItem(.timer(timer), in: mode) }
-
-    /// Makes a message port whose messages this loop receives; schedule a
-    /// ``LoopPortSource`` for it to handle them. Safe from any thread.
-    public func makeMessagePort() -> MessagePort { MessagePort(inbox: inbox) }
-
-    private func addItem(_ item: Item, to mode: Mode) {
-        guard isOnLoopThread else {
-            onLoopThread { $0.addItem(item, to: mode) }
-            return
-        }
-        guard item.isValid else { return }
-        if mode == .common {
-            guard commonItems.updateValue(item, forKey: item.identity) == nil else { return }
-            for common in commonModeSet.sorted(by: { $0.rawValue < $1.rawValue }) {
-                addItem(item, toConcrete: common)
-            }
-        } else {
-            addItem(item, toConcrete: mode)
-        }
-    }
-
-    private func addItem(_ item: Item, toConcrete mode: Mode) {
-        guard item.isValid, let state = modeState(mode, create: true) else { return }
-        let membership = item.membership
-        guard membership.modeMask & state.bit == 0 else { return }
-        guard membership.bind(to: self) else {
-            Self.logger.error("item not added to mode '\(mode)': it belongs to another loop")
-            return
-        }
-        switch item {
-        case .source(let source):
-            state.sources0.append(source)
-            membership.modeMask |= state.bit
-            if let schedule = source.schedule {
-                Callout.toScheduleOrCancel { schedule(self, mode) }
-            }
-        case .portSource(let source):
-            if membership.modeMask == 0, !register(source) {
-                membership.unbindIfUnused()
-                return
-            }
-            state.sources1.append(source)
-            membership.modeMask |= state.bit
-        case .observer(let observer):
-            let index = state.observers.lastIndex(where: { $0.order <= observer.order }).map { $0 + 1 } ?? 0
-            state.observers.insert(observer, at: index)
-            state.observerMask.formUnion(observer.activities)
-            membership.modeMask |= state.bit
-        case .timer(let timer):
-            membership.modeMask |= state.bit
-            state.timerCount += 1
-            reschedule(timer)
-        }
-    }
-
-    private func removeItem(_ item: Item, from mode: Mode) {
-        guard isOnLoopThread else {
-            onLoopThread { $0.removeItem(item, from: mode) }
-            return
-        }
-        if mode == .common {
-            guard commonItems.removeValue(forKey: item.identity) != nil else { return }
-            for common in commonModeSet { removeItem(item, fromConcrete: common) }
-        } else {
-            removeItem(item, fromConcrete: mode)
-        }
-    }
-
-    private func removeItem(_ item: Item, fromConcrete mode: Mode) {
-        guard let state = modeTable[mode] else { return }
-        let membership = item.membership
-        guard membership.modeMask & state.bit != 0 else { return }
-        membership.modeMask &= ~state.bit
-        switch item {
-        case .source(let source):
-            state.sources0.removeAll { $0 === source }
-            if let cancel = source.cancel {
-                Callout.toScheduleOrCancel { cancel(self, mode) }
-            }
-        case .portSource(let source):
-            state.sources1.removeAll { $0 === source }
-            if membership.modeMask == 0 { unregister(source) }
-        case .observer(let observer):
-            state.observers.removeAll { $0 === observer }
-            state.observerMask = state.observers.reduce(into: []) { $0.formUnion($1.activities) }
-        case .timer(let timer):
-            state.timerCount -= 1
-            reschedule(timer)
-            state.compactTimersIfNeeded()
-        }
-        membership.unbindIfUnused()
-    }
-
-    private func containsItem(_ item: Item, in mode: Mode) -> Bool {
-        preconditionOnLoopThread("contains(_:in:)")
-        if mode == .common { return commonItems[item.identity] != nil }
-        guard let state = modeTable[mode], item.membership.loop === self else { return false }
-        return item.membership.modeMask & state.bit != 0
-    }
-
-    /// Removes an invalidated item from every mode (any thread).
-    func removeEverywhere(_ item: Item) {
-        guard isOnLoopThread else {
-            onLoopThread { $0.removeEverywhere(item) }
-            return
-        }
-        commonItems.removeValue(forKey: item.identity)
-        for state in modeList where item.membership.modeMask & state.bit != 0 {
-            removeItem(item, fromConcrete: state.mode)
-        }
-    }
-
-    // MARK: Ports
-
-    private func register(_ source: LoopPortSource) -> Bool {
-        switch source.port {
-        case .readiness(let fd, let events):
-            guard let core = waitCore() else { return false }
-            do {
-                let id = try core.addReadinessPort(fd: fd, events: events)
-                source.readinessPort = id
-                readinessSources[id] = source
-            } catch {
-                // The source stays in the mode and learns it at its next perform, as for a
-                // descriptor that fails later: `POLLNVAL`, with the error in `failure`.
-                Self.logger.error("cannot watch descriptor \(fd): \(error)")
-                source.failure = error
-                if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
-                source.pendingReadiness |= Int16(POLLNVAL)
-            }
-        case .messages(let port):
-            guard port.inbox === inbox else {
-                Self.logger.error("message port belongs to another loop")
-                return false
-            }
-            guard messageSources[port] == nil else {
-                Self.logger.error("message port already has a source in this loop")
-                return false
-            }
-            messageSources[port] = source
-            if let waiting = orphanMessages.removeValue(forKey: port) {
-                for message in waiting { pendingPortEvents.append(.message(source, message)) }
-            }
-        }
-        return true
-    }
-
-    private func unregister(_ source: LoopPortSource) {
-        switch source.port {
-        case .readiness:
-            if let id = source.readinessPort {
-                readinessSources[id] = nil
-                source.readinessPort = nil
-                source.pendingReadiness = 0
-                do { try core?.removePort(id) } catch {
-                    Self.logger.error("cannot stop watching \(id): \(error)")
-                }
-            }
-        case .messages(let port):
-            if messageSources[port] === source { messageSources[port] = nil }
-            // Messages not yet performed go back to the port's queue, as in a Mach port.
-            var remaining: Deque<PendingPortEvent> = []
-            while let event = pendingPortEvents.popFirst() {
-                if case .message(let owner, let message) = event, owner === source {
-                    orphanMessages[port, default: []].append(message)
-                } else {
-                    remaining.append(event)
-                }
-            }
-            pendingPortEvents = remaining
-        }
-    }
-
-    // MARK: Timers
-
-    /// Puts fresh heap entries for `timer` in every mode it is in; older entries go stale.
-    func reschedule(_ timer: LoopTimer) {
-        timer.stamp &+= 1
-        let mask = timer.membership.modeMask
-        guard mask != 0, timer.isValid else { return }
-        timerSequence &+= 1
-        let entry = TimerEntry(fire: timer.fireNanoseconds, sequence: timerSequence, stamp: timer.stamp, timer: timer)
-        for state in modeList where mask & state.bit != 0 {
-            state.timers.insert(entry)
-        }
-    }
-
-    /// Called when a timer's fire date is set (any thread).
-    func timerWasRescheduled(_ timer: LoopTimer) {
-        guard isOnLoopThread else {
-            onLoopThread { $0.timerWasRescheduled(timer) }
-            return
-        }
-        reschedule(timer)
-    }
-
-    /// When the running mode's timers need the loop awake: the earliest exact fire date,
-    /// the earliest end of a tolerance window, or a spin window before a precise timer.
-    func nextTimerDeadline(_ state: ModeState) -> UInt64? {
-        guard state.timerCount > 0 else { return nil }
-        return state.timers.wakeDeadline(isLive: state.isLive, spinWindow: preciseSpinWindowNanoseconds)
-    }
-
-    // MARK: Blocks
-
-    /// Performs `block` on the loop's thread during a run in one of `modes`, in the order
-    /// blocks were enqueued (`CFRunLoopPerformBlock`). Safe from any thread; does not
-    /// wake the loop: call ``wakeUp()`` when it may be asleep.
-    public func perform(inModes modes: [Mode] = [.default], _ block: @escaping @Sendable () -> Void) {
-        guard isOnLoopThread else {
-            onLoopThread { $0.perform(inModes: modes, block) }
-            return
-        }
-        // The modes come into existence, as with CFRunLoopPerformBlock.
-        for mode in modes { _ = modeState(mode, create: true) }
-        blocks.append(BlockItem(modes: modes, block: block))
-    }
-
-    /// Performs `block` on the loop's thread once `delay` has passed, while the loop runs
-    /// in one of `modes` (`perform(_:with:afterDelay:)`). Returns the timer: invalidate
-    /// it to cancel. Safe from any thread.
-    @discardableResult
-    public func perform(
-        after delay: Duration, inModes modes: [Mode] = [.default], tolerance: Duration = .zero,
-        _ block: @escaping @Sendable () -> Void
-    ) -> LoopTimer {
-        let timer = LoopTimer(after: delay, tolerance: tolerance) { _ in block() }
-        for mode in modes { add(timer, to: mode) }
-        return timer
-    }
-
-    private func blockMatches(_ item: BlockItem, _ mode: Mode) -> Bool {
-        for candidate in item.modes {
-            if candidate == mode { return true }
-            if candidate == .common, commonModeSet.contains(mode) { return true }
-        }
-        return false
-    }
-
-    @discardableResult
-    func doBlocks(_ state: ModeState) -> Bool {
-        applyRequests()
-        guard !blocks.isEmpty else { return false }
-        var taken: Deque<BlockItem> = []
-        swap(&taken, &blocks)
-        var kept: Deque<BlockItem> = []
-        var did = false
-        while let item = taken.popFirst() {
-            if blockMatches(item, state.mode) {
-                Callout.toBlock(item.block)
-                did = true
-            } else {
-                kept.append(item)
-            }
-        }
-        if !kept.isEmpty {
-            kept.append(contentsOf: blocks)
-            blocks = kept
-        }
-        return did
     }
 
     // MARK: Waking and stopping

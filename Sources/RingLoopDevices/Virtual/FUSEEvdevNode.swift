@@ -21,13 +21,13 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     public let deviceDescription: InputDeviceDescription
     let inode: UInt64
     private weak var folder: FUSEDeviceFolder?
-    private let lock = ThreadLock<Void>(())  // guards the stored properties below
-    private var state: EvdevDeviceState
-    private var clients: [UInt64: Client] = [:]
-    private var nextClient: UInt64 = 1
-    private var grabbedBy: UInt64?
-    private var removed = false
-    private let bufferSize: Int
+    let lock = ThreadLock<Void>(())  // guards the stored properties below
+    var state: EvdevDeviceState
+    var clients: [UInt64: Client] = [:]
+    var nextClient: UInt64 = 1
+    var grabbedBy: UInt64?
+    var removed = false
+    let bufferSize: Int
 
     struct Client {
         var buffer: EvdevClientBuffer
@@ -39,7 +39,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     /// A libfuse reply to make once the lock is released.
-    private enum Reply {
+    enum Reply {
         case data(fuse_req_t, [UInt8])
         case error(fuse_req_t, Int32)
         case notifyPoll(OpaquePointer)
@@ -83,7 +83,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     /// Stamps a frame with the three clocks and hands it to the readers it is for.
-    private func deliver(_ frame: [(UInt16, UInt16, Int32)], replies: inout [Reply]) {
+    func deliver(_ frame: [(UInt16, UInt16, Int32)], replies: inout [Reply]) {
         var realtime = timespec()
         var monotonic = timespec()
         var boottime = timespec()
@@ -113,7 +113,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     /// Answers parked reads and poll waiters of a reader that has data (or is gone).
-    private func wake(_ id: UInt64, replies: inout [Reply]) {
+    func wake(_ id: UInt64, replies: inout [Reply]) {
         while !clients[id]!.pendingReads.isEmpty, clients[id]!.buffer.hasReadableEvents || removed || clients[id]!.revoked {
             let read = clients[id]!.pendingReads.removeFirst()
             if removed || clients[id]!.revoked {
@@ -128,7 +128,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         }
     }
 
-    private func takeEvents(_ id: UInt64, maximumBytes: Int) -> [UInt8] {
+    func takeEvents(_ id: UInt64, maximumBytes: Int) -> [UInt8] {
         var records: [InputEvent] = []
         _ = clients[id]!.buffer.pop(into: &records, maximum: maximumBytes / InputEvent.size)
         var bytes = [UInt8](repeating: 0, count: records.count * InputEvent.size)
@@ -154,14 +154,14 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         get { lockedPerform { isUnlinked } }
         set { lockedPerform { isUnlinked = newValue } }
     }
-    private var isUnlinked = false
+    var isUnlinked = false
 
     /// Set once the kernel has created the entry (the folder's mknod).
     var published: Bool {
         get { lockedPerform { isPublished } }
         set { lockedPerform { isPublished = newValue } }
     }
-    private var isPublished = false
+    var isPublished = false
 
     func markRemoved() {
         var replies: [Reply] = []
@@ -273,146 +273,14 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         }
     }
 
-    // MARK: ioctl
-
-    func ioctl(
-        req: fuse_req_t?, client id: UInt64, command: UInt32, argument: UnsafeMutableRawPointer?,
-        input: UnsafeRawPointer?, inputSize: Int, outputSize: Int
-    ) {
-        guard let req else { return }
-        let request = EvdevRequest(command: command)
-        let number = request.number
-        let size = request.size
-        guard request.isEvdev else {
-            fuse_reply_err(req, ENOTTY)
-            return
-        }
-        func readInt() -> Int32? {
-            guard let input, inputSize >= 4 else { return nil }
-            return input.loadUnaligned(as: Int32.self)
-        }
-        var pid: pid_t = 0
-        if let context = fuse_req_ctx(req) { pid = context.pointee.pid }
-        var replies: [Reply] = []
-        let outcome: (Int32, [UInt8]) = lockedPerform {
-            guard clients[id] != nil else { return (-EBADF, []) }
-            if removed || clients[id]!.revoked { return (-ENODEV, []) }
-            let d = deviceDescription
-            switch (request.direction, number) {
-            case (.read, EvdevRequest.EVIOCGVERSION):
-                return (0, bytes(of: Evdev.EV_VERSION))
-            case (.read, EvdevRequest.EVIOCGID):
-                return (0, bytes(of: d.busType) + bytes(of: d.vendor) + bytes(of: d.product) + bytes(of: d.version))
-            case (.read, EvdevRequest.EVIOCGREP):
-                guard d.keyRepeat != nil else { return (-ENOSYS, []) }
-                return (0, bytes(of: UInt32(state.repeatDelay)) + bytes(of: UInt32(state.repeatPeriod)))
-            case (.write, EvdevRequest.EVIOCSREP):
-                guard d.keyRepeat != nil, let input, inputSize >= 8 else { return (-ENOSYS, []) }
-                let delay = input.loadUnaligned(as: Int32.self)
-                let period = input.loadUnaligned(fromByteOffset: 4, as: Int32.self)
-                _ = state.feed(type: Evdev.EV_REP, code: Evdev.REP_DELAY, value: delay)
-                if let frame = state.feed(type: Evdev.EV_REP, code: Evdev.REP_PERIOD, value: period) {
-                    deliver(frame, replies: &replies)
-                }
-                return (0, [])
-            case (.read, EvdevRequest.EVIOCGNAME): return stringReply(d.name, size)
-            case (.read, EvdevRequest.EVIOCGPHYS): return d.physicalLocation.isEmpty ? (-ENOENT, []) : stringReply(d.physicalLocation, size)
-            case (.read, EvdevRequest.EVIOCGUNIQ): return d.uniqueIdentifier.isEmpty ? (-ENOENT, []) : stringReply(d.uniqueIdentifier, size)
-            case (.read, EvdevRequest.EVIOCGPROP):
-                return maskReply(BitSet.bytes(of: d.properties, maskBytes: Evdev.propertyMaskBytes), size)
-            case (.read, EvdevRequest.EVIOCGMTSLOTS):  // the requested code is in the caller's buffer
-                var code: UInt32 = 0
-                guard let argument, size >= 4,
-                    ringloop_read_process_memory(pid, argument, &code, 4) == 4,
-                    code <= UInt16.max, let values = state.slotValues(code: UInt16(code))
-                else { return (-EINVAL, []) }
-                let count = min(values.count, (size - 4) / 4)
-                return (0, bytes(of: code) + values.prefix(count).flatMap { bytes(of: $0) })
-            case (.read, EvdevRequest.EVIOCGKEY): return maskReply(state.keys.bytes, size)
-            case (.read, EvdevRequest.EVIOCGLED): return maskReply(state.leds.bytes, size)
-            case (.read, EvdevRequest.EVIOCGSND): return maskReply(state.sounds.bytes, size)
-            case (.read, EvdevRequest.EVIOCGSW): return maskReply(state.switches.bytes, size)
-            case (.read, EvdevRequest.EVIOCGBIT...EvdevRequest.EVIOCGBIT + UInt8(Evdev.EV_MAX)):
-                let type = UInt16(number - EvdevRequest.EVIOCGBIT)
-                guard let maskBytes = Evdev.maskBytes(ofType: type) else { return (-EINVAL, []) }
-                return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
-            case (.read, EvdevRequest.EVIOCGABS...EvdevRequest.EVIOCGABS + UInt8(Evdev.ABS_MAX)):
-                let code = UInt16(number - EvdevRequest.EVIOCGABS)
-                guard d.has(type: Evdev.EV_ABS, code: code), let axis = state.axes[code] else { return (-EINVAL, []) }
-                return (0, Array(axis.kernelBytes.prefix(size)))
-            case (.write, EvdevRequest.EVIOCSABS...EvdevRequest.EVIOCSABS + UInt8(Evdev.ABS_MAX)):
-                let code = UInt16(number - EvdevRequest.EVIOCSABS)
-                guard d.has(type: Evdev.EV_ABS, code: code), code != Evdev.ABS_MT_SLOT, let input,
-                    inputSize >= AbsoluteAxis.kernelSize
-                else { return (-EINVAL, []) }
-                state.setAxis(code, AbsoluteAxis(bytes: input))
-                return (0, [])
-            case (.read, EvdevRequest.EVIOCGEFFECTS):
-                return (0, bytes(of: Int32(0)))
-            case (.write, EvdevRequest.EVIOCGRAB):
-                guard let value = readInt() else { return (-EINVAL, []) }
-                if value != 0 {
-                    if grabbedBy != nil { return (-EBUSY, []) }
-                    grabbedBy = id
-                } else {
-                    guard grabbedBy == id else { return (-EINVAL, []) }
-                    grabbedBy = nil
-                }
-                return (0, [])
-            case (.write, EvdevRequest.EVIOCREVOKE):
-                guard readInt() == 0 else { return (-EINVAL, []) }
-                clients[id]!.revoked = true
-                clients[id]!.buffer.clear()
-                if grabbedBy == id { grabbedBy = nil }
-                wake(id, replies: &replies)
-                return (0, [])
-            case (.write, EvdevRequest.EVIOCSCLOCKID):
-                guard let clock = readInt(), [CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME].contains(clock) else {
-                    return (-EINVAL, [])
-                }
-                if clients[id]!.clock != clock {
-                    clients[id]!.clock = clock
-                    var now = timespec()
-                    clock_gettime(clock, &now)
-                    clients[id]!.buffer.resetWithSynDropped(seconds: now.tv_sec, microseconds: now.tv_nsec / 1000)
-                }
-                return (0, [])
-            default:
-                return (-EINVAL, [])
-            }
-        }
-        perform(replies)
-        let (result, data) = outcome
-        if result < 0 {
-            fuse_reply_err(req, -result)
-            return
-        }
-        let count = min(data.count, outputSize)
-        data.withUnsafeBytes { raw in
-            _ = fuse_reply_ioctl(req, result == 0 && request.repliesWithLength ? Int32(count) : result, raw.baseAddress, count)
-        }
-    }
-
-    /// A string ioctl: the text and its NUL, cut to `size`; returns the bytes copied.
-    private func stringReply(_ text: String, _ size: Int) -> (Int32, [UInt8]) {
-        var data = Array(text.utf8) + [0]
-        if data.count > size { data = Array(data.prefix(size)) }
-        return (0, data)
-    }
-
-    /// A bit-mask ioctl: the mask cut to `size`; returns the bytes copied.
-    private func maskReply(_ mask: [UInt8], _ size: Int) -> (Int32, [UInt8]) {
-        (0, Array(mask.prefix(size)))
-    }
-
     // MARK: Helpers
 
     @discardableResult
-    private func lockedPerform<T>(_ body: () -> T) -> T {
+    func lockedPerform<T>(_ body: () -> T) -> T {
         lock.locked(body)
     }
 
-    private func perform(_ replies: [Reply]) {
+    func perform(_ replies: [Reply]) {
         for reply in replies {
             switch reply {
             case .data(let request, let data):

@@ -1,0 +1,70 @@
+import CDispatchHooks
+import CLibURing
+import DequeModule
+import Glibc
+import Logging
+import Synchronization
+
+// Port sources on the ring: registering readiness and message ports, and their removal.
+extension RingRunLoop {
+    // MARK: Ports
+
+    func register(_ source: LoopPortSource) -> Bool {
+        switch source.port {
+        case .readiness(let fd, let events):
+            guard let core = waitCore() else { return false }
+            do {
+                let id = try core.addReadinessPort(fd: fd, events: events)
+                source.readinessPort = id
+                readinessSources[id] = source
+            } catch {
+                // The source stays in the mode and learns it at its next perform, as for a
+                // descriptor that fails later: `POLLNVAL`, with the error in `failure`.
+                Self.logger.error("cannot watch descriptor \(fd): \(error)")
+                source.failure = error
+                if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
+                source.pendingReadiness |= Int16(POLLNVAL)
+            }
+        case .messages(let port):
+            guard port.inbox === inbox else {
+                Self.logger.error("message port belongs to another loop")
+                return false
+            }
+            guard messageSources[port] == nil else {
+                Self.logger.error("message port already has a source in this loop")
+                return false
+            }
+            messageSources[port] = source
+            if let waiting = orphanMessages.removeValue(forKey: port) {
+                for message in waiting { pendingPortEvents.append(.message(source, message)) }
+            }
+        }
+        return true
+    }
+
+    func unregister(_ source: LoopPortSource) {
+        switch source.port {
+        case .readiness:
+            if let id = source.readinessPort {
+                readinessSources[id] = nil
+                source.readinessPort = nil
+                source.pendingReadiness = 0
+                do { try core?.removePort(id) } catch {
+                    Self.logger.error("cannot stop watching \(id): \(error)")
+                }
+            }
+        case .messages(let port):
+            if messageSources[port] === source { messageSources[port] = nil }
+            // Messages not yet performed go back to the port's queue, as in a Mach port.
+            var remaining: Deque<PendingPortEvent> = []
+            while let event = pendingPortEvents.popFirst() {
+                if case .message(let owner, let message) = event, owner === source {
+                    orphanMessages[port, default: []].append(message)
+                } else {
+                    remaining.append(event)
+                }
+            }
+            pendingPortEvents = remaining
+        }
+    }
+}

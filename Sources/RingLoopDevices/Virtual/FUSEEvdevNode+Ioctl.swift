@@ -1,0 +1,144 @@
+import CFuse
+import Logging
+import RingLoop
+import RingLoopEvdev
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The evdev ioctls a reader (libevdev, libinput, evtest) asks a node, answered as the kernel
+// answers them for the described device.
+extension FUSEEvdevNode {
+    // MARK: ioctl
+
+    func ioctl(
+        req: fuse_req_t?, client id: UInt64, command: UInt32, argument: UnsafeMutableRawPointer?,
+        input: UnsafeRawPointer?, inputSize: Int, outputSize: Int
+    ) {
+        guard let req else { return }
+        let request = EvdevRequest(command: command)
+        let number = request.number
+        let size = request.size
+        guard request.isEvdev else {
+            fuse_reply_err(req, ENOTTY)
+            return
+        }
+        func readInt() -> Int32? {
+            guard let input, inputSize >= 4 else { return nil }
+            return input.loadUnaligned(as: Int32.self)
+        }
+        var pid: pid_t = 0
+        if let context = fuse_req_ctx(req) { pid = context.pointee.pid }
+        var replies: [Reply] = []
+        let outcome: (Int32, [UInt8]) = lockedPerform {
+            guard clients[id] != nil else { return (-EBADF, []) }
+            if removed || clients[id]!.revoked { return (-ENODEV, []) }
+            let d = deviceDescription
+            switch (request.direction, number) {
+            case (.read, EvdevRequest.EVIOCGVERSION):
+                return (0, bytes(of: Evdev.EV_VERSION))
+            case (.read, EvdevRequest.EVIOCGID):
+                return (0, bytes(of: d.busType) + bytes(of: d.vendor) + bytes(of: d.product) + bytes(of: d.version))
+            case (.read, EvdevRequest.EVIOCGREP):
+                guard d.keyRepeat != nil else { return (-ENOSYS, []) }
+                return (0, bytes(of: UInt32(state.repeatDelay)) + bytes(of: UInt32(state.repeatPeriod)))
+            case (.write, EvdevRequest.EVIOCSREP):
+                guard d.keyRepeat != nil, let input, inputSize >= 8 else { return (-ENOSYS, []) }
+                let delay = input.loadUnaligned(as: Int32.self)
+                let period = input.loadUnaligned(fromByteOffset: 4, as: Int32.self)
+                _ = state.feed(type: Evdev.EV_REP, code: Evdev.REP_DELAY, value: delay)
+                if let frame = state.feed(type: Evdev.EV_REP, code: Evdev.REP_PERIOD, value: period) {
+                    deliver(frame, replies: &replies)
+                }
+                return (0, [])
+            case (.read, EvdevRequest.EVIOCGNAME): return stringReply(d.name, size)
+            case (.read, EvdevRequest.EVIOCGPHYS): return d.physicalLocation.isEmpty ? (-ENOENT, []) : stringReply(d.physicalLocation, size)
+            case (.read, EvdevRequest.EVIOCGUNIQ): return d.uniqueIdentifier.isEmpty ? (-ENOENT, []) : stringReply(d.uniqueIdentifier, size)
+            case (.read, EvdevRequest.EVIOCGPROP):
+                return maskReply(BitSet.bytes(of: d.properties, maskBytes: Evdev.propertyMaskBytes), size)
+            case (.read, EvdevRequest.EVIOCGMTSLOTS):  // the requested code is in the caller's buffer
+                var code: UInt32 = 0
+                guard let argument, size >= 4,
+                    ringloop_read_process_memory(pid, argument, &code, 4) == 4,
+                    code <= UInt16.max, let values = state.slotValues(code: UInt16(code))
+                else { return (-EINVAL, []) }
+                let count = min(values.count, (size - 4) / 4)
+                return (0, bytes(of: code) + values.prefix(count).flatMap { bytes(of: $0) })
+            case (.read, EvdevRequest.EVIOCGKEY): return maskReply(state.keys.bytes, size)
+            case (.read, EvdevRequest.EVIOCGLED): return maskReply(state.leds.bytes, size)
+            case (.read, EvdevRequest.EVIOCGSND): return maskReply(state.sounds.bytes, size)
+            case (.read, EvdevRequest.EVIOCGSW): return maskReply(state.switches.bytes, size)
+            case (.read, EvdevRequest.EVIOCGBIT...EvdevRequest.EVIOCGBIT + UInt8(Evdev.EV_MAX)):
+                let type = UInt16(number - EvdevRequest.EVIOCGBIT)
+                guard let maskBytes = Evdev.maskBytes(ofType: type) else { return (-EINVAL, []) }
+                return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
+            case (.read, EvdevRequest.EVIOCGABS...EvdevRequest.EVIOCGABS + UInt8(Evdev.ABS_MAX)):
+                let code = UInt16(number - EvdevRequest.EVIOCGABS)
+                guard d.has(type: Evdev.EV_ABS, code: code), let axis = state.axes[code] else { return (-EINVAL, []) }
+                return (0, Array(axis.kernelBytes.prefix(size)))
+            case (.write, EvdevRequest.EVIOCSABS...EvdevRequest.EVIOCSABS + UInt8(Evdev.ABS_MAX)):
+                let code = UInt16(number - EvdevRequest.EVIOCSABS)
+                guard d.has(type: Evdev.EV_ABS, code: code), code != Evdev.ABS_MT_SLOT, let input,
+                    inputSize >= AbsoluteAxis.kernelSize
+                else { return (-EINVAL, []) }
+                state.setAxis(code, AbsoluteAxis(bytes: input))
+                return (0, [])
+            case (.read, EvdevRequest.EVIOCGEFFECTS):
+                return (0, bytes(of: Int32(0)))
+            case (.write, EvdevRequest.EVIOCGRAB):
+                guard let value = readInt() else { return (-EINVAL, []) }
+                if value != 0 {
+                    if grabbedBy != nil { return (-EBUSY, []) }
+                    grabbedBy = id
+                } else {
+                    guard grabbedBy == id else { return (-EINVAL, []) }
+                    grabbedBy = nil
+                }
+                return (0, [])
+            case (.write, EvdevRequest.EVIOCREVOKE):
+                guard readInt() == 0 else { return (-EINVAL, []) }
+                clients[id]!.revoked = true
+                clients[id]!.buffer.clear()
+                if grabbedBy == id { grabbedBy = nil }
+                wake(id, replies: &replies)
+                return (0, [])
+            case (.write, EvdevRequest.EVIOCSCLOCKID):
+                guard let clock = readInt(), [CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME].contains(clock) else {
+                    return (-EINVAL, [])
+                }
+                if clients[id]!.clock != clock {
+                    clients[id]!.clock = clock
+                    var now = timespec()
+                    clock_gettime(clock, &now)
+                    clients[id]!.buffer.resetWithSynDropped(seconds: now.tv_sec, microseconds: now.tv_nsec / 1000)
+                }
+                return (0, [])
+            default:
+                return (-EINVAL, [])
+            }
+        }
+        perform(replies)
+        let (result, data) = outcome
+        if result < 0 {
+            fuse_reply_err(req, -result)
+            return
+        }
+        let count = min(data.count, outputSize)
+        data.withUnsafeBytes { raw in
+            _ = fuse_reply_ioctl(req, result == 0 && request.repliesWithLength ? Int32(count) : result, raw.baseAddress, count)
+        }
+    }
+
+    /// A string ioctl: the text and its NUL, cut to `size`; returns the bytes copied.
+    func stringReply(_ text: String, _ size: Int) -> (Int32, [UInt8]) {
+        var data = Array(text.utf8) + [0]
+        if data.count > size { data = Array(data.prefix(size)) }
+        return (0, data)
+    }
+
+    /// A bit-mask ioctl: the mask cut to `size`; returns the bytes copied.
+    func maskReply(_ mask: [UInt8], _ size: Int) -> (Int32, [UInt8]) {
+        (0, Array(mask.prefix(size)))
+    }
+}

@@ -1,0 +1,186 @@
+import CFUSEGuard
+import CFuse
+import Logging
+import RingLoop
+import RingLoopEvdev
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - libfuse callbacks
+
+enum FUSEOperations {
+    static func folder(_ req: fuse_req_t?) -> FUSEDeviceFolder? {
+        guard let req, let data = fuse_req_userdata(req) else { return nil }
+        return Unmanaged<ServerContext>.fromOpaque(data).takeUnretainedValue().folder
+    }
+
+    static func attributes(inode: UInt64) -> stat {
+        var info = stat()
+        info.st_ino = UInt(inode)
+        if inode == 1 {
+            info.st_mode = S_IFDIR | 0o755
+            info.st_nlink = 2
+        } else {
+            info.st_mode = S_IFREG | 0o660
+            info.st_nlink = 1
+        }
+        info.st_uid = getuid()
+        info.st_gid = getgid()
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        info.st_atim = now
+        info.st_mtim = now
+        info.st_ctim = now
+        return info
+    }
+
+    static func install(_ ops: inout fuse_lowlevel_ops) {
+        ops.lookup = { req, parent, name in
+            guard let folder = FUSEOperations.folder(req), parent == 1, let name,
+                let node = folder.node(named: String(cString: name))
+            else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            var entry = fuse_entry_param()
+            entry.ino = node.inode
+            entry.generation = 1
+            entry.attr = FUSEOperations.attributes(inode: node.inode)
+            entry.attr_timeout = 0
+            entry.entry_timeout = 0
+            fuse_reply_entry(req, &entry)
+        }
+        ops.mknod = { req, parent, name, _, _ in
+            // Only nodes being added through the API come into the folder this way.
+            guard let folder = FUSEOperations.folder(req), parent == 1, let name else {
+                fuse_reply_err(req, EPERM)
+                return
+            }
+            let wanted = String(cString: name)
+            let node = folder.state.withLock { state in state.nodes.values.first { $0.name == wanted } }
+            guard let node, !node.published else {
+                fuse_reply_err(req, node == nil ? EPERM : EEXIST)
+                return
+            }
+            node.published = true
+            var entry = fuse_entry_param()
+            entry.ino = node.inode
+            entry.generation = 1
+            entry.attr = FUSEOperations.attributes(inode: node.inode)
+            fuse_reply_entry(req, &entry)
+        }
+        ops.unlink = { req, parent, name in
+            // Only nodes already removed through the API leave this way.
+            guard let folder = FUSEOperations.folder(req), parent == 1, let name else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            let wanted = String(cString: name)
+            let node = folder.state.withLock { state in state.nodes.values.first { $0.name == wanted } }
+            guard let node else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            guard node.isRemoved else {
+                fuse_reply_err(req, EPERM)
+                return
+            }
+            node.unlinked = true
+            if node.clientCount == 0 { folder.forget(node) }
+            fuse_reply_err(req, 0)
+        }
+        ops.getattr = { req, inode, _ in
+            guard let folder = FUSEOperations.folder(req) else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            if inode != 1 {
+                guard let node = folder.node(inode), node.published, !node.unlinked else {
+                    fuse_reply_err(req, ENOENT)
+                    return
+                }
+            }
+            var info = FUSEOperations.attributes(inode: inode)
+            fuse_reply_attr(req, &info, 0)
+        }
+        ops.readdir = { req, inode, size, offset, _ in
+            guard let folder = FUSEOperations.folder(req), inode == 1 else {
+                fuse_reply_err(req, ENOTDIR)
+                return
+            }
+            var buffer: [UInt8] = []
+            var entries: [(String, UInt64)] = [(".", 1), ("..", 1)]
+            entries += folder.liveNodes().map { ($0.name, $0.inode) }
+            for (index, entry) in entries.enumerated() {
+                var info = FUSEOperations.attributes(inode: entry.1)
+                let needed = fuse_add_direntry(req, nil, 0, entry.0, nil, 0)
+                let start = buffer.count
+                buffer += [UInt8](repeating: 0, count: needed)
+                buffer.withUnsafeMutableBufferPointer { pointer in
+                    _ = fuse_add_direntry(
+                        req, UnsafeMutableRawPointer(pointer.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+                        needed, entry.0, &info, off_t(index + 1))
+                }
+            }
+            if offset < buffer.count {
+                let end = min(buffer.count, Int(offset) + size)
+                buffer[Int(offset)..<end].withUnsafeBytes { bytes in
+                    _ = fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+                }
+            } else {
+                fuse_reply_buf(req, nil, 0)
+            }
+        }
+        ops.open = { req, inode, info in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode), !node.isRemoved else {
+                fuse_reply_err(req, inode == 1 ? EISDIR : ENODEV)
+                return
+            }
+            let nonblocking = info.pointee.flags & O_NONBLOCK != 0
+            info.pointee.fh = node.openClient(nonblocking: nonblocking)
+            ringloop_fuse_file_info_set_stream(info)
+            fuse_reply_open(req, info)
+        }
+        ops.release = { req, inode, info in
+            if let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) {
+                node.closeClient(info.pointee.fh)
+                if node.unlinked, node.clientCount == 0 { folder.forget(node) }
+            }
+            fuse_reply_err(req, 0)
+        }
+        ops.read = { req, inode, size, _, info in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) else {
+                fuse_reply_err(req, ENODEV)
+                return
+            }
+            node.read(req: req, client: info.pointee.fh, size: size)
+        }
+        ops.write = { req, inode, buffer, size, _, info in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode), let buffer else {
+                fuse_reply_err(req, ENODEV)
+                return
+            }
+            node.write(req: req, client: info.pointee.fh, bytes: UnsafeRawPointer(buffer), size: size)
+        }
+        ops.ioctl = { req, inode, command, argument, info, _, input, inputSize, outputSize in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) else {
+                fuse_reply_err(req, ENODEV)
+                return
+            }
+            node.ioctl(
+                req: req, client: info.pointee.fh, command: command, argument: argument, input: input,
+                inputSize: inputSize, outputSize: outputSize)
+        }
+        ops.poll = { req, inode, info, handle in
+            guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode) else {
+                if let handle { fuse_pollhandle_destroy(handle) }
+                fuse_reply_poll(req, UInt32(POLLERR | POLLHUP))
+                return
+            }
+            fuse_reply_poll(req, node.poll(client: info.pointee.fh, handle: handle))
+        }
+    }
+}
