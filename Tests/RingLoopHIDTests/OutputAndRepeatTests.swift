@@ -140,3 +140,22 @@ struct EventThreadPlacementTests {
         #expect(cpus == [first])
     }
 }
+
+@Suite("Thread rules are checked")
+struct ThreadRuleTests {
+    /// An event system belongs to its client loop's thread; a handler added from another
+    /// thread would race the dispatch, so it stops the process with a message instead.
+    @Test("Adding a handler from another thread than the client loop's stops the process")
+    func handlerFromAnotherThread() async {
+        await #expect(processExitsWith: .failure) {
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: "/tmp"), loop: RingRunLoop.current)
+            let box = UncheckedBox(system)
+            let other = LoopThread(name: "not-the-client")
+            other.perform { _ = box.value.addHandler { _ in .pass } }
+            // The precondition ends the process; if it did not, this exits 0 after 5 s and
+            // the test fails.
+            for _ in 0..<500 { usleep(10_000) }
+            exit(0)
+        }
+    }
+}

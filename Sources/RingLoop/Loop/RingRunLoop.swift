@@ -228,7 +228,7 @@ public final class RingRunLoop: @unchecked Sendable {
         ownerThread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
-    func preconditionOnLoopThread(_ what: @autoclosure () -> String) {
+    package func preconditionOnLoopThread(_ what: @autoclosure () -> String) {
         precondition(isOnLoopThread, "\(what()) must be called on the loop's own thread")
     }
 

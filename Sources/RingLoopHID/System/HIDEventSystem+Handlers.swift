@@ -23,6 +23,7 @@ extension HIDEventSystem {
         kinds: Set<HIDEvent.Kind>? = nil, deviceClasses: Set<HIDDeviceClass>? = nil, device: HIDDeviceID? = nil,
         usage: HIDUsage? = nil, _ body: @escaping (HIDEvent) -> HIDHandlerResult
     ) -> HIDHandlerToken {
+        loop.preconditionOnLoopThread("HIDEventSystem.addHandler")
         let token = HIDHandlerToken(rawValue: nextToken)
         nextToken += 1
         handlers.append((token, Filter(kinds: kinds, classes: deviceClasses, device: device, usage: usage), body, true))
@@ -31,6 +32,7 @@ extension HIDEventSystem {
 
     /// Removes a handler; it is not called again, even for the event being dispatched.
     public func removeHandler(_ token: HIDHandlerToken) {
+        loop.preconditionOnLoopThread("HIDEventSystem.removeHandler")
         for index in handlers.indices where handlers[index].token == token { handlers[index].active = false }
         if !dispatching { handlers.removeAll { !$0.active } }
     }

@@ -42,7 +42,9 @@ public struct HIDHandlerToken: Hashable, Sendable {
 /// RingRunLoop.current.run()
 /// ```
 ///
-/// Thread rules: create, start, add handlers and stop on the client loop's thread.
+/// Thread rules: create, start, add handlers and stop on the client loop's thread; `start`,
+/// `stop`, `addHandler` and `removeHandler` check it and stop the process with a message
+/// when called from another thread (as swift-nio's `preconditionInEventLoop`).
 public final class HIDEventSystem {
     /// Where devices are read.
     public enum Shape: String, Sendable, CaseIterable {
@@ -182,6 +184,7 @@ public final class HIDEventSystem {
 
     /// Enumerates the device folder, attaches what is there and follows hotplug.
     public func start() throws(HIDError) {
+        loop.preconditionOnLoopThread("HIDEventSystem.start")
         if let cpus = configuration.eventThreadCPUs {
             do { try CPUAffinity.validate(cpus: cpus) } catch { throw .configuration("eventThreadCPUs: \(error)") }
         }
@@ -273,6 +276,7 @@ public final class HIDEventSystem {
     /// captures the system does not keep it alive for ever). Add handlers again after a
     /// new ``start()``.
     public func stop() {
+        loop.preconditionOnLoopThread("HIDEventSystem.stop")
         if let monitor {
             monitor.stop()
             self.monitor = nil
