@@ -89,7 +89,7 @@ let package = Package(
             name: "RingLoopDevices",
             dependencies: [
                 "RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
 
@@ -156,6 +156,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RingLoopDevicesTests",
-            dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport"]),
+            dependencies: [
+                "RingLoopDevices", "RingLoopEvdev", "RingLoop", "CLibEvdev", "CEvemu", "RingLoopTestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import RingLoopEvdev
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -174,7 +175,7 @@ struct EvemuFormatTests {
 
     @Test("A missing file is reported with the reason")
     func missingFile() {
-        #expect(throws: RecordingError.unreadable(file: "/nonexistent/x.evemu", errno: 2)) {
+        #expect(throws: RecordingError.unreadable(file: "/nonexistent/x.evemu", errno: .noSuchFileOrDirectory)) {
             try Recording.load(contentsOf: "/nonexistent/x.evemu")
         }
     }

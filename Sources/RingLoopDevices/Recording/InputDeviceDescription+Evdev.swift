@@ -1,5 +1,6 @@
 import CLibEvdev
 import RingLoopEvdev
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +14,7 @@ extension InputDeviceDescription {
         var device: OpaquePointer?
         let result = libevdev_new_from_fd(fd, &device)
         guard result == 0, let device else {
-            throw .unreadable(file: "fd \(fd)", errno: -result)
+            throw .unreadable(file: "fd \(fd)", errno: Errno(rawValue: -result))
         }
         defer { libevdev_free(device) }
         self.init(libevdev: device)

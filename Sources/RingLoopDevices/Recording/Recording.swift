@@ -1,4 +1,5 @@
 import RingLoopEvdev
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -53,7 +54,9 @@ public enum RecordingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A line did not have the expected form. `line` counts from 1.
     case malformed(file: String, line: Int, message: String)
     /// The file could not be read.
-    case unreadable(file: String, errno: Int32)
+    case unreadable(file: String, errno: Errno)
+    /// A recording could not be written.
+    case unwritable(file: String, errno: Errno)
     /// The file is larger than ``Recording/maximumFileSize``.
     case tooLarge(file: String, bytes: Int)
     /// A description file held events, or an events file a second description.
@@ -62,7 +65,8 @@ public enum RecordingError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .malformed(let file, let line, let message): "\(file):\(line): \(message)"
-        case .unreadable(let file, let errno): "\(file): cannot read: \(String(cString: strerror(errno)))"
+        case .unreadable(let file, let errno): "\(file): cannot read: \(String(cString: strerror(errno.rawValue)))"
+        case .unwritable(let file, let errno): "\(file): cannot write: \(String(cString: strerror(errno.rawValue)))"
         case .tooLarge(let file, let bytes):
             "\(file): \(bytes) bytes is larger than the \(Recording.maximumFileSize >> 20) MiB a recording may be"
         case .unexpectedContent(let file, let message): "\(file): \(message)"
@@ -142,15 +146,15 @@ extension Recording {
     /// Writes the recording in the evemu 1.3 format.
     public func write(to path: String) throws(RecordingError) {
         let text = EvemuFormat.write(self)
-        guard let file = fopen(path, "w") else { throw .unreadable(file: path, errno: errno) }
+        guard let file = fopen(path, "w") else { throw .unwritable(file: path, errno: Errno(rawValue: errno)) }
         defer { fclose(file) }
         let ok = text.utf8CString.withUnsafeBufferPointer { fputs($0.baseAddress!, file) >= 0 }
-        if !ok { throw .unreadable(file: path, errno: errno) }
+        if !ok { throw .unwritable(file: path, errno: Errno(rawValue: errno)) }
     }
 
     static func readFile(_ path: String) throws(RecordingError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .unreadable(file: path, errno: errno) }
+        guard fd >= 0 else { throw .unreadable(file: path, errno: Errno(rawValue: errno)) }
         defer { close(fd) }
         var info = stat()
         if fstat(fd, &info) == 0, Int(info.st_size) > Recording.maximumFileSize {
@@ -162,7 +166,7 @@ extension Recording {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw .unreadable(file: path, errno: errno)
+                throw .unreadable(file: path, errno: Errno(rawValue: errno))
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])

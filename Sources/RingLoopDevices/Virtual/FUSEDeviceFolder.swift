@@ -4,6 +4,7 @@ import Logging
 import RingLoop
 import RingLoopEvdev
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +13,7 @@ import Glibc
 /// Why a virtual device could not be created or served.
 public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The folder could not be created or prepared.
-    case folder(path: String, errno: Int32)
+    case folder(path: String, errno: Errno)
     /// libfuse refused to create the session or to mount (no `/dev/fuse`, not root…).
     case mount(path: String, reason: String)
     /// The device was removed.
@@ -20,15 +21,15 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
     /// Neither uinput nor FUSE can be used here.
     case noBackend(String)
     /// A uinput call failed.
-    case uinput(operation: String, errno: Int32)
+    case uinput(operation: String, errno: Errno)
 
     public var description: String {
         switch self {
-        case .folder(let path, let errno): "\(path): \(String(cString: strerror(errno)))"
+        case .folder(let path, let errno): "\(path): \(String(cString: strerror(errno.rawValue)))"
         case .mount(let path, let reason): "cannot mount virtual devices at \(path): \(reason)"
         case .removed(let path): "\(path): the device was removed"
         case .noBackend(let reason): reason
-        case .uinput(let operation, let errno): "uinput \(operation) failed: \(String(cString: strerror(errno)))"
+        case .uinput(let operation, let errno): "uinput \(operation) failed: \(String(cString: strerror(errno.rawValue)))"
         }
     }
 }
@@ -175,7 +176,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         if mknod(node.path, S_IFREG | 0o660, 0) != 0 {
             let error = errno
             forget(node)
-            throw .folder(path: node.path, errno: error)
+            throw .folder(path: node.path, errno: Errno(rawValue: error))
         }
         return node
     }
@@ -250,12 +251,12 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
                 // A FUSE mount whose server died: detach it.
                 _ = ringloop_lazy_unmount(path)
             } else if errno != ENOENT {
-                throw .folder(path: path, errno: errno)
+                throw .folder(path: path, errno: Errno(rawValue: errno))
             }
         } else if isMountPoint(path) {
             _ = ringloop_lazy_unmount(path)
         }
-        if mkdir(path, 0o755) != 0, errno != EEXIST { throw .folder(path: path, errno: errno) }
+        if mkdir(path, 0o755) != 0, errno != EEXIST { throw .folder(path: path, errno: Errno(rawValue: errno)) }
     }
 
     static func isMountPoint(_ path: String) -> Bool {

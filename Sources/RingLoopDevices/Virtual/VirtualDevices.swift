@@ -2,6 +2,7 @@ import CLibEvdev
 import RingLoop
 import RingLoopEvdev
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -148,7 +149,7 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
 
     public init(_ description: InputDeviceDescription) throws(VirtualDeviceError) {
         deviceDescription = description
-        guard let device = libevdev_new() else { throw .uinput(operation: "libevdev_new", errno: ENOMEM) }
+        guard let device = libevdev_new() else { throw .uinput(operation: "libevdev_new", errno: .noMemory) }
         defer { libevdev_free(device) }
         libevdev_set_name(device, description.name)
         libevdev_set_id_bustype(device, Int32(description.busType))
@@ -181,7 +182,7 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
         }
         var created: OpaquePointer?
         let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
-        guard result == 0, let created else { throw .uinput(operation: "create", errno: -result) }
+        guard result == 0, let created else { throw .uinput(operation: "create", errno: Errno(rawValue: -result)) }
         nodePath = libevdev_uinput_get_devnode(created).map { String(cString: $0) } ?? ""
         // From here on the uinput device is used only under the lock; libevdev's handle
         // it was made from is freed on return and keeps no reference to it.
@@ -196,7 +197,7 @@ public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
             guard let handle else { return .removed(nodePath) }
             for event in events {
                 let result = libevdev_uinput_write_event(handle, UInt32(event.type), UInt32(event.code), event.value)
-                if result != 0 { return .uinput(operation: "write", errno: -result) }
+                if result != 0 { return .uinput(operation: "write", errno: Errno(rawValue: -result)) }
             }
             return nil
         }
