@@ -37,7 +37,7 @@ extension HIDEventSystem {
     /// forwarder lost into the resync (its snapshots are the devices' states after the
     /// events it dropped).
     func takeForwarded() {
-        guard let forwarder else { return }
+        guard let forwarder = (feed as? ThreadedDeviceFeed)?.forwarder else { return }
         let taken = forwarder.drain { enqueue($0) }
         if taken.dropped > 0 || !taken.lifecycle.isEmpty {
             forwardedDrops += taken.dropped

@@ -148,12 +148,8 @@ public final class HIDEventSystem {
     var repeatTimer: LoopTimer?
     var repeatingKey: (device: HIDDeviceID, key: KeyEvent)?
 
-    // Shape clientLoop
-    var monitor: DeviceMonitor?
-    // Shape dedicatedThread
-    var readerThread: LoopThread?
-    var forwarder: Forwarder?
-    var forwardSource: LoopPortSource?
+    /// Where devices are read (``Shape``), while started.
+    var feed: (any DeviceFeed)?
 
     struct Filter {
         var kinds: Set<HIDEvent.Kind>?
@@ -175,7 +171,7 @@ public final class HIDEventSystem {
     public var devices: [HIDDeviceInfo] { deviceTable.all }
 
     /// Raw evdev events read from the kernel so far (client-loop shape; loop thread).
-    var rawEventsRead: Int { monitor?.totalEventsRead ?? forwarder?.eventsRead ?? 0 }
+    var rawEventsRead: Int { feed?.eventsRead ?? 0 }
 
     /// The device with `id`, if attached.
     public func device(_ id: HIDDeviceID) -> HIDDeviceInfo? { deviceTable.all.first { $0.id == id } }
@@ -204,52 +200,25 @@ public final class HIDEventSystem {
             nodeNames: configuration.nodeNames)
         switch configuration.shape {
         case .clientLoop:
-            let monitor = DeviceMonitor(
+            let feed = LocalDeviceFeed(
                 settings: settings, loop: loop,
                 sink: { [unowned self] event in self.enqueue(event) },
                 onError: { [unowned self] error in self.report(error) },
-                onDevicesChanged: { [deviceTable] in deviceTable.replace($0) })
-            self.monitor = monitor
-            try monitor.start()
+                table: deviceTable)
+            self.feed = feed
+            try feed.start()
         case .dedicatedThread:
-            let port = loop.makeMessagePort()
-            let forwarder = Forwarder(capacity: configuration.queueCapacity, port: port)
-            self.forwarder = forwarder
-            let source = LoopPortSource(port: port) { [unowned self] _ in self.takeForwarded() }
-            forwardSource = source
-            loop.add(source, to: .common)
-            let thread: LoopThread
-            if let cpus = configuration.eventThreadCPUs {
-                do { thread = try LoopThread(name: "hid-events", cpus: cpus) } catch {
-                    stop()  // takes back the sources added above
-                    throw .configuration("eventThreadCPUs: \(error)")
-                }
-            } else {
-                thread = LoopThread(name: "hid-events")
+            let feed: ThreadedDeviceFeed
+            do throws(HIDError) {
+                feed = try ThreadedDeviceFeed(
+                    settings: settings, capacity: configuration.queueCapacity, cpus: configuration.eventThreadCPUs,
+                    clientLoop: loop, table: deviceTable, onArrival: { [unowned self] in self.takeForwarded() })
+            } catch {
+                stop()  // takes back the sources added above
+                throw error
             }
-            readerThread = thread
-            let table = deviceTable
-            let startError = ThreadLock<HIDError?>(nil)
-            // The event-system thread says when its monitor is up (or failed); start() waits
-            // for it without spinning.
-            let started = DispatchSemaphore(value: 0)
-            thread.perform {
-                let monitor = DeviceMonitor(
-                    settings: settings, loop: RingRunLoop.current,
-                    sink: { forwarder.push($0) },
-                    onError: { forwarder.pushProblem($0) },
-                    onDevicesChanged: { table.replace($0) })
-                do throws(HIDError) {
-                    try monitor.start()
-                    forwarder.monitor = monitor
-                } catch {
-                    startError.withLock { $0 = error }
-                }
-                forwarder.flush()
-                started.signal()
-            }
-            started.wait()
-            if let error = startError.withLock({ $0 }) {
+            self.feed = feed
+            do throws(HIDError) { try feed.start() } catch {
                 stop()
                 throw error
             }
@@ -258,17 +227,7 @@ public final class HIDEventSystem {
 
     /// The CPUs the event-system thread may run on (`dedicatedThread` shape, while
     /// started). Waits for the thread to answer.
-    func eventThreadAllowedCPUs() -> [Int]? {
-        guard let thread = readerThread else { return nil }
-        let answer = ThreadLock<[Int]?>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        thread.perform {
-            answer.withLock { $0 = CPUAffinity.allowedCPUs() }
-            answered.signal()
-        }
-        answered.wait()
-        return answer.withLock { $0 }
-    }
+    func eventThreadAllowedCPUs() -> [Int]? { (feed as? ThreadedDeviceFeed)?.allowedCPUs() }
 
     /// Detaches every device (clients see releases, cancels and removals) and stops. Then
     /// releases every handler and finishes every ``events(kinds:deviceClasses:buffer:)``
@@ -277,27 +236,16 @@ public final class HIDEventSystem {
     /// new ``start()``.
     public func stop() {
         loop.preconditionOnLoopThread("HIDEventSystem.stop")
-        if let monitor {
-            monitor.stop()
-            self.monitor = nil
-            drainQueue()
-        }
-        if let thread = readerThread, let forwarder {
-            thread.perform {
-                forwarder.monitor?.stop()
-                forwarder.monitor = nil
-                forwarder.flush()
-            }
-            thread.stopAndJoin()
-            readerThread = nil
-            takeForwarded()
+        if let feed {
+            feed.stop()
+            takeForwarded()  // what the thread forwarded last (nothing for a local feed)
             drainQueue()
         }
         flushCoalesced()
         coalescingObserver?.invalidate()
         coalescingObserver = nil
-        forwardSource?.invalidate()
-        forwardSource = nil
+        (feed as? ThreadedDeviceFeed)?.invalidate()
+        feed = nil
         dispatchSource?.invalidate()
         dispatchSource = nil
         let finishers = streamFinishers
