@@ -11,30 +11,9 @@ public enum HIDDecodeBenchmark {
         info: HIDDeviceInfo, events: [InputEvent], rounds: Int, beforeMeasuredRound: () -> Void = {},
         handler: (HIDEvent) -> Void
     ) -> Int {
-        var decoder = FrameDecoder(info: info)
-        var queue = HIDEventQueue(capacity: 4096)
-        var output: [HIDEvent] = []
-        output.reserveCapacity(256)
-        var dispatched = 0
-        for round in 0..<rounds {
-            if round == rounds - 1 { beforeMeasuredRound() }
-            for event in events {
-                decoder.feed(event, into: &output)
-                if !output.isEmpty {
-                    for decoded in output { queue.push(decoded) }
-                    output.removeAll(keepingCapacity: true)
-                    while let next = queue.pop() {
-                        callHandler(handler, next)
-                        dispatched += 1
-                    }
-                }
-            }
-        }
-        return dispatched
+        DecodeThroughput.run(
+            info: info, events: events, rounds: rounds, beforeMeasuredRound: beforeMeasuredRound, handler: handler)
     }
-
-    @inline(never)
-    static func callHandler(_ handler: (HIDEvent) -> Void, _ event: HIDEvent) { handler(event) }
 
     /// A device description for the benchmark, classified from its capabilities.
     public static func info(
