@@ -142,6 +142,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         if Self.isMountPoint(path) { _ = ringloop_lazy_unmount(path) }
         ringloop_stop_fuse_guardian(guardian)
         thread?.join()
+        // No callback runs any more: free what readers still open would have freed.
+        for node in state.withLock({ Array($0.nodes.values) }) { node.releasePollHandles() }
         fuse_session_destroy(session)
         context.takeUnretainedValue().folder = nil
         context.release()

@@ -192,6 +192,20 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     // MARK: File operations (libfuse threads)
 
+    /// Poll handles kept for readers' next wake-up.
+    var storedPollHandles: Int { lockedPerform { clients.values.filter { $0.pollHandle != nil }.count } }
+
+    /// Frees every kept poll handle: the folder is closing and its connection is gone, so
+    /// readers still open will get no RELEASE that would free them.
+    func releasePollHandles() {
+        lockedPerform {
+            for id in clients.keys {
+                if let handle = clients[id]!.pollHandle { fuse_pollhandle_destroy(handle) }
+                clients[id]!.pollHandle = nil
+            }
+        }
+    }
+
     func openClient(nonblocking: Bool) -> UInt64 {
         lockedPerform {
             let id = nextClient
@@ -262,8 +276,14 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         lockedPerform {
             guard clients[id] != nil else { return UInt32(POLLERR | POLLHUP) }
             if let handle {
-                if let old = clients[id]!.pollHandle { fuse_pollhandle_destroy(old) }
-                clients[id]!.pollHandle = handle
+                if removed || clients[id]!.revoked {
+                    // Nothing will be notified again: the reply says POLLHUP now, and a
+                    // handle kept would outlive the connection (libfuse allocates each).
+                    fuse_pollhandle_destroy(handle)
+                } else {
+                    if let old = clients[id]!.pollHandle { fuse_pollhandle_destroy(old) }
+                    clients[id]!.pollHandle = handle
+                }
             }
             // The newest handle stays registered even when data is ready now: the
             // reply tells the caller about this data, the handle the next arrival.
