@@ -137,7 +137,7 @@ let package = Package(
 
         // Test helpers shared by the test targets (child processes without Foundation's
         // Process, which leaks inside itself).
-        .target(name: "RingLoopTestSupport", path: "Tests/RingLoopTestSupport"),
+        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop"], path: "Tests/RingLoopTestSupport"),
         .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
         .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport"]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on

@@ -1,4 +1,5 @@
 import Glibc
+import RingLoop
 import Synchronization
 
 /// A child process for tests, started with `posix_spawn`: every signal at its default
@@ -9,7 +10,9 @@ public final class Spawned: @unchecked Sendable {
     // @unchecked: `output` and `error` are appended by the reading threads and read
     // under `lock`; the rest is set once.
     public let pid: pid_t
-    private let lock = Mutex<(output: [UInt8], error: [UInt8], status: Int32?)>(([], [], nil))
+    // A pthread mutex (ThreadLock), not Synchronization's Mutex: ThreadSanitizer cannot see
+    // Mutex's contended path and reported a race between a reader and `output`.
+    private let lock = ThreadLock<(output: [UInt8], error: [UInt8], status: Int32?)>(([], [], nil))
     private var readers: [pthread_t] = []
     /// Set when the child has ended and its pipes stayed open for a while after: some
     /// process it started (a backtracer, say) holds them; what came so far is kept.
