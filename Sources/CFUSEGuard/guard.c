@@ -52,6 +52,24 @@ int ringloop_process_is_dying(const char *status_path) {
         || (ringloop_status_mask(buffer, "ShdPnd:\t") & kill_bit) != 0;
 }
 
+/// See CFUSEGuard.h. The mount's device is "0:N" in /proc/self/mountinfo (field 3, the
+/// mount point field 5); FUSE names the connection N under /sys/fs/fuse/connections.
+long ringloop_fuse_connection_of(const char *mountpoint) {
+    FILE *file = fopen("/proc/self/mountinfo", "re");
+    if (file == NULL) return -1;
+    char line[8192];
+    long found = -1;
+    while (found < 0 && fgets(line, sizeof(line), file) != NULL) {
+        unsigned major = 0, minor = 0;
+        char point[4096];
+        if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, point) != 3) continue;
+        const char *type = strstr(line, " - fuse");
+        if (major == 0 && type != NULL && strcmp(point, mountpoint) == 0) found = (long)minor;
+    }
+    fclose(file);
+    return found;
+}
+
 /// Starts the guardian of a FUSE mount that this process serves: a forked child that
 /// watches this process and, once it is dying (main thread gone while a thread lingers,
 /// or gone altogether, whatever killed it: SIGKILL, a crash, a signal with no handler),
@@ -67,11 +85,24 @@ int ringloop_process_is_dying(const char *status_path) {
 pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
     char status_path[64];
     char mount_copy[4096];
+    char abort_path[96] = "";
     pid_t parent = getpid();
     snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)parent);
     size_t length = strlen(mountpoint);
     if (length >= sizeof(mount_copy)) return -ENAMETOOLONG;
     memcpy(mount_copy, mountpoint, length + 1);
+    // The connection's abort file, found now (before the fork, where stdio is allowed):
+    // aborting through it still works once the mount has been detached or its path
+    // reused, when umount2 on the path no longer reaches the connection.
+    long connection = ringloop_fuse_connection_of(mountpoint);
+    if (connection >= 0) {
+        snprintf(abort_path, sizeof(abort_path), "/sys/fs/fuse/connections/%ld/abort", connection);
+        // The control filesystem may not be mounted yet (systemd mounts it at boot, not
+        // every system does); root can mount it, as FUSE's documentation describes.
+        if (access(abort_path, W_OK) != 0 && errno == ENOENT) {
+            mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
+        }
+    }
     pid_t child = fork();
     if (child < 0) return -errno;
     if (child > 0) return child;
@@ -88,6 +119,13 @@ pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
     struct timespec interval = { .tv_sec = 0, .tv_nsec = 50 * 1000 * 1000 };
     while (getppid() == parent && !ringloop_process_is_dying(status_path)) {
         nanosleep(&interval, NULL);
+    }
+    if (abort_path[0] != 0) {
+        int abort_fd = open(abort_path, O_WRONLY | O_CLOEXEC);
+        if (abort_fd >= 0) {
+            (void)!write(abort_fd, "1", 1);
+            close(abort_fd);
+        }
     }
     umount2(mount_copy, MNT_FORCE);
     umount2(mount_copy, MNT_DETACH);

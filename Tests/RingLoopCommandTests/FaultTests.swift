@@ -8,6 +8,18 @@ func isMounted(_ path: String) -> Bool {
     return table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first == Substring(path) }
 }
 
+/// The FUSE connection number of the mount at `path` ("0:N" in the mount table).
+func fuseConnection(of path: String) -> Int? {
+    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+    for line in table.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count > 4, fields[4] == Substring(path), line.contains(" - fuse") else { continue }
+        let device = fields[2].split(separator: ":")
+        if device.count == 2, device[0] == "0" { return Int(device[1]) }
+    }
+    return nil
+}
+
 /// Waits until `condition` holds or `timeout` passes; whether it held.
 func eventually(_ timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: timeout)
@@ -52,6 +64,27 @@ struct FaultTests {
         #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
         #expect(eventually(2) { !isMounted(mount) }, "\(name): the mount is left")
         #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
+    }
+
+    /// A host whose folder was detached (by anyone: `umount -l`, a cleanup script) and
+    /// then killed: its guardian cannot reach the connection through the path any more.
+    /// It once stayed for ever with a thread in `request_wait_answer`; the guardian now
+    /// aborts the connection through /sys/fs/fuse/connections.
+    @Test("A host killed after its folder was detached still ends: its connection is aborted")
+    func detachedThenKilled() throws {
+        let mount = "/tmp/ringloop-fault-\(getpid())-detached"
+        let child = try startRingloop(["host-and-read", "devices/keyboard.evemu", "--mount", mount])
+        defer { child.finish(timeout: .seconds(5)) }
+        try #require(child.waitFor("ready"))
+        let connection = try #require(fuseConnection(of: mount), "no FUSE connection at \(mount)")
+        #expect(umount2(mount, Int32(MNT_DETACH)) == 0)
+        child.signal(SIGKILL)
+        let ended = eventually(2) { child.exited }
+        #expect(ended, "still running 2 s after SIGKILL: a thread waits on the dead connection")
+        if !ended {
+            // Free it, as a person would, so the failure leaves nothing stuck behind.
+            _ = try? "1".write(toFile: "/sys/fs/fuse/connections/\(connection)/abort", atomically: false, encoding: .utf8)
+        }
     }
 
     /// SIGQUIT: the Swift runtime prints a backtrace of every thread and the process

@@ -20,6 +20,9 @@ int ringloop_process_is_dying(const char *status_path);
 /// the process can end, and nothing else on the machine waits on the dead folder.
 /// Polls every 50 ms. Returns the guardian's pid, or -errno.
 pid_t ringloop_start_fuse_guardian(const char *mountpoint);
+/// The FUSE connection number of the mount at `mountpoint` (its directory under
+/// /sys/fs/fuse/connections), or -1 when no FUSE mount is there.
+long ringloop_fuse_connection_of(const char *mountpoint);
 
 /// Stops a guardian (SIGKILL) and reaps it.
 void ringloop_stop_fuse_guardian(pid_t guardian);
