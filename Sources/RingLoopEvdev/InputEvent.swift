@@ -64,8 +64,6 @@ public struct InputEvent: Hashable, Sendable, CustomStringConvertible {
 
     /// `EV_KEY / BTN_TOUCH 1`: the names libevdev shows, or the numbers in hexadecimal.
     public var description: String {
-        let typeName = Evdev.name(ofType: type) ?? "0x" + String(type, radix: 16)
-        let codeName = Evdev.name(ofCode: code, type: type) ?? "0x" + String(code, radix: 16)
-        return "\(typeName) / \(codeName) \(value)"
+        "\(Evdev.shownName(ofType: type)) / \(Evdev.shownName(ofCode: code, type: type)) \(value)"
     }
 }
