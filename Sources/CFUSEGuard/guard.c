@@ -86,6 +86,7 @@ pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
     char status_path[64];
     char mount_copy[4096];
     char abort_path[96] = "";
+    int abort_fd = -1;
     pid_t parent = getpid();
     snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)parent);
     size_t length = strlen(mountpoint);
@@ -102,10 +103,16 @@ pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
         if (access(abort_path, W_OK) != 0 && errno == ENOENT) {
             mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
         }
+        // Opened now and kept: the open file holds this connection, so the abort reaches
+        // it even after its number has been freed and given to another mount.
+        abort_fd = open(abort_path, O_WRONLY | O_CLOEXEC);
     }
     pid_t child = fork();
-    if (child < 0) return -errno;
-    if (child > 0) return child;
+    if (child != 0) {
+        int error = errno;
+        if (abort_fd >= 0) close(abort_fd);
+        return child < 0 ? -error : child;
+    }
     // The child: async-signal-safe calls only.
     setsid();
     int null_fd = open("/dev/null", O_RDWR);
@@ -114,19 +121,16 @@ pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
         dup2(null_fd, 1);
         dup2(null_fd, 2);
     }
-    syscall(SYS_close_range, 3U, ~0U, 0U);
+    if (abort_fd >= 0) {
+        abort_fd = dup2(abort_fd, 3) == 3 ? 3 : -1;
+    }
+    syscall(SYS_close_range, abort_fd == 3 ? 4U : 3U, ~0U, 0U);
     prctl(PR_SET_NAME, (unsigned long)"ringloop-guard", 0, 0, 0);
     struct timespec interval = { .tv_sec = 0, .tv_nsec = 50 * 1000 * 1000 };
     while (getppid() == parent && !ringloop_process_is_dying(status_path)) {
         nanosleep(&interval, NULL);
     }
-    if (abort_path[0] != 0) {
-        int abort_fd = open(abort_path, O_WRONLY | O_CLOEXEC);
-        if (abort_fd >= 0) {
-            (void)!write(abort_fd, "1", 1);
-            close(abort_fd);
-        }
-    }
+    if (abort_fd >= 0) (void)!write(abort_fd, "1", 1);
     umount2(mount_copy, MNT_FORCE);
     umount2(mount_copy, MNT_DETACH);
     _exit(0);
