@@ -260,7 +260,7 @@ extension FUSENodeTests {
 }
 
 /// A value shared with a test thread under a lock.
-final class ThreadBox<Value>: @unchecked Sendable {
+final class ThreadBox<Value>: Sendable {
     private let lock: ThreadLock<Value>
     init(_ value: sending Value) { lock = ThreadLock(value) }
     var value: Value { lock.withLock { $0 } }
@@ -269,6 +269,7 @@ final class ThreadBox<Value>: @unchecked Sendable {
 
 /// A joinable thread for tests.
 final class LoopThreadForTest: @unchecked Sendable {
+    // @unchecked: `handle` is written by `start` before `join` reads it, on one thread.
     private var handle = pthread_t()
     private let body: () -> Void
     init(_ body: @escaping () -> Void) {

@@ -40,6 +40,7 @@ struct Activities: OptionSet, Sendable {
 
 /// An item a driver made; scenarios only pass it back to the same driver.
 final class Handle: @unchecked Sendable {
+    // @unchecked: made and used on the driver's loop thread only; it crosses no thread.
     enum Kind { case source, port, timer, observer }
     let name: String
     let kind: Kind
@@ -124,6 +125,7 @@ func writeEventFD(_ fd: Int32) {
 // MARK: - Foundation (CFRunLoop)
 
 final class CFDriver: LoopDriver, @unchecked Sendable {
+    // @unchecked: made, driven and dropped on the thread whose CFRunLoop it drives.
     let trace = Trace()
     let loop: CFRunLoop = CFRunLoopGetCurrent()
     private var descriptors: [Int32] = []

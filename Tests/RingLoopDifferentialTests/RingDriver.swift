@@ -9,6 +9,8 @@ import Synchronization
 // MARK: - RingRunLoop
 
 final class RingDriver: LoopDriver, @unchecked Sendable {
+    // @unchecked: made, driven and dropped on the thread whose loop it drives; its item
+    // callbacks run on that thread too.
     let trace = Trace()
     let loop = RingRunLoop.current
     private var descriptors: [Int32] = []

@@ -22,6 +22,7 @@ public final class Spawned: @unchecked Sendable {
     private static let spawnLock = SpawnLock()
 
     final class SpawnLock: @unchecked Sendable {
+        // @unchecked: a pthread mutex, allocated once and never freed or moved.
         private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
             let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
             pthread_mutex_init(mutex, nil)

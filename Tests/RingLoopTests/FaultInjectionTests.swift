@@ -25,11 +25,11 @@ struct FaultInjectionTests {
     func interruptedWait() {
         withFaultyLoop { loop, faults in
             faults.fail(.wait, with: EINTR, count: 3)
-            var fired = false
-            loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired = true }, to: .default)
+            let fired = LoopBound(false, loop: loop)
+            loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
             let started = MonotonicInstant.now
             let result = loop.run(mode: .default, for: .milliseconds(500), returnAfterSourceHandled: false)
-            #expect(fired)
+            #expect(fired.value)
             #expect(result == .finished)  // the timer fired and left the mode empty
             #expect(MonotonicInstant.now - started >= .milliseconds(20))
             #expect(faults.injectedCount == 3)
@@ -41,9 +41,9 @@ struct FaultInjectionTests {
     func transientFailures() {
         withFaultyLoop { loop, faults in
             let pipe = TestPipe()
-            var performed = 0
+            let performed = LoopBound(0, loop: loop)
             let source = LoopPortSource(fileDescriptor: pipe.readEnd) { _ in
-                performed += 1
+                performed.value += 1
                 pipe.drain()
             }
             loop.add(source, to: .default)
@@ -53,7 +53,7 @@ struct FaultInjectionTests {
                 let result = loop.run(mode: .default, for: .seconds(5), returnAfterSourceHandled: true)
                 #expect(result == .handledSource, "after \(errno)")
             }
-            #expect(performed == 2)
+            #expect(performed.value == 2)
             // A removal hands its cancellation to the kernel at once: an EINTR there is retried.
             let other = TestPipe()
             let second = LoopPortSource(fileDescriptor: other.readEnd) { _ in }
@@ -87,14 +87,14 @@ struct FaultInjectionTests {
     func armingFailure() {
         withFaultyLoop { loop, faults in
             let pipe = TestPipe()
-            var reported: Int16 = 0
+            let reported = LoopBound<Int16>(0, loop: loop)
             // No submission entry twice over: the poll cannot be armed.
             faults.fail(.getSubmission, with: EBUSY, count: 2)
-            let source = LoopPortSource(fileDescriptor: pipe.readEnd) { events in reported = events }
+            let source = LoopPortSource(fileDescriptor: pipe.readEnd) { events in reported.value = events }
             loop.add(source, to: .default)
             let result = loop.run(mode: .default, for: .seconds(5), returnAfterSourceHandled: true)
             #expect(result == .handledSource)
-            #expect(reported & Int16(POLLNVAL) != 0)
+            #expect(reported.value & Int16(POLLNVAL) != 0)
             #expect(source.failure?.errno == .resourceBusy)
             source.invalidate()
         }

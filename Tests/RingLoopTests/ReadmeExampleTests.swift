@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import RingLoop
@@ -10,19 +11,46 @@ struct ReadmeExampleTests {
         let result = ThreadLock<(RingRunLoop.RunResult, Int)?>(nil)
         PosixThread.start {
             let loop = RingRunLoop.current
-            var ticks = 0
+            let ticks = LoopBound(0, loop: loop)
             let timer = LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { timer in
-                ticks += 1; if ticks == 3 { timer.invalidate() }
+                ticks.value += 1; if ticks.value == 3 { timer.invalidate() }
             }
             let source = LoopSource { print("source performed") }
             let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in print(activity) }
             loop.add(timer, to: .common); loop.add(source, to: .default); loop.add(observer, to: .default)
             source.signal()  // any thread (then loop.wakeUp())
             let outcome = loop.run(mode: .default, for: .milliseconds(50))  // timedOut: the source keeps it alive
-            result.withLock { $0 = (outcome, ticks) }
+            result.withLock { $0 = (outcome, ticks.value) }
         }.join()
         let (outcome, ticks) = result.withLock { $0! }
         #expect(outcome == .timedOut)
         #expect(ticks == 3)
+    }
+}
+
+extension ReadmeExampleTests {
+    @Test("README's ten-line example is the one this file runs")
+    func readmeMatches() throws {
+        let testFile = URL(fileURLWithPath: #filePath)
+        let root = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: testFile, encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## A loop in ten lines").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```").dropFirst().first)
+        let ran = Set(source.split(separator: "\n").map(Self.normalized))
+        let lines = block.split(separator: "\n").dropFirst().map(Self.normalized)
+        // The example's own lines, except its import and its final print of the result.
+        let checked = lines.filter { !$0.isEmpty && !$0.hasPrefix("import ") && !$0.hasPrefix("print(loop.run") }
+        #expect(checked.count >= 9)
+        for line in checked {
+            let tested = ran.contains(line)
+            #expect(tested, "README line not in the tested example: \(line)")
+        }
+    }
+
+    /// A line without its comment and with runs of spaces collapsed.
+    static func normalized(_ line: Substring) -> String {
+        let code = line.range(of: "//").map { line[..<$0.lowerBound] } ?? line
+        return code.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
     }
 }

@@ -202,8 +202,8 @@ struct RunLoopTests {
             onFreshLoopThread {
                 let loop = RingRunLoop.current
                 loop.spinBeforeSleeping = .seconds(10)
-                var performed = 0
-                let source = LoopSource { performed += 1 }
+                let performed = LoopBound(0, loop: loop)
+                let source = LoopSource { performed.value += 1 }
                 loop.add(source, to: .default)
                 let outOfWork = Flag()
                 loop.add(
@@ -222,7 +222,7 @@ struct RunLoopTests {
                 let outcome = loop.run(mode: .default, for: .seconds(30), returnAfterSourceHandled: true)
                 sender.join()
                 #expect(outcome == .handledSource)
-                #expect(performed == 1)
+                #expect(performed.value == 1)
                 #expect(loop.core!.sleepCount == sleepsBefore, "the loop slept although work came while it polled")
                 #expect(loop.core!.signal.kickCount == kicksBefore, "the sender made a wake-up system call")
                 #expect(loop.core!.spinHits >= 1)
@@ -236,13 +236,13 @@ struct RunLoopTests {
             onFreshLoopThread {
                 let loop = RingRunLoop.current
                 loop.spinBeforeSleeping = .seconds(10)
-                var fired: MonotonicInstant?
-                let timer = LoopTimer(after: .milliseconds(20)) { _ in fired = .now }
+                let fired = LoopBound<MonotonicInstant?>(nil, loop: loop)
+                let timer = LoopTimer(after: .milliseconds(20)) { _ in fired.value = .now }
                 let due = timer.nextFireDate
                 loop.add(timer, to: .default)
                 #expect(loop.run(mode: .default, for: .seconds(30)) == .finished)
-                #expect(fired != nil)
-                if let fired {
+                #expect(fired.value != nil)
+                if let fired = fired.value {
                     #expect(fired >= due)
                     // Not held up by the 10-second window (a second leaves room for a loaded machine).
                     #expect(fired - due < .seconds(1))
@@ -284,6 +284,7 @@ struct LoopLifetimeTests {
     @Test("A thread's loop and the items still in it go away when the thread exits")
     func loopGoesAwayWithItsThread() {
         final class Weak: @unchecked Sendable {
+            // @unchecked: written by the thread before it exits, read after joining it.
             weak var loop: RingRunLoop?
             weak var timer: LoopTimer?
             weak var source: LoopSource?

@@ -51,7 +51,7 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Boo
 }
 
 /// A pipe whose ends close when the value is dropped.
-final class TestPipe {
+final class TestPipe: Sendable {
     let readEnd: Int32
     let writeEnd: Int32
 

@@ -97,11 +97,10 @@ struct TimerTests {
     func targetAction() {
         DescriptorAudit.shared {
             onFreshLoopThread {
-                final class Counter {
-                    var count = 0
+                final class Counter: Sendable {
+                    let count = Atomic<Int>(0)
                     func tick(_ timer: LoopTimer) {
-                        count += 1
-                        if count == 3 { timer.invalidate() }
+                        if count.add(1, ordering: .relaxed).newValue == 3 { timer.invalidate() }
                     }
                 }
                 let counter = Counter()
@@ -109,7 +108,7 @@ struct TimerTests {
                 loop.add(
                     LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1), target: counter, action: Counter.tick), to: .default)
                 #expect(loop.run(mode: .default, for: .seconds(10)) == .finished)
-                #expect(counter.count == 3)
+                #expect(counter.count.load(ordering: .relaxed) == 3)
             }
         }
     }

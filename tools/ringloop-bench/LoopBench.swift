@@ -32,20 +32,20 @@ enum LoopBench {
         let receiver = Thread {
             let loop = RingRunLoop.current
             loop.spinBeforeSleeping = pollBeforeSleeping
-            var local: [Double] = []
-            local.reserveCapacity(samples)
+            var reserved: [Double] = []
+            reserved.reserveCapacity(samples)
+            let local = LoopBound(reserved, loop: loop)
             // CPU share of the receiving thread from the first signal to the last.
-            var cpuAtFirst: UInt64 = 0
-            var wallAtFirst = MonotonicInstant.now
+            let atFirst = LoopBound((cpu: UInt64(0), wall: MonotonicInstant.now), loop: loop)
             let source = LoopSource {
                 let sent = state.sentAt.exchange(0, ordering: .sequentiallyConsistent)
                 if sent != 0 {
-                    local.append(Double(MonotonicInstant.now.nanoseconds &- sent) / 1000)
-                    if local.count == 1 { (cpuAtFirst, wallAtFirst) = (threadCPUNanoseconds(), .now) }
-                    if local.count == samples {
+                    local.value.append(Double(MonotonicInstant.now.nanoseconds &- sent) / 1000)
+                    if local.value.count == 1 { atFirst.value = (threadCPUNanoseconds(), .now) }
+                    if local.value.count == samples {
                         busy.set(
-                            Double(threadCPUNanoseconds() - cpuAtFirst)
-                                / Double(max(1, (MonotonicInstant.now - wallAtFirst).nanosecondsValue)))
+                            Double(threadCPUNanoseconds() - atFirst.value.cpu)
+                                / Double(max(1, (MonotonicInstant.now - atFirst.value.wall).nanosecondsValue)))
                     }
                     state.acknowledged.add(1, ordering: .sequentiallyConsistent)
                 }
@@ -56,7 +56,7 @@ enum LoopBench {
             while state.acknowledged.load(ordering: .acquiring) < samples {
                 loop.run(mode: .default, until: .now + .seconds(1))
             }
-            state.latencies.set(local)
+            state.latencies.set(local.value)
             ready.signal()
         }
         receiver.start()
@@ -86,6 +86,7 @@ enum LoopBench {
     }
 
     final class CFWakeBox: @unchecked Sendable {
+        // @unchecked: `local` is filled on the receiving thread and read after joining it.
         var local: [Double] = []
         let state: WakeState
         init(state: WakeState) { self.state = state }
@@ -209,26 +210,29 @@ enum LoopBench {
     static func oursSource0(count: Int) -> (perSecond: Double, entersPerPass: Double) {
         onFreshThread {
             let loop = RingRunLoop.current
-            var performed = 0
-            var source: LoopSource?
-            source = LoopSource {
-                performed += 1
-                if performed < count { source!.signal() } else { loop.stop() }
+            let performed = LoopBound(0, loop: loop)
+            let me = LoopBound<LoopSource?>(nil, loop: loop)
+            let source = LoopSource {
+                performed.value += 1
+                if performed.value < count { me.value?.signal() } else { loop.stop() }
             }
-            loop.add(source!, to: .default)
+            me.value = source
+            loop.add(source, to: .default)
             try? loop.prepare()
-            source!.signal()
+            source.signal()
             let passes = loop.passCount
             let enters = loop.enterCount
             let start = MonotonicInstant.now
             loop.run(mode: .default, until: .distantFuture)
             let elapsed = (MonotonicInstant.now - start).secondsValue
             let passCount = Double(loop.passCount - passes)
-            return (Double(performed) / elapsed, Double(loop.enterCount - enters) / passCount)
+            me.value = nil  // breaks the cycle source → callback → box → source
+            return (Double(performed.value) / elapsed, Double(loop.enterCount - enters) / passCount)
         }
     }
 
     final class CFSourceBox: @unchecked Sendable {
+        // @unchecked: used only on the one thread that runs the CFRunLoop.
         var performed = 0
         var count = 0
         var source: CFRunLoopSource?

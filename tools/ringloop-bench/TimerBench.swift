@@ -12,16 +12,17 @@ enum TimerBench {
     static func oursLateness(fires: Int, precise: Bool) -> [Double] {
         onFreshThread {
             let loop = RingRunLoop.current
-            var samples: [Double] = []
-            samples.reserveCapacity(fires)
+            var reserved: [Double] = []
+            reserved.reserveCapacity(fires)
+            let samples = LoopBound(reserved, loop: loop)
             let timer = LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1), precise: precise) { timer in
                 let now = MonotonicInstant.now
-                samples.append(Double((now - timer.nextFireDate).nanosecondsValue) / 1000)
-                if samples.count == fires { timer.invalidate() }
+                samples.value.append(Double((now - timer.nextFireDate).nanosecondsValue) / 1000)
+                if samples.value.count == fires { timer.invalidate() }
             }
             loop.add(timer, to: .default)
             loop.run(mode: .default, for: .milliseconds(fires * 2 + 1000))
-            return samples
+            return samples.value
         }
     }
 
@@ -219,12 +220,12 @@ enum TimerBench {
         let seconds = BenchSize.scale < 1 ? 0.2 : quick ? 1.0 : 2.0
         let ours: Double = onFreshThread {
             let loop = RingRunLoop.current
-            var wakes = 0
-            loop.add(LoopObserver(activities: .afterWaiting) { _, _ in wakes += 1 }, to: .default)
+            let wakes = LoopBound(0, loop: loop)
+            loop.add(LoopObserver(activities: .afterWaiting) { _, _ in wakes.value += 1 }, to: .default)
             loop.add(LoopTimer(after: .seconds(3600)) { _ in }, to: .default)
             loop.run(mode: .default, for: .seconds(seconds))
             // The wake at the run's own deadline is not an idle wake-up.
-            return Double(max(0, wakes - 1)) / seconds
+            return Double(max(0, wakes.value - 1)) / seconds
         }
         let foundation: Double = onFreshThread {
             let counter = SampleBox(capacity: 0)

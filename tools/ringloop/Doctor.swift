@@ -83,6 +83,7 @@ struct Doctor: ParsableCommand {
     /// task have both run (or 5 s pass).
     static func checkMainQueue(_ loop: RingRunLoop) -> (dispatch: Bool, actor: Bool) {
         final class Flags: @unchecked Sendable {
+            // @unchecked: set on the main thread by the block and task, read there after.
             var dispatch = false
             var actor = false
         }

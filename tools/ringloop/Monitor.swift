@@ -127,15 +127,15 @@ struct Monitor: ParsableCommand {
             printError("ringloop: \(error)")
             throw ExitCode(1)
         }
-        var finished = false
+        let finished = LoopBound(false, loop: loop)
         signals.watch(on: loop) { _ in
-            finished = true
+            finished.value = true
             loop.stop()
         }
         if let duration {
             loop.add(
                 LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in
-                    finished = true
+                    finished.value = true
                     loop.stop()
                 }, to: .common)
         }
@@ -147,7 +147,7 @@ struct Monitor: ParsableCommand {
             // Wait until every hosted device is attached, then replay them all at once: the
             // devices of one file on that file's clock, each file from its own start.
             let expected = hosted.files.reduce(0) { $0 + $1.count }
-            while system.devices.count < expected && !finished {
+            while system.devices.count < expected && !finished.value {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
             for devices in hosted.files {
@@ -167,12 +167,12 @@ struct Monitor: ParsableCommand {
             let totalFrames = hosted.files.joined().reduce(0) { $0 + Replay.frames(of: $1.recording).count }
             if !quiet {
                 // Progress on standard error, so standard output stays one event per line.
-                var lastReported = -1
+                let lastReported = LoopBound(-1, loop: loop)
                 loop.add(
                     LoopTimer(after: .milliseconds(500), repeating: .milliseconds(500)) { timer in
                         let sent = framesSent.load(ordering: .relaxed)
-                        if sent != lastReported {
-                            lastReported = sent
+                        if sent != lastReported.value {
+                            lastReported.value = sent
                             printError("ringloop: replaying \(sent)/\(totalFrames) frames")
                         }
                         if sent >= totalFrames { timer.invalidate() }
@@ -190,7 +190,7 @@ struct Monitor: ParsableCommand {
             }
             loop.add(check, to: .common)
         }
-        while !finished {
+        while !finished.value {
             let result = loop.run(mode: .default, until: .distantFuture)
             if result == .stopped || result == .finished { break }
         }

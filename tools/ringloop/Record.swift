@@ -51,30 +51,30 @@ struct Record: ParsableCommand {
         var clock = CLOCK_MONOTONIC
         _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         let loop = RingRunLoop.current
-        var events: [InputEvent] = []
-        var first: Int64?
-        var buffer = [UInt8](repeating: 0, count: 24 * 256)
+        // What the source's callback builds, on this thread: the events (timestamps made
+        // relative to the first), the first one's time, and a read buffer.
+        struct Capture {
+            var events: [InputEvent] = []
+            var first: Int64?
+            var buffer = [UInt8](repeating: 0, count: InputEvent.size * 256)
+        }
+        let capture = LoopBound(Capture(), loop: loop)
         let source = LoopPortSource(fileDescriptor: fd) { mask in
             while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                let count = capture.value.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count <= 0 {
                     if count < 0, errno == ENODEV { loop.stop() }
                     break
                 }
-                buffer.withUnsafeBytes { raw in
-                    for index in 0..<(count / 24) {
-                        let base = raw.baseAddress! + index * 24
-                        let micro = Int64(base.load(as: Int.self)) * 1_000_000 + Int64(base.load(fromByteOffset: 8, as: Int.self))
-                        let start = first ?? micro
-                        first = start
-                        let relative = micro - start
-                        events.append(
-                            InputEvent(
-                                seconds: relative / 1_000_000, microseconds: Int32(relative % 1_000_000),
-                                type: base.load(fromByteOffset: 16, as: UInt16.self),
-                                code: base.load(fromByteOffset: 18, as: UInt16.self),
-                                value: base.load(fromByteOffset: 20, as: Int32.self)))
-                    }
+                let events = capture.value.buffer.withUnsafeBytes { raw in
+                    (0..<(count / InputEvent.size)).map { InputEvent(bytes: raw.baseAddress! + $0 * InputEvent.size) }
+                }
+                for var event in events {
+                    let start = capture.value.first ?? event.timeMicroseconds
+                    capture.value.first = start
+                    let relative = event.timeMicroseconds - start
+                    (event.seconds, event.microseconds) = (relative / 1_000_000, Int32(relative % 1_000_000))
+                    capture.value.events.append(event)
                 }
             }
             if mask & Int16(POLLHUP | POLLERR) != 0 { loop.stop() }
@@ -88,13 +88,13 @@ struct Record: ParsableCommand {
         loop.run(mode: .default, until: .distantFuture)
         source.invalidate()
         let recording = Recording(
-            description: description, events: events, notes: ["Recorded by ringloop record from \(device)"])
+            description: description, events: capture.value.events, notes: ["Recorded by ringloop record from \(device)"])
         if let output {
             do { try recording.write(to: output) } catch {
                 printError("ringloop record: \(error)")
                 throw ExitCode(1)
             }
-            printError("ringloop record: \(events.count) events written to \(output)")
+            printError("ringloop record: \(capture.value.events.count) events written to \(output)")
         } else {
             print(EvemuFormat.write(recording), terminator: "")
         }

@@ -39,8 +39,8 @@ struct Soak: ParsableCommand {
         }
         let loop = RingRunLoop.current
         // A signal ends the soak early, cleanly, with the report of what ran.
-        var interrupted: Int32 = 0
-        signals.watch(on: loop) { interrupted = $0 }
+        let interrupted = LoopBound<Int32>(0, loop: loop)
+        signals.watch(on: loop) { interrupted.value = $0 }
         let mount = "/tmp/ringloop-soak-\(getpid())"
         let folder = try FUSEDeviceFolder(path: mount)
         let system = HIDEventSystem(configuration: .init(deviceDirectory: mount, shape: .dedicatedThread), loop: loop)
@@ -62,7 +62,7 @@ struct Soak: ParsableCommand {
         try system.start()
         func settle(_ condition: () -> Bool) {
             let limit = MonotonicInstant.now + .seconds(30)
-            while !condition() && interrupted == 0 && MonotonicInstant.now < limit { loop.run(mode: .default, for: .milliseconds(5)) }
+            while !condition() && interrupted.value == 0 && MonotonicInstant.now < limit { loop.run(mode: .default, for: .milliseconds(5)) }
         }
         func cycle(_ index: Int) throws {
             let recording = recordings[index % recordings.count]
@@ -86,9 +86,9 @@ struct Soak: ParsableCommand {
             ]
         }
         let warmUp = min(200, cycles / 5)
-        for index in 0..<warmUp where interrupted == 0 { try cycle(index) }
+        for index in 0..<warmUp where interrupted.value == 0 { try cycle(index) }
         var before = Self.measure()
-        for index in warmUp..<cycles where interrupted == 0 { try cycle(index) }
+        for index in warmUp..<cycles where interrupted.value == 0 { try cycle(index) }
         record("devices", before, Self.measure())
         let dropped = system.statistics.dropped
         let problems = system.problems.count
@@ -96,32 +96,34 @@ struct Soak: ParsableCommand {
         folder.close()
 
         // Timers on one loop, in batches; the first batch warms up.
-        var fired = 0
+        let fired = LoopBound(0, loop: loop)
         var scheduled = 0
         func fireBatch() {
             let count = min(10_000, timers - scheduled)
             for offset in 0..<count {
-                loop.add(LoopTimer(after: .microseconds(offset % 1000)) { _ in fired += 1 }, to: .default)
+                loop.add(LoopTimer(after: .microseconds(offset % 1000)) { _ in fired.value += 1 }, to: .default)
             }
             scheduled += count
             let target = scheduled
             let limit = MonotonicInstant.now + .seconds(30)
-            while fired < target && interrupted == 0 && MonotonicInstant.now < limit { loop.run(mode: .default, for: .milliseconds(10)) }
+            while fired.value < target && interrupted.value == 0 && MonotonicInstant.now < limit {
+                loop.run(mode: .default, for: .milliseconds(10))
+            }
         }
         fireBatch()
         before = Self.measure()
-        while scheduled < timers && interrupted == 0 { fireBatch() }
+        while scheduled < timers && interrupted.value == 0 { fireBatch() }
         record("timers", before, Self.measure())
 
         // Port sources added, performed once and removed, over and over.
-        var performed = 0
+        let performed = LoopBound(0, loop: loop)
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw ValidationError("pipe: \(String(cString: strerror(errno)))") }
         var byte: UInt8 = 1
         _ = write(pipeEnds[1], &byte, 1)
         func churn(_ count: Int) {
-            for _ in 0..<count where interrupted == 0 {
-                let source = LoopPortSource(fileDescriptor: pipeEnds[0]) { _ in performed += 1 }
+            for _ in 0..<count where interrupted.value == 0 {
+                let source = LoopPortSource(fileDescriptor: pipeEnds[0]) { _ in performed.value += 1 }
                 loop.add(source, to: .default)
                 loop.run(mode: .default, for: .zero)
                 source.invalidate()
@@ -137,8 +139,8 @@ struct Soak: ParsableCommand {
 
         let report: [String: Any] = [
             "cycles": cycles, "added": added, "removed": removed, "heldPeak": heldPeak, "heldAfterRemoval": held.count,
-            "timersFired": fired, "portsPerformed": performed, "dropped": dropped, "problems": problems,
-            "mountsLeft": Self.measure().mounts, "phases": phases, "interruptedBy": interrupted,
+            "timersFired": fired.value, "portsPerformed": performed.value, "dropped": dropped, "problems": problems,
+            "mountsLeft": Self.measure().mounts, "phases": phases, "interruptedBy": interrupted.value,
         ]
         let data = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
         writeLine(String(decoding: data, as: UTF8.self))

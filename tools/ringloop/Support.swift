@@ -17,7 +17,6 @@ final class SignalWatcher {
 
     private let fd: Int32
     private var source: LoopPortSource?
-    private(set) var received: Int32 = 0
 
     /// Call before starting any thread, so every thread inherits the blocked mask.
     init() {
@@ -36,14 +35,12 @@ final class SignalWatcher {
     deinit { if fd >= 0 { close(fd) } }
 
     /// Calls `onSignal` on `loop` when one of ``signals`` arrives.
-    func watch(on loop: RingRunLoop, _ onSignal: @escaping (Int32) -> Void) {
+    func watch(on loop: RingRunLoop, _ onSignal: @escaping @Sendable (Int32) -> Void) {
         guard fd >= 0 else { return }
-        let source = LoopPortSource(fileDescriptor: fd) { [unowned self] _ in
+        let fd = fd
+        let source = LoopPortSource(fileDescriptor: fd) { _ in
             var info = signalfd_siginfo()
-            while read(self.fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {
-                self.received = Int32(info.ssi_signo)
-                onSignal(self.received)
-            }
+            while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 { onSignal(Int32(info.ssi_signo)) }
         }
         self.source = source
         loop.add(source, to: .common)

@@ -59,16 +59,19 @@ public class LoopItem: @unchecked Sendable {
 /// loop.wakeUp()        // if the loop may be asleep
 /// ```
 ///
-/// Callbacks run on the loop's thread. Signalling does not wake the loop, as in
-/// CoreFoundation: call ``RingRunLoop/wakeUp()`` after signalling from another thread.
+/// Callbacks run on the loop's thread. They are `@Sendable`, since the loop may run on
+/// another thread than the one that made the source: keep their state in a ``LoopBound``.
+/// Signalling does not wake the loop, as in CoreFoundation: call ``RingRunLoop/wakeUp()``
+/// after signalling from another thread.
 public final class LoopSource: LoopItem, @unchecked Sendable {
-    // @unchecked: the closures are called on the loop's thread only; the flags are atomic.
+    // @unchecked: a subclass cannot be checked (its superclass is unchecked); its own
+    // state is constants, `@Sendable` closures and atomics.
 
     /// Lower orders are performed first.
     public let order: Int
-    let perform: () -> Void
-    let schedule: ((RingRunLoop, RingRunLoop.Mode) -> Void)?
-    let cancel: ((RingRunLoop, RingRunLoop.Mode) -> Void)?
+    let perform: @Sendable () -> Void
+    let schedule: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)?
+    let cancel: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)?
 
     private let signalled = Atomic<Bool>(false)
     /// When the source was last signalled (monotonic nanoseconds), for ordering ties.
@@ -83,9 +86,9 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
     ///   - perform: Called on the loop's thread when the loop performs the signalled source.
     public init(
         order: Int = 0,
-        schedule: ((RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
-        cancel: ((RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
-        perform: @escaping () -> Void
+        schedule: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
+        cancel: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
+        perform: @escaping @Sendable () -> Void
     ) {
         self.order = order
         self.schedule = schedule
@@ -127,7 +130,8 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
 /// - **messages** of a ``MessagePort``, sent from any thread, delivered in order, none
 ///   lost; messages that arrive while the source is not in the running mode wait for it.
 public final class LoopPortSource: LoopItem, @unchecked Sendable {
-    // @unchecked: callbacks and the pending state are used on the loop's thread only.
+    // @unchecked: the pending state is used on the loop's thread only; the callbacks are
+    // `@Sendable`.
 
     /// What the source watches.
     public enum Port: Sendable {
@@ -142,8 +146,8 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     /// The port the source watches.
     public let port: Port
 
-    let onReadiness: ((Int16) -> Void)?
-    let onMessage: ((PortMessage) -> Void)?
+    let onReadiness: (@Sendable (Int16) -> Void)?
+    let onMessage: (@Sendable (PortMessage) -> Void)?
 
     /// The ring registration while the source is in a mode of its loop (loop thread).
     var readinessPort: PortID?
@@ -151,13 +155,17 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     var pendingReadiness: Int16 = 0
     /// Why the descriptor could not be watched, when `perform` got `POLLNVAL` because
     /// arming, re-arming or the poll itself failed (loop thread; `nil` otherwise).
-    public internal(set) var failure: RingError?
+    public var failure: RingError? {
+        loop?.preconditionOnLoopThread("LoopPortSource.failure")
+        return armingFailure
+    }
+    var armingFailure: RingError?
 
     /// A source performed whenever `fileDescriptor` reports `events` (default `POLLIN`).
     /// `perform` receives the reported `poll` mask; `POLLNVAL` means the descriptor is
     /// no longer watchable (for example closed), and the source stops watching it.
     /// The loop does not own the descriptor: invalidate the source before closing it.
-    public init(fileDescriptor: Int32, events: Int16 = 0x001, order: Int = 0, perform: @escaping (_ events: Int16) -> Void) {
+    public init(fileDescriptor: Int32, events: Int16 = 0x001, order: Int = 0, perform: @escaping @Sendable (_ events: Int16) -> Void) {
         self.order = order
         self.port = .readiness(fileDescriptor: fileDescriptor, events: events)
         self.onReadiness = perform
@@ -165,7 +173,7 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     }
 
     /// A source performed once per message sent to `port`, in order.
-    public init(port: MessagePort, order: Int = 0, perform: @escaping (PortMessage) -> Void) {
+    public init(port: MessagePort, order: Int = 0, perform: @escaping @Sendable (PortMessage) -> Void) {
         self.order = order
         self.port = .messages(port)
         self.onReadiness = nil
@@ -195,7 +203,7 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
 /// loop.add(observer, to: .common)
 /// ```
 public final class LoopObserver: LoopItem, @unchecked Sendable {
-    // @unchecked: the callback runs on the loop's thread only; the flag is atomic.
+    // @unchecked: `firing` is used on the loop's thread only; the callback is `@Sendable`.
 
     /// The stages the observer is called for.
     public let activities: RingRunLoop.Activity
@@ -204,14 +212,14 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {
     public let repeats: Bool
     /// Lower orders are called first; equal orders in the order they were added.
     public let order: Int
-    let callback: (LoopObserver, RingRunLoop.Activity) -> Void
+    let callback: @Sendable (LoopObserver, RingRunLoop.Activity) -> Void
     /// Set while the callback runs, so a nested run does not call it again (loop thread).
     var firing = false
 
     /// Creates an observer.
     public init(
         activities: RingRunLoop.Activity, repeats: Bool = true, order: Int = 0,
-        _ callback: @escaping (LoopObserver, RingRunLoop.Activity) -> Void
+        _ callback: @escaping @Sendable (LoopObserver, RingRunLoop.Activity) -> Void
     ) {
         self.activities = activities
         self.repeats = repeats

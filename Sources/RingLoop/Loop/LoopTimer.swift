@@ -3,6 +3,9 @@ import Synchronization
 /// A timer of a run loop (`CFRunLoopTimer`): fires its callback on the loop's thread once
 /// its fire date has passed, while the loop runs in a mode the timer is in.
 ///
+/// The callback is `@Sendable` (the loop may run on another thread than the one that made
+/// the timer): keep its state in a ``LoopBound``.
+///
 /// A repeating timer never drifts: its next fire date is the last scheduled one plus the
 /// interval, and fires missed while the loop was busy are skipped, not bunched. A timer
 /// fires at most once per pass of the loop; timers due together fire in fire-date order.
@@ -14,12 +17,12 @@ import Synchronization
 /// loop.add(tick, to: .common)
 /// ```
 public final class LoopTimer: LoopItem, @unchecked Sendable {
-    // @unchecked: the callback and the scheduling state are used on the loop's thread;
-    // the fire date and validity are atomic for readers elsewhere.
+    // @unchecked: the scheduling state is used on the loop's thread only; the callback is
+    // `@Sendable`; the fire date, tolerance and validity are atomic for other threads.
 
     /// The repeat interval in nanoseconds; 0 for a one-shot timer.
     let intervalNanoseconds: UInt64
-    let callback: (LoopTimer) -> Void
+    let callback: @Sendable (LoopTimer) -> Void
     private let tolerance_ = Atomic<UInt64>(0)
     /// Whether the timer is in precise mode (see ``init(fireDate:interval:tolerance:precise:_:)``).
     public let isPrecise: Bool
@@ -42,7 +45,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {
     ///     kernel's wake-up alone does not give. Tolerance is ignored in precise mode.
     public init(
         fireDate: MonotonicInstant, interval: Duration? = nil, tolerance: Duration = .zero, precise: Bool = false,
-        _ callback: @escaping (LoopTimer) -> Void
+        _ callback: @escaping @Sendable (LoopTimer) -> Void
     ) {
         self.fireDate = Atomic(fireDate.nanoseconds)
         let interval = interval?.nanosecondsClamped ?? 0
@@ -55,16 +58,16 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {
     /// Creates a timer that first fires `delay` from now, then every `interval` if given.
     public convenience init(
         after delay: Duration, repeating interval: Duration? = nil, tolerance: Duration = .zero, precise: Bool = false,
-        _ callback: @escaping (LoopTimer) -> Void
+        _ callback: @escaping @Sendable (LoopTimer) -> Void
     ) {
         self.init(fireDate: .now + delay, interval: interval, tolerance: tolerance, precise: precise, callback)
     }
 
     /// Creates a timer that calls `action` on `target` (held strongly until the timer is
     /// invalidated, as `Timer`'s target is).
-    public convenience init<Target: AnyObject>(
+    public convenience init<Target: AnyObject & Sendable>(
         after delay: Duration, repeating interval: Duration? = nil, tolerance: Duration = .zero,
-        target: Target, action: @escaping (Target) -> (LoopTimer) -> Void
+        target: Target, action: @escaping @Sendable (Target) -> (LoopTimer) -> Void
     ) {
         self.init(fireDate: .now + delay, interval: interval, tolerance: tolerance) { timer in
             action(target)(timer)

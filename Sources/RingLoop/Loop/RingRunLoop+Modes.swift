@@ -26,13 +26,22 @@ extension RingRunLoop {
 
     /// The mode the innermost run is in, or `nil` when the loop is not running.
     /// Loop thread.
-    public var currentMode: Mode? { currentModeState?.mode }
+    public var currentMode: Mode? {
+        preconditionOnLoopThread("currentMode")
+        return currentModeState?.mode
+    }
 
     /// The modes marked common (always including ``Mode/default``). Loop thread.
-    public var commonModes: Set<Mode> { commonModeSet }
+    public var commonModes: Set<Mode> {
+        preconditionOnLoopThread("commonModes")
+        return commonModeSet
+    }
 
     /// Every mode the loop knows. Loop thread.
-    public var allModes: [Mode] { modeList.map(\.mode) }
+    public var allModes: [Mode] {
+        preconditionOnLoopThread("allModes")
+        return modeList.map(\.mode)
+    }
 
     /// Marks `mode` common: every item added to ``Mode/common`` joins it, now and later.
     public func addCommonMode(_ mode: Mode) {

@@ -21,7 +21,7 @@ extension RingRunLoop {
                 // The source stays in the mode and learns it at its next perform, as for a
                 // descriptor that fails later: `POLLNVAL`, with the error in `failure`.
                 Self.logger.error("cannot watch descriptor \(fd): \(error)")
-                source.failure = error
+                source.armingFailure = error
                 if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
                 source.pendingReadiness |= Int16(POLLNVAL)
             }

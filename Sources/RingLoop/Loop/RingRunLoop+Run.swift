@@ -59,7 +59,7 @@ extension RingRunLoop {
         if run.stopped.load(ordering: .acquiring) { return .stopped }
         let pollOnly = deadline <= .now
         while true {
-            passCount &+= 1
+            passes &+= 1
             doObservers(.beforeTimers, state)
             doObservers(.beforeSources, state)
             doBlocks(state)
@@ -88,7 +88,7 @@ extension RingRunLoop {
     /// deadline; polls without sleeping when `poll`.
     private func waitForEvents(_ state: ModeState, poll: Bool, deadline: MonotonicInstant) {
         guard let core = waitCore() else { return }
-        if servesMainQueueHere, commonModes.contains(state.mode) { armMainQueue(core) }
+        if servesMainQueueHere, commonModeSet.contains(state.mode) { armMainQueue(core) }
         do {
             if poll {
                 try core.poll()
@@ -104,7 +104,7 @@ extension RingRunLoop {
             // A failure is reported, and a run that cannot wait ends (``RunResult/failed``)
             // after a few tries instead of spinning on an error.
             consecutiveWaitFailures += 1
-            lastError = error
+            waitError = error
             if consecutiveWaitFailures == 1 || consecutiveWaitFailures == Self.waitFailureLimit {
                 Self.logger.error("wait failed (\(consecutiveWaitFailures) in a row): \(error)")
             }
@@ -257,7 +257,7 @@ extension RingRunLoop {
             source.pendingReadiness |= events
         case .failure(let id, let error):
             guard let source = readinessSources[id] else { return }
-            source.failure = error
+            source.armingFailure = error
             if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
             source.pendingReadiness |= Int16(POLLNVAL)
         case .message(let port, let message):
@@ -274,7 +274,7 @@ extension RingRunLoop {
         case .readiness(let source), .message(let source, _):
             return source.membership.modeMask & state.bit != 0
         case .mainQueue:
-            return servesMainQueueHere && commonModes.contains(state.mode)
+            return servesMainQueueHere && commonModeSet.contains(state.mode)
         }
     }
 

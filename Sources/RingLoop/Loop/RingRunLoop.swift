@@ -115,7 +115,11 @@ public final class RingRunLoop: @unchecked Sendable {
     static let waitFailureLimit = 8
     /// The last error of the loop's wait (loop thread): why a run ended with
     /// ``RunResult/failed``.
-    public internal(set) var lastError: RingError?
+    public var lastError: RingError? {
+        preconditionOnLoopThread("lastError")
+        return waitError
+    }
+    var waitError: RingError?
     var modeTable: [Mode: ModeState] = [:]
     var modeList: [ModeState] = []
     var commonModeSet: Set<Mode> = [.default]
@@ -139,8 +143,15 @@ public final class RingRunLoop: @unchecked Sendable {
     /// Wide enough to cover the kernel's wake-up lateness (p99 ≈ 50 µs on an idle
     /// machine here, ≈ 175 µs with the other core busy); each precise fire spins about
     /// this long. Loop thread.
-    public var preciseSpinWindow: Duration = .microseconds(200) {
-        didSet { preciseSpinWindowNanoseconds = UInt64(max(0, preciseSpinWindow.nanosecondsClamped)) }
+    public var preciseSpinWindow: Duration {
+        get {
+            preconditionOnLoopThread("preciseSpinWindow")
+            return .nanoseconds(Int64(clamping: preciseSpinWindowNanoseconds))
+        }
+        set {
+            preconditionOnLoopThread("preciseSpinWindow")
+            preciseSpinWindowNanoseconds = UInt64(max(0, newValue.nanosecondsClamped))
+        }
     }
     var preciseSpinWindowNanoseconds: UInt64 = 200_000
 
@@ -156,13 +167,24 @@ public final class RingRunLoop: @unchecked Sendable {
     /// control loop, a test rig); leave it at zero on battery or shared machines.
     /// Timers still fire on time: the poll ends at the next timer's deadline. Set on the
     /// loop's thread.
-    public var spinBeforeSleeping: Duration = .zero {
-        didSet { spinBeforeSleepingNanoseconds = UInt64(max(0, spinBeforeSleeping.nanosecondsClamped)) }
+    public var spinBeforeSleeping: Duration {
+        get {
+            preconditionOnLoopThread("spinBeforeSleeping")
+            return .nanoseconds(Int64(clamping: spinBeforeSleepingNanoseconds))
+        }
+        set {
+            preconditionOnLoopThread("spinBeforeSleeping")
+            spinBeforeSleepingNanoseconds = UInt64(max(0, newValue.nanosecondsClamped))
+        }
     }
     var spinBeforeSleepingNanoseconds: UInt64 = 0
 
     /// Passes through the loop since it was created (loop thread).
-    public internal(set) var passCount: UInt64 = 0
+    public var passCount: UInt64 {
+        preconditionOnLoopThread("passCount")
+        return passes
+    }
+    var passes: UInt64 = 0
 
     init(isMain: Bool) {
         self.isMain = isMain
@@ -226,6 +248,13 @@ public final class RingRunLoop: @unchecked Sendable {
     /// Whether the calling thread is the loop's thread.
     public var isOnLoopThread: Bool {
         ownerThread.load(ordering: .relaxed) == UInt(pthread_self())
+    }
+
+    /// Traps unless called on the loop's thread, like swift-nio's
+    /// `preconditionInEventLoop`: for the members of your own types that only the loop's
+    /// thread may use. ``LoopBound`` checks its value this way.
+    public func preconditionOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(isOnLoopThread, "must be called on the loop's own thread", file: file, line: line)
     }
 
     package func preconditionOnLoopThread(_ what: @autoclosure () -> String) {
@@ -309,6 +338,7 @@ public final class RingRunLoop: @unchecked Sendable {
     /// A description of the loop's wait core (ring flags, wake-up mechanism), or why
     /// it has none; loop thread.
     public var waitCoreDescription: String {
+        preconditionOnLoopThread("waitCoreDescription")
         if let core { return core.debugDescription }
         if let coreError { return "no wait core: \(coreError)" }
         return "wait core not created yet"

@@ -281,7 +281,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
 }
 
 /// Folder state shared by libfuse's thread and the API.
-final class FolderLock: @unchecked Sendable {
+final class FolderLock: Sendable {
     struct State {
         var nodes: [UInt64: FUSEEvdevNode] = [:]
         var nextIndex = 0

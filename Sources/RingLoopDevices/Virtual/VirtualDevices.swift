@@ -141,8 +141,8 @@ public final class VirtualDeviceHost: Sendable {
 }
 
 /// A kernel device created through `/dev/uinput` with libevdev.
-public final class UInputDevice: VirtualInputDevice, @unchecked Sendable {
-    // @unchecked: the uinput handle (a C pointer) is used only under the lock.
+public final class UInputDevice: VirtualInputDevice, Sendable {
+    // The uinput handle (a C pointer) is used only under its lock.
     public let nodePath: String
     public let deviceDescription: InputDeviceDescription
     private let handle: ThreadLock<OpaquePointer?>

@@ -46,7 +46,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
     /// calls `onArrival` on the client's loop when a batch has been forwarded.
     init(
         settings: DeviceMonitor.Settings, capacity: Int, cpus: [Int]?, clientLoop: RingRunLoop, table: DeviceTable,
-        onArrival: @escaping () -> Void
+        onArrival: @escaping @Sendable () -> Void
     ) throws(HIDError) {
         if let cpus {
             do { thread = try LoopThread(name: "hid-events", cpus: cpus) } catch {

@@ -60,7 +60,8 @@ final class DeviceMonitor {
             inotifyFD = -1
             throw .directory(path: settings.directory, errno: Errno(rawValue: error))
         }
-        let source = LoopPortSource(fileDescriptor: inotifyFD) { [unowned self] _ in self.directoryChanged() }
+        let monitor = UnownedLoopReference(self, loop: loop)
+        let source = LoopPortSource(fileDescriptor: inotifyFD) { _ in monitor.value.directoryChanged() }
         inotifySource = source
         loop.add(source, to: .common)
         for name in Self.eventNodes(in: settings.directory) { consider(name) }
@@ -169,7 +170,8 @@ final class DeviceMonitor {
             return false
         }
         pendingRetries[name]?.timer.invalidate()
-        let timer = LoopTimer(after: settings.retryInterval) { [unowned self] _ in self.consider(name) }
+        let monitor = UnownedLoopReference(self, loop: loop)
+        let timer = LoopTimer(after: settings.retryInterval) { _ in monitor.value.consider(name) }
         pendingRetries[name] = (attempts, timer)
         loop.add(timer, to: .common)
         return true

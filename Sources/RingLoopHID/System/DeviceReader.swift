@@ -43,8 +43,9 @@ final class DeviceReader {
 
     /// Starts watching on `loop` (its thread) in the common modes.
     func attach(to loop: RingRunLoop) {
-        let source = LoopPortSource(fileDescriptor: fd, events: Int16(POLLIN)) { [unowned self] events in
-            self.readable(events)
+        let reader = UnownedLoopReference(self, loop: loop)
+        let source = LoopPortSource(fileDescriptor: fd, events: Int16(POLLIN)) { events in
+            reader.value.readable(events)
         }
         self.source = source
         loop.add(source, to: .common)

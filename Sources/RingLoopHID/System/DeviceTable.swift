@@ -12,7 +12,7 @@ import Glibc
 /// Attached devices, shared between the reading loop and the client. A removed
 /// device's roles stay known until its removal has been dispatched, so its last events
 /// still match class filters.
-final class DeviceTable: @unchecked Sendable {
+final class DeviceTable: Sendable {
     private let state = ThreadLock<(attached: [HIDDeviceInfo], roles: [HIDDeviceID: Set<HIDDeviceClass>])>(([], [:]))
     func replace(_ devices: [HIDDeviceInfo]) {
         state.withLock { state in

@@ -47,11 +47,13 @@ extension HIDEventSystem {
         stopRepeating()
         guard let settings = configuration.keyRepeat else { return }
         repeatingKey = (device, key)
-        let timer = LoopTimer(after: settings.delay, repeating: settings.interval) { [unowned self] _ in
-            guard let (device, key) = self.repeatingKey else { return }
+        let system = UnownedLoopReference(self, loop: loop)
+        let timer = LoopTimer(after: settings.delay, repeating: settings.interval) { _ in
+            let system = system.value
+            guard let (device, key) = system.repeatingKey else { return }
             var repeated = key
             repeated.state = .repeat
-            self.dispatch(HIDEvent(device: device, timestamp: .now, payload: .key(repeated)))
+            system.dispatch(HIDEvent(device: device, timestamp: .now, payload: .key(repeated)))
         }
         repeatTimer = timer
         loop.add(timer, to: .common)

@@ -184,12 +184,13 @@ public final class HIDEventSystem {
         if let cpus = configuration.eventThreadCPUs {
             do { try CPUAffinity.validate(cpus: cpus) } catch { throw .configuration("eventThreadCPUs: \(error)") }
         }
-        let dispatch = LoopSource(order: 0) { [unowned self] in self.drainQueue() }
+        let system = UnownedLoopReference(self, loop: loop)
+        let dispatch = LoopSource(order: 0) { system.value.drainQueue() }
         dispatchSource = dispatch
         loop.add(dispatch, to: .common)
         if configuration.coalesceMotion {
-            let observer = LoopObserver(activities: [.beforeWaiting, .exit]) { [unowned self] _, _ in
-                self.flushCoalesced()
+            let observer = LoopObserver(activities: [.beforeWaiting, .exit]) { _, _ in
+                system.value.flushCoalesced()
             }
             coalescingObserver = observer
             loop.add(observer, to: .common)
@@ -212,7 +213,7 @@ public final class HIDEventSystem {
             do throws(HIDError) {
                 feed = try ThreadedDeviceFeed(
                     settings: settings, capacity: configuration.queueCapacity, cpus: configuration.eventThreadCPUs,
-                    clientLoop: loop, table: deviceTable, onArrival: { [unowned self] in self.takeForwarded() })
+                    clientLoop: loop, table: deviceTable, onArrival: { system.value.takeForwarded() })
             } catch {
                 stop()  // takes back the sources added above
                 throw error
