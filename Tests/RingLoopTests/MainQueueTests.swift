@@ -24,6 +24,8 @@ struct MainQueueTests {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(process.output.utf8)) as? [String: Any])
         #expect(report["mainQueueServiced"] as? Bool == true)
         #expect(report["mainActorServiced"] as? Bool == true)
+        // The order ARCHITECTURE.md and the async article give for one pass of the main loop.
+        #expect(report["mainLoopOrder"] as? [String] == ["job", "source", "timer", "dispatch", "mainActor"])
         #expect(report["waitCoreError"] == nil)
         #expect(status == 0)
     }

@@ -54,7 +54,7 @@ struct Bench: ParsableCommand {
 
     static let all = [
         "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "hid.e2e",
-        "wakecore",
+        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers",
     ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
@@ -104,6 +104,12 @@ struct Bench: ParsableCommand {
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
         if selected("hid.e2e") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
+        if selected("executor.hop") { emit(ExecutorBench.hops(quick: quick, rounds: rounds)) }
+        if selected("executor.jobs") { emit(ExecutorBench.jobs(quick: quick, rounds: rounds)) }
+        if selected("clock.sleep") && !(only ?? "").hasPrefix("clock.sleepers") {
+            emit(ExecutorBench.sleepLateness(quick: quick, rounds: rounds))
+        }
+        if selected("clock.sleepers") { emit(try ExecutorBench.sleepers(quick: quick, rounds: quick ? 1 : rounds)) }
         let machine = Self.machine()
         if !json {
             var footer = "machine: \(machine["cores"] ?? "?") cores, kernel \(machine["kernel"] ?? "?")"

@@ -264,7 +264,7 @@ struct BenchChild: ParsableCommand {
         }
     }
 
-    @Argument(help: "The measurement: timers.schedule.")
+    @Argument(help: "The measurement: timers.schedule or clock.sleepers.")
     var measurement: String
     @Argument(help: "ours or foundation.")
     var side: String
@@ -274,14 +274,19 @@ struct BenchChild: ParsableCommand {
     var cancels: Int
 
     func validate() throws {
-        guard measurement == "timers.schedule" else {
-            throw ValidationError("unknown measurement '\(measurement)'; valid: timers.schedule")
+        guard measurement == "timers.schedule" || measurement == "clock.sleepers" else {
+            throw ValidationError("unknown measurement '\(measurement)'; valid: timers.schedule, clock.sleepers")
         }
         guard side == "ours" || side == "foundation" else { throw ValidationError("side must be ours or foundation, got '\(side)'") }
         guard count > 0, cancels > 0, cancels <= count else { throw ValidationError("need 0 < cancels <= count") }
     }
 
     func run() throws {
+        if measurement == "clock.sleepers" {
+            let figures = ExecutorBench.sleepers(side: side, count: count)
+            print(String(decoding: try JSONEncoder().encode(figures), as: UTF8.self))
+            return
+        }
         let figures =
             side == "ours"
             ? TimerBench.oursSchedule(count: count, cancels: cancels)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import RingLoop
 import RingLoopToolSupport
+import Synchronization
 
 /// What this machine gives RingLoop: io_uring, the main queue, input and virtual devices.
 struct Doctor: ParsableCommand {
@@ -28,6 +29,9 @@ struct Doctor: ParsableCommand {
         var waitCoreError: String?
         var mainQueueServiced: Bool
         var mainActorServiced: Bool
+        /// The order in which one pass of the main loop ran a job, a version-0 source, a
+        /// due timer, a main-queue block and a `@MainActor` task.
+        var mainLoopOrder: [String]
         var inputDevices: Int
         var inputDirectory: String
         var fuse: String
@@ -43,6 +47,7 @@ struct Doctor: ParsableCommand {
         do { try loop.prepare() } catch { waitCoreError = "\(error)" }
 
         let (dispatchRan, actorRan) = Self.checkMainQueue(loop)
+        let order = Self.mainLoopOrder(loop)
 
         let inputDirectory = "/dev/input"
         let inputDevices =
@@ -55,6 +60,7 @@ struct Doctor: ParsableCommand {
             waitCoreError: waitCoreError,
             mainQueueServiced: dispatchRan,
             mainActorServiced: actorRan,
+            mainLoopOrder: order,
             inputDevices: inputDevices,
             inputDirectory: inputDirectory,
             fuse: Self.nodeStatus("/dev/fuse"),
@@ -71,6 +77,7 @@ struct Doctor: ParsableCommand {
             if let waitCoreError { print("wait core error   \(waitCoreError)") }
             print("main queue        \(dispatchRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
             print("@MainActor        \(actorRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
+            print("main loop order   \(order.joined(separator: " → "))")
             print("input devices     \(inputDevices) readable in \(inputDirectory)")
             print("FUSE              \(report.fuse)")
             print("uinput            \(report.uinput)")
@@ -102,6 +109,28 @@ struct Doctor: ParsableCommand {
             loop.run(mode: .default, until: deadline)
         }
         return (flags.dispatch, flags.actor)
+    }
+
+    /// What the main loop runs, in order, when a job, a signalled source, a due timer, a
+    /// `DispatchQueue.main` block and a `@MainActor` task all wait: the job in the blocks
+    /// phase, the source, the timer, then the main queue (block, then task, as queued)
+    /// among the port sources.
+    static func mainLoopOrder(_ loop: RingRunLoop) -> [String] {
+        let trace = Mutex<[String]>([])
+        let record: @Sendable (String) -> Void = { name in trace.withLock { $0.append(name) } }
+        let source = LoopSource { record("source") }
+        loop.add(source, to: .default)
+        loop.add(LoopTimer(fireDate: .now) { _ in record("timer") }, to: .default)
+        DispatchQueue.main.async { record("dispatch") }
+        Task { @MainActor in record("mainActor") }
+        Task(executorPreference: loop) { record("job") }
+        source.signal()
+        let deadline = MonotonicInstant.now + .seconds(5)
+        while trace.withLock({ $0.count }) < 5, MonotonicInstant.now < deadline {
+            loop.run(mode: .default, until: deadline, returnAfterSourceHandled: true)
+        }
+        source.invalidate()
+        return trace.withLock { $0 }
     }
 
     static func nodeStatus(_ path: String) -> String {

@@ -28,6 +28,16 @@ enum Callout {
     }
 
     @inline(never)
+    static func toActorJob(_ job: UnownedJob, _ serial: UnownedSerialExecutor) {
+        job.runSynchronously(on: serial)
+    }
+
+    @inline(never)
+    static func toTaskJob(_ job: UnownedJob, _ task: UnownedTaskExecutor) {
+        job.runSynchronously(on: task)
+    }
+
+    @inline(never)
     static func toScheduleOrCancel(_ body: () -> Void) {
         body()
     }

@@ -53,4 +53,12 @@ extension RingRunLoop {
         commonModeSet.insert(mode)
         for item in commonItems.values { addItem(item, toConcrete: mode) }
     }
+
+    /// Sources, port sources, observers and timers in `mode` (loop thread): what tests
+    /// count to see that nothing was left behind.
+    package func itemCount(in mode: Mode) -> Int {
+        preconditionOnLoopThread("itemCount(in:)")
+        guard let state = modeTable[mode] else { return 0 }
+        return state.sources0.count + state.sources1.count + state.observers.count + state.timerCount
+    }
 }

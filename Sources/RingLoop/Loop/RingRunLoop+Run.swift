@@ -66,7 +66,7 @@ extension RingRunLoop {
             var handled = doSources0(state, stopAfterHandle: stopAfterHandle)
             if handled { doBlocks(state) }
 
-            let poll = handled || pollOnly || hasDeliverablePortEvents(state)
+            let poll = handled || pollOnly || hasDeliverablePortEvents(state) || hasRunnableJobs(state)
             if !poll { doObservers(.beforeWaiting, state) }
             // No user callout from here until the wait returns.
             waitForEvents(state, poll: poll, deadline: deadline)

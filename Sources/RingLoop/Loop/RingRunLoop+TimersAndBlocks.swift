@@ -76,7 +76,7 @@ extension RingRunLoop {
     @discardableResult
     func doBlocks(_ state: ModeState) -> Bool {
         applyRequests()
-        guard !blocks.isEmpty else { return false }
+        guard !blocks.isEmpty else { return runJobs(state) }
         var taken: Deque<BlockItem> = []
         swap(&taken, &blocks)
         var kept: Deque<BlockItem> = []
@@ -93,6 +93,6 @@ extension RingRunLoop {
             kept.append(contentsOf: blocks)
             blocks = kept
         }
-        return did
+        return runJobs(state) || did
     }
 }

@@ -32,40 +32,6 @@ public final class RingRunLoop: @unchecked Sendable {
     // @unchecked: state below "Loop thread" is confined to the loop's thread (checked by
     // `preconditionOnLoopThread`); state shared with other threads is atomic or locked.
 
-    enum Item: Sendable {
-        case source(LoopSource)
-        case portSource(LoopPortSource)
-        case observer(LoopObserver)
-        case timer(LoopTimer)
-
-        var identity: ObjectIdentifier {
-            switch self {
-            case .source(let item): ObjectIdentifier(item)
-            case .portSource(let item): ObjectIdentifier(item)
-            case .observer(let item): ObjectIdentifier(item)
-            case .timer(let item): ObjectIdentifier(item)
-            }
-        }
-
-        var membership: LoopItem {
-            switch self {
-            case .source(let item): item.membership
-            case .portSource(let item): item.membership
-            case .observer(let item): item.membership
-            case .timer(let item): item.membership
-            }
-        }
-
-        var isValid: Bool {
-            switch self {
-            case .source(let item): item.isValid
-            case .portSource(let item): item.isValid
-            case .observer(let item): item.isValid
-            case .timer(let item): item.isValid
-            }
-        }
-    }
-
     final class RunState: Sendable {
         let stopped = Atomic<Bool>(false)
     }
@@ -93,6 +59,10 @@ public final class RingRunLoop: @unchecked Sendable {
     let ownerThread = Atomic<UInt>(0)
     let requests = ThreadLock<[@Sendable (RingRunLoop) -> Void]>([])
     let hasRequests = Atomic<Bool>(false)
+    /// Jobs of Swift concurrency waiting for the blocks phase.
+    let jobs = JobQueue()
+    /// The serial executor of actors isolated to the loop (set once, in `init`).
+    private(set) var serialExecutor: LoopSerialExecutor!
     let currentRun = ThreadLock<RunState?>(nil)
 
     func swapCurrentRun(_ run: RunState?) -> RunState? {
@@ -133,6 +103,7 @@ public final class RingRunLoop: @unchecked Sendable {
     var pendingPortEvents: Deque<PendingPortEvent> = []
     var timerSequence: UInt64 = 0
     var source0Scratch: [LoopSource] = []
+    var jobBatch: [JobQueue.Entry] = []
     var observerScratch: [LoopObserver] = []
     var timerScratch: [TimerEntry] = []
     var keptPortEvents: Deque<PendingPortEvent> = []
@@ -191,6 +162,7 @@ public final class RingRunLoop: @unchecked Sendable {
         self.inbox = MessageInbox(signal: signal)
         // The default mode exists from the start, as in CFRunLoop.
         _ = modeState(.default, create: true)
+        serialExecutor = LoopSerialExecutor(loop: self)
     }
 
     deinit {
@@ -377,6 +349,7 @@ public final class RingRunLoop: @unchecked Sendable {
         if servesMainQueueHere, commonModeSet.contains(state.mode) { return false }
         if state.hasSourcesOrTimers { return false }
         for item in blocks where blockMatches(item, state.mode) { return false }
+        if hasRunnableJobs(state) { return false }
         return true
     }
 }

@@ -1,0 +1,332 @@
+import Glibc
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoop
+
+/// An actor whose executor is a loop.
+actor LoopCounter {
+    let loop: RingRunLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    var count = 0
+    var offLoopThread = 0
+
+    init(loop: RingRunLoop) { self.loop = loop }
+
+    func increment() {
+        if !loop.isOnLoopThread { offLoopThread += 1 }
+        count += 1
+    }
+}
+
+/// Runs `body` on `loop`'s thread as a job and returns its result.
+func onLoop<T: Sendable>(_ loop: RingRunLoop, _ body: @escaping @Sendable () -> T) async -> T {
+    await Task(executorPreference: loop) { body() }.value
+}
+
+@LoopActor final class LoopActorState {
+    var presses = 0
+    func press() -> Bool {
+        presses += 1
+        return LoopActor.loop.isOnLoopThread
+    }
+}
+
+@Suite("Swift concurrency on the loop")
+struct ConcurrencyTests {
+    @Test("@LoopActor code runs on the LoopActor's loop thread, and its loop callbacks can assume the isolation")
+    func loopActor() async {
+        await onDriverLoop { driver in
+            let state = LoopActorState()
+            #expect(await state.press())
+            let seen = Atomic<Int>(-1)
+            let source = LoopSource {
+                let presses = LoopActor.assumeIsolated { state.presses }
+                seen.store(presses, ordering: .releasing)
+            }
+            LoopActor.loop.add(source, to: .default)
+            source.signal()
+            LoopActor.loop.wakeUp()
+            #expect(waitUntil { seen.load(ordering: .acquiring) == 1 })
+            source.invalidate()
+        }
+    }
+
+    @Test("An actor on a LoopThread's loop runs every call on that thread, one at a time")
+    func actorOnLoop() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "actor")
+            let counter = LoopCounter(loop: worker.loop)
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<1000 { group.addTask { await counter.increment() } }
+            }
+            #expect(await counter.count == 1000)
+            #expect(await counter.offLoopThread == 0)
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("assumeIsolated holds in a loop callback on the actor's loop thread")
+    func assumeIsolatedInCallback() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "assume")
+            let counter = LoopCounter(loop: worker.loop)
+            await counter.increment()
+            let seen = Atomic<Int>(-1)
+            let source = LoopSource { seen.store(counter.assumeIsolated { $0.count }, ordering: .releasing) }
+            worker.loop.add(source, to: .default)
+            source.signal()
+            worker.loop.wakeUp()
+            #expect(waitUntil { seen.load(ordering: .acquiring) == 1 })
+            #expect(worker.loop.serialExecutor.isIsolatingCurrentContext() == false)
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("Tasks that prefer the loop, and withTaskExecutorPreference, run on its thread")
+    func taskExecutorPreference() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "prefer")
+            let loop = worker.loop
+            #expect(await Task(executorPreference: loop) { loop.isOnLoopThread }.value)
+            let inside = await withTaskExecutorPreference(loop) { loop.isOnLoopThread }
+            #expect(inside)
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("Within a pass, jobs run after the blocks and before version-0 sources, highest priority first")
+    func orderWithinAPass() {
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let trace = ThreadLock<[String]>([])
+            let source = LoopSource { trace.withLock { $0.append("source") } }
+            loop.add(source, to: .default)
+            source.signal()
+            loop.perform { trace.withLock { $0.append("block") } }
+            Task(executorPreference: loop, priority: .low) { trace.withLock { $0.append("low") } }
+            Task(executorPreference: loop, priority: .high) { trace.withLock { $0.append("high") } }
+            Task(executorPreference: loop, priority: .medium) { trace.withLock { $0.append("medium") } }
+            Task(executorPreference: loop, priority: .high) { trace.withLock { $0.append("high 2") } }
+            #expect(loop.run(mode: .default, for: .zero) == .timedOut)
+            #expect(trace.withLock { $0 } == ["block", "high", "high 2", "medium", "low", "source"])
+        }
+    }
+
+    @Test("Jobs wait while the loop runs in a mode outside the common modes, and keep a common-mode run alive")
+    func jobsRunInCommonModesOnly() {
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let ran = ThreadLock(false)
+            Task(executorPreference: loop) { ran.withLock { $0 = true } }
+            loop.add(LoopTimer(after: .milliseconds(1)) { _ in }, to: "private")
+            #expect(loop.run(mode: "private", for: .seconds(10)) == .finished)
+            #expect(!ran.withLock { $0 })
+            // The default mode has nothing but the job: it still runs, not `.finished` at once.
+            #expect(loop.itemCount(in: .default) == 0)
+            loop.run(mode: .default, for: .zero)
+            #expect(ran.withLock { $0 })
+        }
+    }
+
+    @Test("A nested run inside a job keeps running jobs")
+    func nestedRun() {
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let trace = ThreadLock<[String]>([])
+            Task(executorPreference: loop) {
+                trace.withLock { $0.append("outer") }
+                Task(executorPreference: loop) { trace.withLock { $0.append("inner") } }
+                loop.run(mode: .default, for: .zero)
+                trace.withLock { $0.append("outer done") }
+            }
+            loop.run(mode: .default, for: .zero)
+            #expect(trace.withLock { $0 } == ["outer", "inner", "outer done"])
+        }
+    }
+
+    @Test("A job enqueued from another thread wakes the sleeping loop")
+    func jobWakesLoop() {
+        let loop = ThreadLock<RingRunLoop?>(nil)
+        let outcome = ThreadLock<(RingRunLoop.RunResult, UInt64)?>(nil)
+        let thread = PosixThread.start(name: "sleeper") {
+            let current = RingRunLoop.current
+            try? current.prepare()
+            current.add(LoopTimer(after: .seconds(3600)) { _ in }, to: .default)
+            loop.withLock { $0 = current }
+            let result = current.run(mode: .default, for: .seconds(30))
+            outcome.withLock { $0 = (result, current.sleepCount) }
+        }
+        #expect(waitUntil { loop.withLock { $0?.isWaiting ?? false } })
+        let target = loop.withLock { $0! }
+        Task(executorPreference: target) { target.stop() }
+        thread.join()
+        let (result, sleeps) = outcome.withLock { $0! }
+        #expect(result == .stopped)
+        #expect(sleeps >= 1)
+    }
+}
+
+@Suite("The loop clock")
+struct LoopClockTests {
+    @Test("A sleep on the loop clock lasts at least its duration and resumes on the loop")
+    func sleepLasts() async throws {
+        try await onDriverLoop { driver in
+            let worker = LoopThread(name: "clock")
+            let loop = worker.loop
+            let (slept, onLoop) = try await Task(executorPreference: loop) {
+                let start = MonotonicInstant.now
+                try await loop.clock.sleep(for: .milliseconds(5))
+                return (MonotonicInstant.now - start, loop.isOnLoopThread)
+            }.value
+            #expect(slept >= .milliseconds(5))
+            #expect(onLoop)
+            // Task.sleep takes the clock, with a tolerance.
+            let start = MonotonicInstant.now
+            try await Task.sleep(for: .milliseconds(2), tolerance: .milliseconds(1), clock: LoopClock(loop: loop))
+            #expect(MonotonicInstant.now - start >= .milliseconds(2))
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("Cancelling a sleeping task throws CancellationError and takes its timer off the loop")
+    func cancellation() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "clock")
+            let loop = worker.loop
+            let baseline = await onLoop(loop) { loop.itemCount(in: .default) }
+            let sleeper = Task(executorPreference: driver) { try await loop.clock.sleep(for: .seconds(3600)) }
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == baseline + 1 })
+            let started = MonotonicInstant.now
+            sleeper.cancel()
+            await #expect(throws: CancellationError.self) { try await sleeper.value }
+            #expect(MonotonicInstant.now - started < .seconds(10))
+            #expect(await onLoop(loop) { loop.itemCount(in: .default) } == baseline)
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("A task cancelled before it sleeps throws at once and schedules nothing")
+    func cancelledBefore() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "clock")
+            let loop = worker.loop
+            let sleeper = Task(executorPreference: driver) {
+                withUnsafeCurrentTask { $0?.cancel() }
+                try await loop.clock.sleep(for: .seconds(3600))
+            }
+            await #expect(throws: CancellationError.self) { try await sleeper.value }
+            #expect(await onLoop(loop) { loop.itemCount(in: .default) } == 1)  // the thread's own port
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("5,000 tasks sleeping on the loop clock all wake, none early, and leave no timer")
+    func manySleepers() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "sleepers")
+            let loop = worker.loop
+            let early = ThreadLock(0)
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<5000 {
+                    group.addTask {
+                        let duration = Duration.microseconds(500 + (index % 40) * 250)
+                        let start = MonotonicInstant.now
+                        try? await loop.clock.sleep(for: duration)
+                        if MonotonicInstant.now - start < duration { early.withLock { $0 += 1 } }
+                    }
+                }
+            }
+            #expect(early.withLock { $0 } == 0)
+            #expect(await onLoop(loop) { loop.itemCount(in: .default) } == 1)
+            worker.stopAndJoin()
+        }
+    }
+}
+
+@Suite("Async sequences of loop sources")
+struct AsyncSourceTests {
+    @Test("ticks(every:) yields repeatedly; leaving the loop removes its timer")
+    func ticks() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "ticks")
+            let loop = worker.loop
+            var seen: [MonotonicInstant] = []
+            for await tick in loop.ticks(every: .milliseconds(2)) {
+                seen.append(tick)
+                if seen.count == 3 { break }
+            }
+            #expect(seen.count == 3)
+            #expect(seen == seen.sorted())
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 1 })
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("readiness(of:) reports a readable pipe; cancelling the consumer removes its source")
+    func readiness() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "readiness")
+            let loop = worker.loop
+            let pipe = TestPipe()
+            let reports = Atomic<Int>(0)
+            let consumer = Task(executorPreference: driver) {
+                for await mask in loop.readiness(of: pipe.readEnd) where mask & Int16(POLLIN) != 0 {
+                    pipe.drain()
+                    reports.add(1, ordering: .relaxed)
+                }
+            }
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 2 })
+            pipe.writeByte()
+            #expect(await waitUntilAsync(driver) { reports.load(ordering: .relaxed) == 1 })
+            consumer.cancel()
+            await consumer.value
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 1 })
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("messages(of:) delivers 1,000 messages in order")
+    func messages() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "messages")
+            let loop = worker.loop
+            let port = loop.makeMessagePort()
+            let stream = loop.messages(of: port)
+            for index in 0..<1000 { #expect(port.send(UInt64(index))) }
+            var received: [UInt64] = []
+            for await message in stream {
+                received.append(message.payload)
+                if received.count == 1000 { break }
+            }
+            #expect(received == (0..<1000).map { UInt64($0) })
+            worker.stopAndJoin()
+        }
+    }
+
+    @Test("A sequence dropped without being iterated takes its source off the loop")
+    func droppedSequence() async {
+        await onDriverLoop { driver in
+            let worker = LoopThread(name: "dropped")
+            let loop = worker.loop
+            do {
+                let stream = loop.ticks(every: .seconds(3600))
+                _ = stream
+            }
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 1 })
+            worker.stopAndJoin()
+        }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes, sleeping on `driver`'s clock
+/// between tries (not on the global executor's timer).
+func waitUntilAsync(_ driver: RingRunLoop, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+    let limit = MonotonicInstant.now + timeout
+    while await !condition() {
+        if MonotonicInstant.now > limit { return false }
+        try? await driver.clock.sleep(for: .milliseconds(1))
+    }
+    return true
+}
