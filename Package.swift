@@ -139,7 +139,9 @@ let package = Package(
         // Process, which leaks inside itself).
         .target(name: "RingLoopTestSupport", dependencies: ["RingLoop"], path: "Tests/RingLoopTestSupport"),
         .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
-        .testTarget(name: "RingLoopTests", dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport"]),
+        .testTarget(
+            name: "RingLoopTests",
+            dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport", .product(name: "SystemPackage", package: "swift-system")]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
         .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),

@@ -1,6 +1,7 @@
 import Glibc
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoop
@@ -96,7 +97,7 @@ struct ConcurrencyTests {
         }
     }
 
-    @Test("Within a pass, jobs run after the blocks and before version-0 sources, highest priority first")
+    @Test("Within a pass, jobs run after the blocks, before version-0 sources and again after timers, highest priority first")
     func orderWithinAPass() {
         onFreshLoopThread {
             let loop = RingRunLoop.current
@@ -109,8 +110,16 @@ struct ConcurrencyTests {
             Task(executorPreference: loop, priority: .high) { trace.withLock { $0.append("high") } }
             Task(executorPreference: loop, priority: .medium) { trace.withLock { $0.append("medium") } }
             Task(executorPreference: loop, priority: .high) { trace.withLock { $0.append("high 2") } }
+            // A due timer fires after the sources; a job it enqueues runs in the blocks
+            // phase after timers and ports, in the same pass.
+            let timer = LoopTimer(fireDate: .now) { _ in
+                trace.withLock { $0.append("timer") }
+                Task(executorPreference: loop) { trace.withLock { $0.append("job from timer") } }
+            }
+            loop.add(timer, to: .default)
             #expect(loop.run(mode: .default, for: .zero) == .timedOut)
-            #expect(trace.withLock { $0 } == ["block", "high", "high 2", "medium", "low", "source"])
+            #expect(
+                trace.withLock { $0 } == ["block", "high", "high 2", "medium", "low", "source", "timer", "job from timer"])
         }
     }
 
@@ -303,6 +312,68 @@ struct AsyncSourceTests {
             #expect(received == (0..<1000).map { UInt64($0) })
             worker.stopAndJoin()
         }
+    }
+
+    @Test("signals(_:) delivers a signal sent to the loop's thread; the signalfd goes when the iteration ends")
+    func signals() async throws {
+        try await onDriverLoop { driver in
+            let worker = LoopThread(name: "signals")
+            defer { worker.stopAndJoin() }
+            let loop = worker.loop
+            do {  // the stream lives in this scope: leaving it ends the sequence
+                // Blocked in the loop's thread only: the signal is sent to that thread alone.
+                let (stream, thread) = try await Task(executorPreference: loop) { () throws -> (AsyncStream<Int32>, pthread_t) in
+                    (try loop.signals([SIGUSR1, SIGUSR2]), pthread_self())
+                }.value
+                #expect(await onLoop(loop) { loop.itemCount(in: .default) } == 2)
+                #expect(pthread_kill(thread, SIGUSR2) == 0)
+                var received: [Int32] = []
+                for await signal in stream {
+                    received.append(signal)
+                    if received.count == 1 { #expect(pthread_kill(thread, SIGUSR1) == 0) }
+                    if received.count == 2 { break }
+                }
+                #expect(received == [SIGUSR2, SIGUSR1])
+            }
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 1 })
+        }
+    }
+
+    @Test("signals(_:) rejects a number that is not a signal it can watch")
+    func signalsRejectsInvalid() {
+        #expect(throws: Errno.invalidArgument) { _ = try RingRunLoop.current.signals([SIGKILL]) }
+        #expect(throws: Errno.invalidArgument) { _ = try RingRunLoop.current.signals([0]) }
+    }
+
+    @Test("fileChanges(at:) reports entries created and deleted, and ends when the directory goes")
+    func fileChanges() async throws {
+        try await onDriverLoop { driver in
+            let worker = LoopThread(name: "inotify")
+            defer { worker.stopAndJoin() }
+            let loop = worker.loop
+            let directory = "/tmp/ringloop-inotify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            #expect(mkdir(directory, 0o700) == 0)
+            let stream = try loop.fileChanges(at: directory)
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 2 })
+            let file = directory + "/entry"
+            let fd = open(file, O_CREAT | O_WRONLY, 0o600)
+            #expect(fd >= 0)
+            close(fd)
+            #expect(unlink(file) == 0)
+            #expect(rmdir(directory) == 0)
+            var changes: [FileChange] = []
+            for await change in stream { changes.append(change) }  // ends with IN_IGNORED
+            let created = changes.first { $0.name == "entry" && $0.mask & UInt32(IN_CREATE) != 0 }
+            let deleted = changes.first { $0.name == "entry" && $0.mask & UInt32(IN_DELETE) != 0 }
+            #expect(created != nil && deleted != nil, "\(changes)")
+            #expect(changes.last.map { $0.mask & UInt32(IN_IGNORED) != 0 } == true)
+            #expect(await waitUntilAsync(driver) { await onLoop(loop) { loop.itemCount(in: .default) } == 1 })
+        }
+    }
+
+    @Test("fileChanges(at:) on a missing directory throws ENOENT")
+    func fileChangesMissing() {
+        #expect(throws: Errno.noSuchFileOrDirectory) { _ = try RingRunLoop.current.fileChanges(at: "/nonexistent/ringloop") }
     }
 
     @Test("A sequence dropped without being iterated takes its source off the loop")

@@ -27,14 +27,17 @@ final class JobQueue: Sendable {
     /// Whether a job waits (any thread; a hint until the lock is taken).
     var hasJobs: Bool { queued.load(ordering: .acquiring) }
 
-    /// Moves every waiting job into `batch` (which must be empty), highest priority first
-    /// and in enqueue order within one priority (loop thread).
+    /// Moves every waiting job into `batch`, which must be empty (loop thread).
     func take(into batch: inout [Entry]) {
         guard hasJobs else { return }
         pending.withLock { jobs in
             swap(&jobs, &batch)
             queued.store(false, ordering: .relaxed)
         }
+    }
+
+    /// Orders `batch` highest priority first, keeping the order within one priority.
+    static func orderByPriority(_ batch: inout [Entry]) {
         guard batch.count > 1 else { return }
         let first = batch[0].job.priority
         if batch.contains(where: { $0.job.priority != first }) {

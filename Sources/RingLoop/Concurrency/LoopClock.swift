@@ -1,3 +1,5 @@
+import Synchronization
+
 extension MonotonicInstant: InstantProtocol {}
 
 /// A clock whose sleeps are timers of a run loop: `Task.sleep(for:clock:)` and
@@ -68,7 +70,7 @@ public struct LoopClock: Clock, Sendable {
                 _ = isolation
                 try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, any Error>) in
                     let timer = LoopTimer(fireDate: deadline, tolerance: tolerance ?? .zero, precise: precise) { _ in
-                        sleep.finish(throwing: nil)
+                        sleep.finish(cancelled: false)
                     }
                     guard sleep.begin(continuation, timer) else { return }
                     loop.add(timer, to: .common)
@@ -76,48 +78,52 @@ public struct LoopClock: Clock, Sendable {
                 }
             },
             onCancel: {
-                sleep.finish(throwing: CancellationError())
+                sleep.finish(cancelled: true)
             }, isolation: isolation)
     }
 
     /// One sleep's hand-over between the sleeping task, the loop's timer and a
     /// cancellation, whichever comes first resuming the task exactly once.
-    final class Sleep: Sendable {
-        private struct State {
-            var continuation: UnsafeContinuation<Void, any Error>?
-            var timer: LoopTimer?
-            var finished = false
-            var error: (any Error)?
-        }
-        private let state = ThreadLock(State())
+    final class Sleep: @unchecked Sendable {
+        // @unchecked: `continuation` and `timer` are written by `begin` before it publishes
+        // `state` (releasing), and taken only by the one caller that moves `state` from
+        // armed to finished (acquiring).
+        private var continuation: UnsafeContinuation<Void, any Error>?
+        private var timer: LoopTimer?
+        private let state = Atomic<UInt8>(State.idle)
 
-        /// Records the waiting task; returns `false` (having resumed it) when a
-        /// cancellation came first.
+        private enum State {
+            static let idle: UInt8 = 0
+            static let armed: UInt8 = 1
+            static let finished: UInt8 = 2
+        }
+
+        /// Records the waiting task; returns `false` (having resumed it with
+        /// `CancellationError`) when a cancellation came first.
         func begin(_ continuation: UnsafeContinuation<Void, any Error>, _ timer: LoopTimer) -> Bool {
-            let earlier: (any Error)?? = state.withLock { state in
-                if state.finished { return .some(state.error) }
-                state.continuation = continuation
-                state.timer = timer
-                return .none
-            }
-            guard case .some(let error) = earlier else { return true }
-            if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            self.continuation = continuation
+            self.timer = timer
+            let (armed, _) = state.compareExchange(
+                expected: State.idle, desired: State.armed, ordering: .acquiringAndReleasing)
+            if armed { return true }
+            (self.continuation, self.timer) = (nil, nil)
+            continuation.resume(throwing: CancellationError())
             return false
         }
 
-        /// Ends the sleep: `nil` when the timer fired, an error when it was cancelled
-        /// (which also removes the timer from its loop).
-        func finish(throwing error: (any Error)?) {
-            let (continuation, timer) = state.withLock { state -> (UnsafeContinuation<Void, any Error>?, LoopTimer?) in
-                guard !state.finished else { return (nil, nil) }
-                state.finished = true
-                state.error = error
-                defer { (state.continuation, state.timer) = (nil, nil) }
-                return (state.continuation, state.timer)
+        /// Ends the sleep: the timer fired (`cancelled` false), or the task was cancelled,
+        /// which also takes the timer off its loop. Later calls do nothing.
+        func finish(cancelled: Bool) {
+            guard state.exchange(State.finished, ordering: .acquiringAndReleasing) == State.armed else { return }
+            let continuation = self.continuation
+            let timer = self.timer
+            (self.continuation, self.timer) = (nil, nil)
+            if cancelled {
+                timer?.invalidate()
+                continuation?.resume(throwing: CancellationError())
+            } else {
+                continuation?.resume()
             }
-            if error != nil { timer?.invalidate() }
-            guard let continuation else { return }
-            if let error { continuation.resume(throwing: error) } else { continuation.resume() }
         }
     }
 }

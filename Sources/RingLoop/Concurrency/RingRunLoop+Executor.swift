@@ -37,8 +37,13 @@ extension RingRunLoop: TaskExecutor {
     }
 
     func enqueueJob(_ job: UnownedJob, isolated: Bool) {
-        jobs.push(job, isolated: isolated)
-        if !isOnLoopThread { signal.wakeUp() }
+        if isOnLoopThread {
+            // From the loop's own thread (a job, a callout): no lock, no wake-up.
+            localJobs.append(JobQueue.Entry(job: job, isolated: isolated))
+        } else {
+            jobs.push(job, isolated: isolated)
+            signal.wakeUp()
+        }
     }
 
     /// Whether jobs run while the loop runs in `state`'s mode (the common modes).
@@ -48,7 +53,7 @@ extension RingRunLoop: TaskExecutor {
 
     /// Whether a job waits to run in `state`'s mode.
     func hasRunnableJobs(_ state: ModeState) -> Bool {
-        jobs.hasJobs && runsJobs(in: state)
+        (!localJobs.isEmpty || jobs.hasJobs) && runsJobs(in: state)
     }
 
     /// Runs the jobs waiting now; returns whether any ran (loop thread).
@@ -57,6 +62,13 @@ extension RingRunLoop: TaskExecutor {
         var batch = jobBatch
         jobBatch = []
         jobs.take(into: &batch)
+        if batch.isEmpty {
+            swap(&batch, &localJobs)
+        } else {
+            batch.append(contentsOf: localJobs)
+            localJobs.removeAll(keepingCapacity: true)
+        }
+        JobQueue.orderByPriority(&batch)
         let serial = serialExecutor.asUnownedSerialExecutor()
         let task = asUnownedTaskExecutor()
         for job in batch {

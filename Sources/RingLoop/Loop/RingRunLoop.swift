@@ -104,6 +104,8 @@ public final class RingRunLoop: @unchecked Sendable {
     var timerSequence: UInt64 = 0
     var source0Scratch: [LoopSource] = []
     var jobBatch: [JobQueue.Entry] = []
+    /// Jobs enqueued on the loop's own thread, which need no lock.
+    var localJobs: [JobQueue.Entry] = []
     var observerScratch: [LoopObserver] = []
     var timerScratch: [TimerEntry] = []
     var keptPortEvents: Deque<PendingPortEvent> = []
