@@ -241,6 +241,8 @@ extension CommandTests {
             "wake.busy.p50_us", "wake.busy.p99_us", "wake.idle.p50_us", "wake.idle.p99_us", "source0.per_s",
             "timer.lateness.p99_us", "timer.lateness.precise.p99_us", "timers.schedule.s", "timers.bytes_each",
             "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.p99_us", "enter.per_pass.source0", "blocks.per_s",
+            "executor.hop.per_s", "executor.jobs.per_s", "clock.sleep.lateness.p50_us", "clock.sleep.lateness.p99_us",
+            "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each",
         ] {
             #expect(names.contains(required), "missing \(required)")
         }

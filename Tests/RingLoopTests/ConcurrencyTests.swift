@@ -139,6 +139,29 @@ struct ConcurrencyTests {
         }
     }
 
+    @Test("An executor for chosen modes runs its jobs only in those modes, and its waiting jobs do not keep the loop awake")
+    func executorInModes() {
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            try? loop.prepare()
+            let trace = ThreadLock<[String]>([])
+            let tracking = loop.taskExecutor(inModes: ["tracking"])
+            Task(executorPreference: tracking) { trace.withLock { $0.append("tracking job") } }
+            Task(executorPreference: loop) { trace.withLock { $0.append("common job") } }
+            loop.add(LoopTimer(after: .seconds(3600)) { _ in }, to: .common)
+            loop.add(LoopTimer(after: .seconds(3600)) { _ in }, to: "tracking")
+            let passes = loop.passCount
+            let sleeps = loop.sleepCount
+            #expect(loop.run(mode: .default, for: .milliseconds(50)) == .timedOut)
+            #expect(trace.withLock { $0 } == ["common job"])
+            // The waiting tracking job did not make the loop poll: it slept.
+            #expect(loop.sleepCount > sleeps)
+            #expect(loop.passCount - passes < 10)
+            #expect(loop.run(mode: "tracking", for: .zero) == .timedOut)
+            #expect(trace.withLock { $0 } == ["common job", "tracking job"])
+        }
+    }
+
     @Test("A nested run inside a job keeps running jobs")
     func nestedRun() {
         onFreshLoopThread {

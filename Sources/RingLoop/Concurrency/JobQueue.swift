@@ -7,19 +7,38 @@ import Synchronization
 /// from the enqueuing thread to the loop's; a flag lets the loop skip the lock when
 /// nothing is queued.
 final class JobQueue: Sendable {
-    /// A job and whether it runs isolated to the loop's serial executor (an actor's).
+    /// A job and the executor it was enqueued on, which it runs as.
     struct Entry {
         var job: UnownedJob
-        var isolated: Bool
+        var target: Target
+    }
+
+    /// Which of the loop's executors a job belongs to.
+    enum Target {
+        /// The loop itself, as a task executor (common modes).
+        case loop
+        /// A serial executor of actors (the loop's own, or one for chosen modes).
+        case actor(LoopSerialExecutor)
+        /// A task executor for chosen modes.
+        case task(LoopTaskExecutor)
+
+        /// The modes the job may run in; `nil` for the common modes.
+        var modes: [RingRunLoop.Mode]? {
+            switch self {
+            case .loop: nil
+            case .actor(let executor): executor.modes
+            case .task(let executor): executor.modes
+            }
+        }
     }
 
     private let pending = ThreadLock<[Entry]>([])
     private let queued = Atomic<Bool>(false)
 
     /// Adds a job (any thread).
-    func push(_ job: UnownedJob, isolated: Bool) {
+    func push(_ entry: Entry) {
         pending.withLock { jobs in
-            jobs.append(Entry(job: job, isolated: isolated))
+            jobs.append(entry)
             queued.store(true, ordering: .releasing)
         }
     }
@@ -27,11 +46,16 @@ final class JobQueue: Sendable {
     /// Whether a job waits (any thread; a hint until the lock is taken).
     var hasJobs: Bool { queued.load(ordering: .acquiring) }
 
-    /// Moves every waiting job into `batch`, which must be empty (loop thread).
-    func take(into batch: inout [Entry]) {
+    /// Moves every waiting job to the end of `batch` (loop thread).
+    func take(appendingTo batch: inout [Entry]) {
         guard hasJobs else { return }
         pending.withLock { jobs in
-            swap(&jobs, &batch)
+            if batch.isEmpty {
+                swap(&jobs, &batch)
+            } else {
+                batch.append(contentsOf: jobs)
+                jobs.removeAll(keepingCapacity: true)
+            }
             queued.store(false, ordering: .relaxed)
         }
     }

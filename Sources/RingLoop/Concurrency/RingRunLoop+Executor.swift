@@ -24,7 +24,7 @@
 extension RingRunLoop: TaskExecutor {
     /// Queues a job of a task that prefers this loop (any thread).
     public func enqueue(_ job: consuming ExecutorJob) {
-        enqueueJob(UnownedJob(job), isolated: false)
+        enqueueJob(UnownedJob(job), .loop)
     }
 
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
@@ -36,52 +36,101 @@ extension RingRunLoop: TaskExecutor {
         serialExecutor.asUnownedSerialExecutor()
     }
 
-    func enqueueJob(_ job: UnownedJob, isolated: Bool) {
+    /// A task executor whose jobs run only while the loop runs in one of `modes` (which
+    /// may include ``Mode/common``), as blocks queued for those modes do. For work that
+    /// must wait while the loop runs a private mode, or that belongs to one.
+    public func taskExecutor(inModes modes: [Mode]) -> LoopTaskExecutor {
+        LoopTaskExecutor(loop: self, modes: modes)
+    }
+
+    /// A serial executor for actors whose jobs run only while the loop runs in one of
+    /// `modes` (see ``taskExecutor(inModes:)``).
+    public func serialExecutor(inModes modes: [Mode]) -> LoopSerialExecutor {
+        LoopSerialExecutor(loop: self, modes: modes, holdsLoop: true)
+    }
+
+    func enqueueJob(_ job: UnownedJob, _ target: JobQueue.Target) {
+        let entry = JobQueue.Entry(job: job, target: target)
         if isOnLoopThread {
             // From the loop's own thread (a job, a callout): no lock, no wake-up.
-            localJobs.append(JobQueue.Entry(job: job, isolated: isolated))
+            localJobs.append(entry)
+            if target.modes != nil { localModedJobs += 1 }
         } else {
-            jobs.push(job, isolated: isolated)
+            jobs.push(entry)
             signal.wakeUp()
         }
     }
 
-    /// Whether jobs run while the loop runs in `state`'s mode (the common modes).
-    func runsJobs(in state: ModeState) -> Bool {
-        commonModeSet.contains(state.mode)
+    /// Whether a job of `target` may run while the loop runs in `state`'s mode.
+    func runs(_ target: JobQueue.Target, in state: ModeState) -> Bool {
+        guard let modes = target.modes else { return commonModeSet.contains(state.mode) }
+        return modes.contains(state.mode) || (modes.contains(.common) && commonModeSet.contains(state.mode))
     }
 
-    /// Whether a job waits to run in `state`'s mode.
+    /// Whether a job waits to run in `state`'s mode (loop thread). Jobs from other
+    /// threads join the loop's own list first.
     func hasRunnableJobs(_ state: ModeState) -> Bool {
-        (!localJobs.isEmpty || jobs.hasJobs) && runsJobs(in: state)
+        if jobs.hasJobs {
+            let before = localJobs.count
+            jobs.take(appendingTo: &localJobs)
+            for entry in localJobs[before...] where entry.target.modes != nil { localModedJobs += 1 }
+        }
+        guard !localJobs.isEmpty else { return false }
+        if localModedJobs == 0 { return commonModeSet.contains(state.mode) }
+        return localJobs.contains { runs($0.target, in: state) }
     }
 
-    /// Runs the jobs waiting now; returns whether any ran (loop thread).
+    /// Runs the jobs that may run now; returns whether any ran (loop thread).
     func runJobs(_ state: ModeState) -> Bool {
         guard hasRunnableJobs(state) else { return false }
         var batch = jobBatch
         jobBatch = []
-        jobs.take(into: &batch)
-        if batch.isEmpty {
+        if localModedJobs == 0 {
             swap(&batch, &localJobs)
         } else {
-            batch.append(contentsOf: localJobs)
-            localJobs.removeAll(keepingCapacity: true)
+            // Jobs for modes not running stay, in order.
+            var kept: [JobQueue.Entry] = []
+            for entry in localJobs {
+                if runs(entry.target, in: state) { batch.append(entry) } else { kept.append(entry) }
+            }
+            localJobs = kept
+            localModedJobs = kept.count { $0.target.modes != nil }
         }
         JobQueue.orderByPriority(&batch)
-        let serial = serialExecutor.asUnownedSerialExecutor()
-        let task = asUnownedTaskExecutor()
-        for job in batch {
-            if job.isolated {
-                Callout.toActorJob(job.job, serial)
-            } else {
-                Callout.toTaskJob(job.job, task)
+        let loopTask = asUnownedTaskExecutor()
+        for entry in batch {
+            switch entry.target {
+            case .loop: Callout.toTaskJob(entry.job, loopTask)
+            case .task(let executor): Callout.toTaskJob(entry.job, executor.asUnownedTaskExecutor())
+            case .actor(let executor): Callout.toActorJob(entry.job, executor.asUnownedSerialExecutor())
             }
         }
         let ran = !batch.isEmpty
         batch.removeAll(keepingCapacity: true)
         jobBatch = batch
         return ran
+    }
+}
+
+/// A task executor on a loop for chosen modes (see ``RingRunLoop/taskExecutor(inModes:)``).
+public final class LoopTaskExecutor: TaskExecutor, Sendable {
+    /// The loop whose thread runs the jobs.
+    public let loop: RingRunLoop
+    /// The modes the jobs run in.
+    public let modes: [RingRunLoop.Mode]
+
+    init(loop: RingRunLoop, modes: [RingRunLoop.Mode]) {
+        self.loop = loop
+        self.modes = modes
+    }
+
+    /// Queues a job of a task that prefers this executor (any thread).
+    public func enqueue(_ job: consuming ExecutorJob) {
+        loop.enqueueJob(UnownedJob(job), .task(self))
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 }
 
@@ -94,13 +143,23 @@ extension RingRunLoop: TaskExecutor {
 /// the loop), or every nonisolated step of a task would be enqueued twice.
 public final class LoopSerialExecutor: SerialExecutor, Sendable {
     /// The loop whose thread runs the jobs.
-    public unowned let loop: RingRunLoop
+    public var loop: RingRunLoop { held ?? unheld }
+    /// The modes the jobs run in; `nil` for the loop's common modes.
+    public let modes: [RingRunLoop.Mode]?
+    // The loop's own executor refers to it unowned (the loop holds the executor); one made
+    // for chosen modes holds its loop.
+    private unowned let unheld: RingRunLoop
+    private let held: RingRunLoop?
 
-    init(loop: RingRunLoop) { self.loop = loop }
+    init(loop: RingRunLoop, modes: [RingRunLoop.Mode]? = nil, holdsLoop: Bool = false) {
+        self.unheld = loop
+        self.held = holdsLoop ? loop : nil
+        self.modes = modes
+    }
 
     /// Queues an actor's job (any thread).
     public func enqueue(_ job: consuming ExecutorJob) {
-        loop.enqueueJob(UnownedJob(job), isolated: true)
+        loop.enqueueJob(UnownedJob(job), .actor(self))
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {

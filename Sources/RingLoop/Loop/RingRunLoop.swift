@@ -106,6 +106,7 @@ public final class RingRunLoop: @unchecked Sendable {
     var jobBatch: [JobQueue.Entry] = []
     /// Jobs enqueued on the loop's own thread, which need no lock.
     var localJobs: [JobQueue.Entry] = []
+    var localModedJobs = 0
     var observerScratch: [LoopObserver] = []
     var timerScratch: [TimerEntry] = []
     var keptPortEvents: Deque<PendingPortEvent> = []
