@@ -61,6 +61,8 @@ public final class RingRunLoop: @unchecked Sendable {
     let hasRequests = Atomic<Bool>(false)
     /// Jobs of Swift concurrency waiting for the blocks phase.
     let jobs = JobQueue()
+    /// Delayed performs by target, for `cancelPerforms(target:)`.
+    let targetedPerforms = ThreadLock<[ObjectIdentifier: [TargetedPerform]]>([:])
     /// The serial executor of actors isolated to the loop (set once, in `init`).
     private(set) var serialExecutor: LoopSerialExecutor!
     let currentRun = ThreadLock<RunState?>(nil)
@@ -261,6 +263,7 @@ public final class RingRunLoop: @unchecked Sendable {
         readinessSources = [:]
         messageSources = [:]
         orphanMessages = [:]
+        targetedPerforms.withLock { $0 = [:] }
         inbox.close()
     }
 

@@ -1,0 +1,92 @@
+import Dispatch
+
+/// Foundation's `performSelector` family on a loop: on its thread, waiting or not, after a
+/// delay, and cancelled by target.
+extension RingRunLoop {
+    /// Performs `block` on the loop's thread while it runs in one of `modes`, and wakes it
+    /// (`performSelector:onThread:withObject:waitUntilDone:modes:`).
+    ///
+    /// With `waitUntilDone`, the caller waits until the block has run; called on the loop's
+    /// own thread, it runs the block at once, whatever mode the loop is in, as Foundation
+    /// does. Waiting on a loop that never runs one of `modes` waits for ever, as in
+    /// Foundation. Safe from any thread.
+    public func perform(inModes modes: [Mode] = [.default], waitUntilDone: Bool, _ block: @escaping @Sendable () -> Void) {
+        if waitUntilDone && isOnLoopThread {
+            Callout.toBlock(block)
+            return
+        }
+        guard waitUntilDone else {
+            perform(inModes: modes, block)
+            wakeUp()
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        perform(inModes: modes) {
+            block()
+            done.signal()
+        }
+        wakeUp()
+        done.wait()
+    }
+
+    /// Performs `block` on the loop's thread once `delay` has passed, while the loop runs
+    /// in one of `modes`, on behalf of `target` (`performSelector:withObject:afterDelay:`):
+    /// ``cancelPerforms(target:)`` cancels every such perform of a target that has not run.
+    /// The loop keeps `target` until the perform runs or is cancelled, as Foundation
+    /// retains the target. Safe from any thread.
+    @discardableResult
+    public func perform(
+        after delay: Duration, inModes modes: [Mode] = [.default], tolerance: Duration = .zero,
+        target: some AnyObject & Sendable, _ block: @escaping @Sendable () -> Void
+    ) -> LoopTimer {
+        let key = ObjectIdentifier(target)
+        let record = TargetedPerform(target: target)
+        let timer = LoopTimer(after: delay, tolerance: tolerance) { [weak self] timer in
+            self?.targetedPerforms.withLock { table in
+                table[key]?.removeAll { $0.timer === timer }
+                if table[key]?.isEmpty == true { table[key] = nil }
+            }
+            block()
+        }
+        record.timer = timer
+        targetedPerforms.withLock { $0[key, default: []].append(record) }
+        for mode in modes { add(timer, to: mode) }
+        return timer
+    }
+
+    /// Cancels the performs made with ``perform(after:inModes:tolerance:target:_:)`` for
+    /// `target` that have not run yet (`cancelPreviousPerformRequestsWithTarget:`), and
+    /// lets the loop release the target. Returns how many were cancelled. Safe from any
+    /// thread; a perform already running is not stopped.
+    @discardableResult
+    public func cancelPerforms(target: AnyObject) -> Int {
+        let records = targetedPerforms.withLock { $0.removeValue(forKey: ObjectIdentifier(target)) ?? [] }
+        var cancelled = 0
+        for record in records {
+            guard let timer = record.timer, timer.isValid else { continue }
+            timer.invalidate()
+            cancelled += 1
+        }
+        return cancelled
+    }
+}
+
+/// A delayed perform on behalf of a target: the target (kept alive, so its identity is not
+/// reused while the record exists) and the timer that performs it.
+final class TargetedPerform: @unchecked Sendable {
+    // @unchecked: `timer` is set once, before the record is shared (under the table's
+    // lock); `target` is Sendable.
+    let target: AnyObject & Sendable
+    var timer: LoopTimer?
+
+    init(target: AnyObject & Sendable) { self.target = target }
+}
+
+extension LoopThread {
+    /// Performs `block` on the thread's loop in `modes` and wakes it; with
+    /// `waitUntilDone`, returns once the block has run (see
+    /// ``RingRunLoop/perform(inModes:waitUntilDone:_:)``).
+    public func perform(inModes modes: [RingRunLoop.Mode] = [.default], waitUntilDone: Bool, _ block: @escaping @Sendable () -> Void) {
+        loop.perform(inModes: modes, waitUntilDone: waitUntilDone, block)
+    }
+}
