@@ -1,0 +1,319 @@
+import DequeModule
+import Dispatch
+import Synchronization
+
+/// Why a named message port call failed.
+public enum MessagePortError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A local port with this name exists already in the process.
+    case nameInUse(String)
+    /// No local port has this name.
+    case notFound(String)
+    /// The port (or the local port a remote one refers to) was invalidated.
+    case invalidated(String)
+    /// The message is larger than the receiving port accepts.
+    case tooLarge(size: Int, limit: Int)
+    /// No reply came within the reply timeout; a reply that comes later is dropped.
+    case replyTimeout(String)
+    /// The receiving port's callback returned no reply to a request.
+    case noReply(String)
+    /// The name is empty or longer than ``LocalMessagePort/maximumNameLength`` bytes.
+    case invalidName(String)
+
+    public var description: String {
+        switch self {
+        case .nameInUse(let name): "a message port named '\(name)' exists already"
+        case .notFound(let name): "no message port named '\(name)'"
+        case .invalidated(let name): "the message port '\(name)' was invalidated"
+        case .tooLarge(let size, let limit): "a message of \(size) bytes is larger than the port's limit of \(limit) bytes"
+        case .replyTimeout(let name): "no reply from '\(name)' within the reply timeout"
+        case .noReply(let name): "'\(name)' returned no reply to a request"
+        case .invalidName(let name):
+            "'\(name)' is not a valid port name (1 to \(LocalMessagePort.maximumNameLength) bytes of UTF-8)"
+        }
+    }
+}
+
+/// A named port that receives messages — a message id and bytes — on its loop and may
+/// answer them, like `CFMessagePortCreateLocal`. Other threads reach it by name through a
+/// ``RemoteMessagePort``.
+///
+/// The callback runs on the loop's thread, as the port's ``source`` performs: add the
+/// source to the modes it should serve (`CFMessagePortCreateRunLoopSource`). Messages are
+/// delivered in the order they were sent; what the callback returns answers a request
+/// (``RemoteMessagePort/sendRequest(msgid:data:replyTimeout:)``) and is ignored for a
+/// one-way ``RemoteMessagePort/send(msgid:data:)``.
+///
+/// ```swift
+/// let port = try LocalMessagePort(name: "com.example.main", loop: .current) { msgid, data in
+///     msgid == checkIn ? Array("welcome".utf8) : nil
+/// }
+/// RingRunLoop.current.add(port.source, to: .common)
+/// ```
+///
+/// Within a process a message goes through the loop's inbox (one wake-up of the loop, no
+/// copy beyond the bytes themselves). Names are per process.
+public final class LocalMessagePort: Sendable {
+    /// The callback: a message id and its bytes in, the reply (to a request) out.
+    public typealias Callback = @Sendable (_ msgid: Int32, _ data: [UInt8]) -> [UInt8]?
+
+    /// The longest name accepted, in bytes of UTF-8 (an abstract Unix socket name's room).
+    public static let maximumNameLength = 100
+    /// The default size limit of one message, in bytes.
+    public static let defaultMaximumMessageSize = 64 * 1024
+
+    /// The port's name.
+    public let name: String
+    /// The loop whose thread runs the callback.
+    public let loop: RingRunLoop
+    /// The largest message the port accepts, in bytes.
+    public let maximumMessageSize: Int
+    /// The source to add to the loop's modes; it performs once per wake-up and delivers
+    /// every message waiting.
+    public let source: LoopPortSource
+    let core: PortCore
+
+    /// Creates a port named `name` on `loop`.
+    /// - Throws: ``MessagePortError/nameInUse(_:)`` when the process has a port of that
+    ///   name, ``MessagePortError/invalidName(_:)`` for an empty or too long name.
+    public init(
+        name: String, loop: RingRunLoop, maximumMessageSize: Int = LocalMessagePort.defaultMaximumMessageSize,
+        callback: @escaping Callback
+    ) throws(MessagePortError) {
+        guard !name.isEmpty, name.utf8.count <= Self.maximumNameLength else { throw .invalidName(name) }
+        let wake = loop.makeMessagePort()
+        let core = PortCore(name: name, loop: loop, wake: wake, limit: max(0, maximumMessageSize), callback: callback)
+        try PortRegistry.shared.register(core)
+        self.name = name
+        self.loop = loop
+        self.maximumMessageSize = max(0, maximumMessageSize)
+        self.core = core
+        self.source = LoopPortSource(port: wake) { _ in core.deliver() }
+    }
+
+    deinit {
+        core.invalidate()
+        source.invalidate()
+    }
+
+    /// Whether the port still receives messages.
+    public var isValid: Bool { core.isValid }
+
+    /// Stops the port: its name is free again, its source leaves the loop, requests still
+    /// waiting fail with ``MessagePortError/invalidated(_:)``, and remote ports that refer
+    /// to it call their invalidation callbacks. Safe from any thread.
+    public func invalidate() {
+        core.invalidate()
+        source.invalidate()
+    }
+}
+
+/// A port that sends to a ``LocalMessagePort`` found by name, like
+/// `CFMessagePortCreateRemote`.
+public final class RemoteMessagePort: Sendable {
+    /// The name looked up.
+    public let name: String
+    let core: PortCore
+    private let invalidation = ThreadLock<(@Sendable (RemoteMessagePort) -> Void)?>(nil)
+
+    /// Looks up the local port named `name` in this process.
+    /// - Throws: ``MessagePortError/notFound(_:)``.
+    public init(name: String) throws(MessagePortError) {
+        guard let core = PortRegistry.shared.lookUp(name) else { throw .notFound(name) }
+        self.name = name
+        self.core = core
+        core.addWatcher(self)
+    }
+
+    /// Whether the local port is still valid.
+    public var isValid: Bool { core.isValid }
+
+    /// Calls `body` once, on the thread that invalidates the local port, when it goes
+    /// (at once if it is gone already).
+    public func setInvalidationCallback(_ body: @escaping @Sendable (RemoteMessagePort) -> Void) {
+        invalidation.withLock { $0 = body }
+        if !core.isValid { portWentAway() }
+    }
+
+    func portWentAway() {
+        let body = invalidation.withLock { callback -> (@Sendable (RemoteMessagePort) -> Void)? in
+            defer { callback = nil }
+            return callback
+        }
+        body?(self)
+    }
+
+    /// Sends a one-way message (`CFMessagePortSendRequest` with no reply mode). Within a
+    /// process it never blocks: the message is queued for the port's loop, which is woken.
+    /// - Throws: ``MessagePortError/tooLarge(size:limit:)``,
+    ///   ``MessagePortError/invalidated(_:)``.
+    public func send(msgid: Int32, data: [UInt8]) throws(MessagePortError) {
+        try core.enqueue(Envelope(msgid: msgid, data: data, reply: nil))
+    }
+
+    /// Sends a request and waits for the callback's reply, at most `replyTimeout`.
+    ///
+    /// Called on the port's own loop thread, the callback runs at once (a wait there could
+    /// never be answered). A reply that comes after the timeout is dropped.
+    /// - Throws: ``MessagePortError/replyTimeout(_:)``, ``MessagePortError/noReply(_:)``,
+    ///   ``MessagePortError/tooLarge(size:limit:)``, ``MessagePortError/invalidated(_:)``.
+    public func sendRequest(msgid: Int32, data: [UInt8], replyTimeout: Duration) throws(MessagePortError) -> [UInt8] {
+        if core.loop.isOnLoopThread {
+            try core.check(data.count)
+            guard let reply = core.callback(msgid, data) else { throw .noReply(name) }
+            return reply
+        }
+        let slot = ReplySlot()
+        try core.enqueue(Envelope(msgid: msgid, data: data, reply: slot))
+        return try slot.wait(timeout: replyTimeout, name: name)
+    }
+}
+
+/// One message on its way to a local port.
+struct Envelope: Sendable {
+    var msgid: Int32
+    var data: [UInt8]
+    var reply: ReplySlot?
+}
+
+/// Where a request's reply is handed over, once: to the waiting sender, or dropped when it
+/// gave up.
+final class ReplySlot: Sendable {
+    private enum State {
+        case waiting
+        case replied([UInt8]?)
+        case failed(MessagePortError)
+        case abandoned
+    }
+    private let state = ThreadLock(State.waiting)
+    private let arrived = DispatchSemaphore(value: 0)
+
+    /// Hands over the callback's reply; dropped if the sender gave up.
+    func fulfil(_ reply: [UInt8]?) { settle(.replied(reply)) }
+
+    /// Fails the request (the port went away).
+    func fail(_ error: MessagePortError) { settle(.failed(error)) }
+
+    private func settle(_ outcome: State) {
+        let delivered = state.withLock { state -> Bool in
+            guard case .waiting = state else { return false }
+            state = outcome
+            return true
+        }
+        if delivered { arrived.signal() }
+    }
+
+    func wait(timeout: Duration, name: String) throws(MessagePortError) -> [UInt8] {
+        let nanoseconds = max(0, timeout.nanosecondsClamped)
+        let result = arrived.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        let outcome = state.withLock { state -> State in
+            if result == .timedOut, case .waiting = state { state = .abandoned }
+            return state
+        }
+        switch outcome {
+        case .replied(let reply?): return reply
+        case .replied(nil): throw .noReply(name)
+        case .failed(let error): throw error
+        case .waiting, .abandoned: throw .replyTimeout(name)
+        }
+    }
+}
+
+/// What a local port and the remote ports that refer to it share.
+final class PortCore: Sendable {
+    let name: String
+    let loop: RingRunLoop
+    let wake: MessagePort
+    let limit: Int
+    let callback: LocalMessagePort.Callback
+    private let state = ThreadLock(State())
+
+    private struct State {
+        var mailbox: Deque<Envelope> = []
+        var valid = true
+        var watchers: [WeakRemote] = []
+    }
+
+    private struct WeakRemote {
+        weak var port: RemoteMessagePort?
+    }
+
+    init(name: String, loop: RingRunLoop, wake: MessagePort, limit: Int, callback: @escaping LocalMessagePort.Callback) {
+        self.name = name
+        self.loop = loop
+        self.wake = wake
+        self.limit = limit
+        self.callback = callback
+    }
+
+    var isValid: Bool { state.withLock { $0.valid } }
+
+    func check(_ size: Int) throws(MessagePortError) {
+        guard isValid else { throw .invalidated(name) }
+        guard size <= limit else { throw .tooLarge(size: size, limit: limit) }
+    }
+
+    func enqueue(_ envelope: Envelope) throws(MessagePortError) {
+        guard envelope.data.count <= limit else { throw .tooLarge(size: envelope.data.count, limit: limit) }
+        let accepted = state.withLock { state -> Bool in
+            guard state.valid else { return false }
+            state.mailbox.append(envelope)
+            return true
+        }
+        guard accepted else { throw .invalidated(name) }
+        wake.send(0)
+    }
+
+    /// Runs the callback for every message waiting (loop thread, from the port's source).
+    func deliver() {
+        while let envelope = state.withLock({ $0.valid ? $0.mailbox.popFirst() : nil }) {
+            let reply = callback(envelope.msgid, envelope.data)
+            envelope.reply?.fulfil(reply)
+        }
+    }
+
+    func addWatcher(_ remote: RemoteMessagePort) {
+        state.withLock { state in
+            state.watchers.removeAll { $0.port == nil }
+            state.watchers.append(WeakRemote(port: remote))
+        }
+    }
+
+    func invalidate() {
+        let taken = state.withLock { state -> (Deque<Envelope>, [WeakRemote])? in
+            guard state.valid else { return nil }
+            state.valid = false
+            defer { (state.mailbox, state.watchers) = ([], []) }
+            return (state.mailbox, state.watchers)
+        }
+        guard let (pending, watchers) = taken else { return }
+        PortRegistry.shared.unregister(self)
+        wake.close()
+        for envelope in pending { envelope.reply?.fail(.invalidated(name)) }
+        for watcher in watchers { watcher.port?.portWentAway() }
+    }
+}
+
+/// The process's local ports by name.
+final class PortRegistry: Sendable {
+    static let shared = PortRegistry()
+    private let ports = ThreadLock<[String: PortCore]>([:])
+
+    func register(_ core: PortCore) throws(MessagePortError) {
+        let added = ports.withLock { ports -> Bool in
+            if let existing = ports[core.name], existing.isValid { return false }
+            ports[core.name] = core
+            return true
+        }
+        guard added else { throw .nameInUse(core.name) }
+    }
+
+    func unregister(_ core: PortCore) {
+        ports.withLock { ports in
+            if ports[core.name] === core { ports[core.name] = nil }
+        }
+    }
+
+    func lookUp(_ name: String) -> PortCore? {
+        ports.withLock { ports in ports[name].flatMap { $0.isValid ? $0 : nil } }
+    }
+}
