@@ -234,16 +234,7 @@ enum ExecutorBench {
     }
 
     static func sleepersInChild(_ side: String, count: Int) throws -> SleeperFigures {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["bench-child", "clock.sleepers", side, "\(count)", "1"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchChild.Failure.child(side) }
-        return try JSONDecoder().decode(SleeperFigures.self, from: data)
+        try BenchChild.measure("clock.sleepers", side: side, count: count, cancels: 1)
     }
 
     static func sleepers(quick: Bool, rounds: Int) throws -> [BenchResult] {

@@ -170,16 +170,7 @@ enum TimerBench {
     /// Runs one scheduling measurement in a child process (`ringloop-bench bench-child`), so
     /// that each side's resident-memory growth is its own.
     static func scheduleInChild(_ side: String, count: Int, cancels: Int) throws -> ScheduleFigures {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["bench-child", "timers.schedule", side, "\(count)", "\(min(cancels, count))"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchChild.Failure.child(side) }
-        return try JSONDecoder().decode(ScheduleFigures.self, from: data)
+        try BenchChild.measure("timers.schedule", side: side, count: count, cancels: min(cancels, count))
     }
 
     static func schedule(quick: Bool, rounds: Int) throws -> [BenchResult] {
@@ -279,6 +270,23 @@ struct BenchChild: ParsableCommand {
         }
         guard side == "ours" || side == "foundation" else { throw ValidationError("side must be ours or foundation, got '\(side)'") }
         guard count > 0, cancels > 0, cancels <= count else { throw ValidationError("need 0 < cancels <= count") }
+    }
+
+    /// Runs `measurement` for `side` in a child process of this executable and decodes the
+    /// figures it prints, so that each side's resident-memory growth is its own.
+    static func measure<Figures: Decodable>(
+        _ measurement: String, side: String, count: Int, cancels: Int
+    ) throws -> Figures {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["bench-child", measurement, side, "\(count)", "\(cancels)"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Failure.child(side) }
+        return try JSONDecoder().decode(Figures.self, from: data)
     }
 
     func run() throws {
