@@ -123,11 +123,46 @@ struct CommandTests {
             (["replay", "devices/keyboard.evemu", "--backend", "carrier-pigeon"], "--backend must be uinput or fuse"),
             (["replay", "devices/keyboard.evemu", "--speed", "0"], "--speed must be between 0.001 and 1000"),
             (["bench", "--only", "nothing"], "no benchmark starts with 'nothing'"),
+            (["monitor", "/dev/null"], "/dev/null: not an evdev device"),
+            (["monitor", "/tmp", "devices/keyboard.evemu"], "a folder is monitored alone"),
+            (["devices", "--directory", "Package.swift"], "Package.swift is not a folder"),
         ] as [([String], String)])
     func errors(arguments: [String], message: String) throws {
         let result = try runCommand(arguments, timeout: 20)
         #expect(result.status != 0)
         #expect(result.error.contains(message), "stderr: \(result.error)")
+    }
+
+    @Test("--version prints the version CHANGELOG.md's newest entry names, for both commands")
+    func version() throws {
+        let changelog = try String(contentsOfFile: repository + "/CHANGELOG.md", encoding: .utf8)
+        let newest = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## ") })
+        let version = try #require(newest.dropFirst(3).split(separator: " ").first.map(String.init))
+        for command in [["--version"], ["bench", "--version"]] {
+            let result = try runCommand(command, timeout: 20)
+            #expect(result.status == 0)
+            #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == version)
+        }
+    }
+
+    @Test("devices where there are none lists none, says so on standard error, and exits 0")
+    func noDevices() throws {
+        for arguments in [["devices", "--directory", "/nonexistent-input"], ["devices", "--directory", "/tmp"]] {
+            let text = try runCommand(arguments, timeout: 20)
+            #expect(text.status == 0)
+            #expect(text.output.isEmpty)
+            #expect(text.error.contains("no input devices"))
+            let json = try runCommand(arguments + ["--json"], timeout: 20)
+            #expect(json.status == 0)
+            #expect(json.output.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        }
+    }
+
+    @Test("monitor of a folder runs the chain on that folder and ends with its summary")
+    func monitorFolder() throws {
+        let result = try runCommand(["monitor", "/tmp", "--duration", "0.2"], timeout: 20)
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("devices: 0 added"))
     }
 
     @Test("A malformed recording names its line")

@@ -49,6 +49,7 @@ struct Bench: ParsableCommand {
               swift run -c release ringloop-bench --only timer --json
               swift run -c release ringloop-bench --quick
             """,
+        version: PackageVersion.current,
         subcommands: [BenchChild.self]
     )
 

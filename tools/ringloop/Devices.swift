@@ -22,11 +22,27 @@ struct Devices: ParsableCommand {
     var json = false
 
     func run() throws {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
-            printError("ringloop devices: \(directory): \(String(cString: strerror(errno)))")
-            throw ExitCode(1)
+        var names: [String] = []
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder) {
+            guard isFolder.boolValue else {
+                printError("ringloop devices: \(directory) is not a folder (--directory takes a folder of evdev nodes)")
+                throw ExitCode(1)
+            }
+            guard let listed = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+                printError("ringloop devices: \(directory): \(String(cString: strerror(errno)))")
+                throw ExitCode(1)
+            }
+            names = listed
         }
         let nodes = names.filter { $0.hasPrefix("event") }.sorted { (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0) }
+        if nodes.isEmpty {
+            // No device is an answer, not a failure (as evtest says so): an empty list.
+            let reason = names.isEmpty && !isFolder.boolValue ? "\(directory) does not exist" : "no eventN node in \(directory)"
+            printError("ringloop devices: no input devices (\(reason))")
+            if json { print("[]") }
+            return
+        }
         var rows: [[String: Any]] = []
         var failures = 0
         for name in nodes {

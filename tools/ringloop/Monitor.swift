@@ -9,12 +9,15 @@ struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print live HID events, one per line, with per-event latency.",
         discussion: """
-            Arguments are device nodes (/dev/input/event3) or recordings (evemu files or
-            libinput record YAML), which are hosted as virtual devices and replayed: every
-            device of a file, on the file's clock. A file of events only replays onto the
-            device described in --description FILE.
+            Arguments are evdev device nodes (/dev/input/event3), one folder of them, or
+            recordings (evemu files or libinput record YAML). A folder is monitored alone:
+            every eventN node in it and those added later (hotplug). Recordings are hosted
+            as virtual devices and replayed: every device of a file, on the file's clock; a
+            file of events only replays onto the device described in --description FILE.
+            Anything else (/dev/null, a socket) is refused with the reason.
             Without arguments, every device in /dev/input. --json writes one JSON object
-            per line (see README for the names). A summary goes to standard error on exit.
+            per line (see README for the names). A summary follows on exit (on standard error
+            with --json, so standard output stays JSON lines).
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -53,10 +56,56 @@ struct Monitor: ParsableCommand {
         }
     }
 
+    /// What a monitor argument is.
+    enum InputKind: Equatable {
+        case node, folder, recording
+    }
+
+    /// Classifies `path`, or says why it cannot be monitored.
+    static func kind(of path: String) throws(ValidationError) -> InputKind {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ValidationError("\(path): \(String(cString: strerror(errno)))") }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return .folder
+        case S_IFREG: return .recording
+        case S_IFCHR:
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else {
+                let reason = String(cString: strerror(errno))
+                let fix = errno == EACCES ? " (add the user to group 'input', or run as root)" : ""
+                throw ValidationError("\(path): \(reason)\(fix)")
+            }
+            defer { close(fd) }
+            do { _ = try InputDeviceDescription(fileDescriptor: fd) } catch {
+                throw ValidationError("\(path): not an evdev device (\(error))")
+            }
+            return .node
+        default:
+            throw ValidationError("\(path): not an evdev device node, a folder of them, or a recording")
+        }
+    }
+
     func run() throws {
         let signals = SignalWatcher()
-        let nodes = inputs.filter { $0.hasPrefix("/dev/") || !$0.contains(".") }
-        let recordingPaths = inputs.filter { !nodes.contains($0) }
+        var kinds: [String: InputKind] = [:]
+        for input in inputs {
+            do { kinds[input] = try Self.kind(of: input) } catch {
+                printError("ringloop monitor: \(error.message)")
+                throw ExitCode(1)
+            }
+        }
+        let folders = inputs.filter { kinds[$0] == .folder }
+        if let folder = folders.first {
+            guard inputs.count == 1 else {
+                printError("ringloop monitor: a folder is monitored alone (every evdev node in it); got \(inputs.count) arguments")
+                throw ExitCode(1)
+            }
+            try Self.monitorDirectory(
+                folder, names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil)
+            return
+        }
+        let nodes = inputs.filter { kinds[$0] == .node }
+        let recordingPaths = inputs.filter { kinds[$0] == .recording }
         if recordingPaths.isEmpty {
             if nodes.isEmpty {
                 try Self.monitorDirectory(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RingLoopToolSupport
 
 @main
 struct RingLoopCommand: ParsableCommand {
@@ -11,6 +12,7 @@ struct RingLoopCommand: ParsableCommand {
               ringloop doctor               what works on this machine
               ringloop-bench --only wakecore   (measure; a separate command)
             """,
+        version: PackageVersion.current,
         subcommands: [
             Demo.self, Devices.self, Monitor.self, Record.self, ReplayCommand.self, Doctor.self,
             HostAndRead.self, Soak.self,

@@ -61,3 +61,9 @@ package func bundledRecordingsFolder(_ explicit: String?) -> String? {
             && ((try? FileManager.default.contentsOfDirectory(atPath: path))?.contains { $0.hasSuffix(".evemu") } ?? false)
     }
 }
+
+/// The package's version, which `ringloop --version` and `ringloop-bench --version` print;
+/// CHANGELOG.md's newest entry names the same (a test checks).
+package enum PackageVersion {
+    package static let current = "0.2.0"
+}
