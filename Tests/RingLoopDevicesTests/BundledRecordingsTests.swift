@@ -1,5 +1,6 @@
 import CLibEvdev
 import Glibc
+import RingLoop
 import RingLoopEvdev
 import Testing
 
@@ -13,14 +14,7 @@ let devicesFolder: String = {
 }()
 
 let bundledRecordings: [String] = {
-    guard let dir = opendir(devicesFolder) else { return [] }
-    defer { closedir(dir) }
-    var names: [String] = []
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if name.hasSuffix(".evemu") { names.append(name) }
-    }
-    return names.sorted()
+    (directoryEntries(devicesFolder) ?? []).map(\.name).filter { $0.hasSuffix(".evemu") }.sorted()
 }()
 
 @Suite("Bundled recordings on FUSE nodes", .enabled(if: FUSEHere.usable, FUSEHere.missing))

@@ -1,4 +1,5 @@
 import Glibc
+import RingLoop
 import Testing
 
 @testable import RingLoopDevices
@@ -44,13 +45,10 @@ enum RealRecordings {
         var found: [String] = []
         func walk(_ relative: String) {
             let path = relative.isEmpty ? folder : folder + "/" + relative
-            guard let dir = opendir(path) else { return }
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name == "." || name == ".." { continue }
+            for entry in directoryEntries(path) ?? [] {
+                let name = entry.name
                 let child = relative.isEmpty ? name : relative + "/" + name
-                if entry.pointee.d_type == UInt8(DT_DIR) {
+                if entry.isDirectory {
                     walk(child)
                 } else if !["LICENSE", "COPYING", "COPYING.GPL3", "README.md", "README.upstream.md", "manifest.tsv"].contains(name) {
                     found.append(child)

@@ -28,7 +28,12 @@ actor Beater {
                 }
             })
     }
-    func stop() { for task in tasks { task.cancel() } }
+    /// Cancels the tasks and waits until they have ended: a task still suspended on the
+    /// loop when its thread stops would never resume (and keep the loop alive).
+    func stop() async {
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+    }
     private func beat() { beats += 1 }
     private func nap() { naps += 1 }
 }

@@ -93,6 +93,11 @@ public final class LoopThread: Sendable {
 
     /// Ends the loop's runs and waits for the thread to finish. Blocks performed before
     /// this call run first. Later calls return at once.
+    ///
+    /// End the async work that lives on the loop first (cancel its tasks and await them):
+    /// a task still suspended on the loop — sleeping on its clock, awaiting one of its
+    /// sequences, or an actor's job not yet run — never resumes once the thread has ended,
+    /// and keeps what it holds, the loop included.
     public func stopAndJoin() {
         guard !state.joined.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let loop = self.loop

@@ -92,13 +92,7 @@ final class DeviceMonitor {
     func reader(for id: HIDDeviceID) -> DeviceReader? { readers.values.first { $0.info.id == id } }
 
     static func eventNodes(in directory: String) -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasPrefix("event") { names.append(name) }
-        }
+        let names = (directoryEntries(directory) ?? []).map(\.name).filter { $0.hasPrefix("event") }
         // Numeric order: event2 before event10.
         return names.sorted { (Int($0.dropFirst(5)) ?? 0, $0) < (Int($1.dropFirst(5)) ?? 0, $1) }
     }
