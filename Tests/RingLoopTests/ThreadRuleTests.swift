@@ -10,26 +10,24 @@ import Testing
 struct LoopThreadRuleTests {
     @Test("State made on one thread and kept in a LoopBound counts a timer's fires on another loop's thread")
     func loopBoundAcrossThreads() {
-        DescriptorAudit.shared {
-            let worker = LoopThread(name: "ticker")
-            let ticks = LoopBound(0, loop: worker.loop)
-            let done = Atomic<Int>(0)
-            let timer = LoopTimer(after: .milliseconds(2), repeating: .milliseconds(2)) { timer in
-                ticks.value += 1
-                if ticks.value == 3 {
-                    timer.invalidate()
-                    done.store(ticks.value, ordering: .releasing)
-                }
+        let worker = LoopThread(name: "ticker")
+        let ticks = LoopBound(0, loop: worker.loop)
+        let done = Atomic<Int>(0)
+        let timer = LoopTimer(after: .milliseconds(2), repeating: .milliseconds(2)) { timer in
+            ticks.value += 1
+            if ticks.value == 3 {
+                timer.invalidate()
+                done.store(ticks.value, ordering: .releasing)
             }
-            worker.loop.add(timer, to: .common)
-            #expect(waitUntil { done.load(ordering: .acquiring) == 3 })
-            // The box is read on its loop's thread; the count stays at 3 once invalidated.
-            let seen = Atomic<Int>(-1)
-            worker.perform { seen.store(ticks.value, ordering: .releasing) }
-            #expect(waitUntil { seen.load(ordering: .acquiring) >= 0 })
-            #expect(seen.load(ordering: .acquiring) == 3)
-            worker.stopAndJoin()
         }
+        worker.loop.add(timer, to: .common)
+        #expect(waitUntil { done.load(ordering: .acquiring) == 3 })
+        // The box is read on its loop's thread; the count stays at 3 once invalidated.
+        let seen = Atomic<Int>(-1)
+        worker.perform { seen.store(ticks.value, ordering: .releasing) }
+        #expect(waitUntil { seen.load(ordering: .acquiring) >= 0 })
+        #expect(seen.load(ordering: .acquiring) == 3)
+        worker.stopAndJoin()
     }
 
     @Test("A LoopBound made on its loop's thread from a value that lives there holds it")
