@@ -9,10 +9,19 @@ import Testing
 /// tests of one process run in parallel and open and close descriptors all the time, so a
 /// count taken beside them proves nothing.
 enum DescriptorAudit {
-    /// Open descriptors of this process.
-    static func openDescriptorCount() -> Int {
-        guard let entries = directoryEntries("/proc/self/fd") else { return -1 }
-        return entries.count - 1  // the directory stream's own descriptor
+    /// Open descriptors of this process of the kinds a wait core makes — rings, eventfds
+    /// and pipes — counted by kind.
+    static func descriptorKinds() -> [String: Int] {
+        var kinds: [String: Int] = [:]
+        for entry in directoryEntries("/proc/self/fd") ?? [] {
+            var target = [CChar](repeating: 0, count: 256)
+            let length = readlink("/proc/self/fd/" + entry.name, &target, target.count - 1)
+            guard length > 0 else { continue }  // the listing's own descriptor, closed by now
+            let text = String(decoding: target.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let kind = text.hasPrefix("pipe:") ? "pipe" : text
+            if kind == "pipe" || kind.contains("io_uring") || kind.contains("eventfd") { kinds[kind, default: 0] += 1 }
+        }
+        return kinds
     }
 }
 
