@@ -253,36 +253,38 @@ struct CommandTests {
 extension CommandTests {
     @Test("bench --quick --json on tiny sizes has the documented shape (never the figures)")
     func benchShape() throws {
-        // Under AddressSanitizer the benchmark's Foundation side leaks inside Foundation
-        // itself: swift-corelibs-foundation's `Timer` keeps itself alive through its
-        // CFRunLoopTimer's context (retained, never released), so every Foundation timer
-        // leaks, and `Process.run` leaks 32 bytes. Those are the baseline being measured,
-        // not this package's code, whose leaks the rest of the suite checks.
-        let underAddressSanitizer = dlsym(nil, "__asan_init") != nil
-        let result = try runCommand(
-            ["bench", "--quick", "--json", "--scale", "0.001"], timeout: 180,
-            environment: underAddressSanitizer ? ["ASAN_OPTIONS": "detect_leaks=0"] : [:])
-        #expect(result.status == 0, "\(result.error)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
-        let machine = try #require(object["machine"] as? [String: Any])
-        #expect(machine["cores"] != nil && machine["kernel"] != nil)
-        let results = try #require(object["results"] as? [[String: Any]])
-        for entry in results {
-            #expect(entry["name"] is String && entry["unit"] is String && entry["ours"] is Double, "\(entry)")
-            #expect(entry.keys.contains("foundation") && entry.keys.contains("ratio"), "\(entry)")
+        try HeavyTests.oneAtATime {
+            // Under AddressSanitizer the benchmark's Foundation side leaks inside Foundation
+            // itself: swift-corelibs-foundation's `Timer` keeps itself alive through its
+            // CFRunLoopTimer's context (retained, never released), so every Foundation timer
+            // leaks, and `Process.run` leaks 32 bytes. Those are the baseline being measured,
+            // not this package's code, whose leaks the rest of the suite checks.
+            let underAddressSanitizer = dlsym(nil, "__asan_init") != nil
+            let result = try runCommand(
+                ["bench", "--quick", "--json", "--scale", "0.001"], timeout: 180,
+                environment: underAddressSanitizer ? ["ASAN_OPTIONS": "detect_leaks=0"] : [:])
+            #expect(result.status == 0, "\(result.error)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
+            let machine = try #require(object["machine"] as? [String: Any])
+            #expect(machine["cores"] != nil && machine["kernel"] != nil)
+            let results = try #require(object["results"] as? [[String: Any]])
+            for entry in results {
+                #expect(entry["name"] is String && entry["unit"] is String && entry["ours"] is Double, "\(entry)")
+                #expect(entry.keys.contains("foundation") && entry.keys.contains("ratio"), "\(entry)")
+            }
+            let names = Set(results.compactMap { $0["name"] as? String })
+            for required in [
+                "wake.busy.p50_us", "wake.busy.p99_us", "wake.idle.p50_us", "wake.idle.p99_us", "source0.per_s",
+                "timer.lateness.p99_us", "timer.lateness.precise.p99_us", "timers.schedule.s", "timers.bytes_each",
+                "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.p99_us", "enter.per_pass.source0", "blocks.per_s",
+                "executor.hop.per_s", "executor.jobs.per_s", "clock.sleep.lateness.p50_us", "clock.sleep.lateness.p99_us",
+                "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each",
+            ] {
+                #expect(names.contains(required), "missing \(required)")
+            }
+            // Foundation's figure and the ratio are present where Foundation has the same thing.
+            let wake = try #require(results.first { $0["name"] as? String == "wake.busy.p50_us" })
+            #expect(wake["foundation"] is Double && wake["ratio"] is Double)
         }
-        let names = Set(results.compactMap { $0["name"] as? String })
-        for required in [
-            "wake.busy.p50_us", "wake.busy.p99_us", "wake.idle.p50_us", "wake.idle.p99_us", "source0.per_s",
-            "timer.lateness.p99_us", "timer.lateness.precise.p99_us", "timers.schedule.s", "timers.bytes_each",
-            "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.p99_us", "enter.per_pass.source0", "blocks.per_s",
-            "executor.hop.per_s", "executor.jobs.per_s", "clock.sleep.lateness.p50_us", "clock.sleep.lateness.p99_us",
-            "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each",
-        ] {
-            #expect(names.contains(required), "missing \(required)")
-        }
-        // Foundation's figure and the ratio are present where Foundation has the same thing.
-        let wake = try #require(results.first { $0["name"] as? String == "wake.busy.p50_us" })
-        #expect(wake["foundation"] is Double && wake["ratio"] is Double)
     }
 }

@@ -197,110 +197,112 @@ struct RealRecordingsChainTests {
     /// recorded events by a separate reading (``RecordedExpectations``).
     @Test("Every real recording replays through the chain at recorded speed with nothing lost, held or left live")
     func wholeCorpus() throws {
-        var hosted: [(name: String, recording: Recording)] = []
-        for entry in RealRecording.all {
-            for (index, recording) in try entry.load().enumerated() where !recording.events.isEmpty {
-                hosted.append((entry.file + (index > 0 ? " #\(index + 1)" : ""), recording))
-            }
-        }
-        try #require(hosted.count >= 60)
-        print("corpus chain: \(hosted.count) devices, under a sanitizer: \(runningUnderSanitizer)")
-        let tallies = try onFreshThread { () throws -> ChainRun in
-            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
-            let folder = try FUSEDeviceFolder(path: path)
-            defer { folder.close() }
-            let loop = RingRunLoop.current
-            let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: .dedicatedThread), loop: loop)
-            var byDevice: [HIDDeviceID: DeliveredTally] = [:]
-            var pathOf: [HIDDeviceID: String] = [:]
-            var attached = 0
-            system.addHandler { [unowned system] event in
-                if event.kind == .deviceAdded {
-                    attached += 1
-                    pathOf[event.device] = system.device(event.device)?.path
+        try HeavyTests.oneAtATime {
+            var hosted: [(name: String, recording: Recording)] = []
+            for entry in RealRecording.all {
+                for (index, recording) in try entry.load().enumerated() where !recording.events.isEmpty {
+                    hosted.append((entry.file + (index > 0 ? " #\(index + 1)" : ""), recording))
                 }
-                byDevice[event.device, default: DeliveredTally()].add(event)
-                return .pass
             }
-            try system.start()
-            var nodes: [(recording: Recording, device: any VirtualInputDevice)] = []
-            // The kernel's buffer sizes; under a sanitizer, which slows the readers several
-            // times over, room enough that the sanitizer itself causes no overflow (the run
-            // without one proves the kernel's sizes suffice).
-            let buffer: Int? = runningUnderSanitizer ? 1 << 16 : nil
-            for (_, recording) in hosted {
-                nodes.append((recording, try folder.addDevice(recording.description!, bufferSize: buffer, appliesFuzz: false)))
-            }
-            #expect(runUntil(loop, timeout: .seconds(60)) { attached == hosted.count }, "\(attached) of \(hosted.count) attached")
-            let finished = Atomic<Bool>(false)
-            let failure = Mutex<VirtualDeviceError?>(nil)
-            let nodesToPlay = UncheckedBox(nodes)
-            let player = LoopThread(name: "replay")
-            player.perform {
-                do throws(VirtualDeviceError) {
-                    try Replay.play(nodesToPlay.value, timeline: .eachFromItsStart)
-                } catch {
-                    failure.withLock { $0 = error }
+            try #require(hosted.count >= 60)
+            print("corpus chain: \(hosted.count) devices, under a sanitizer: \(runningUnderSanitizer)")
+            let tallies = try onFreshThread { () throws -> ChainRun in
+                let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                _ = MountLeakCheck.armed
+                let folder = try FUSEDeviceFolder(path: path)
+                defer { folder.close() }
+                let loop = RingRunLoop.current
+                let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: .dedicatedThread), loop: loop)
+                var byDevice: [HIDDeviceID: DeliveredTally] = [:]
+                var pathOf: [HIDDeviceID: String] = [:]
+                var attached = 0
+                system.addHandler { [unowned system] event in
+                    if event.kind == .deviceAdded {
+                        attached += 1
+                        pathOf[event.device] = system.device(event.device)?.path
+                    }
+                    byDevice[event.device, default: DeliveredTally()].add(event)
+                    return .pass
                 }
-                finished.store(true, ordering: .releasing)
-                loop.wakeUp()
+                try system.start()
+                var nodes: [(recording: Recording, device: any VirtualInputDevice)] = []
+                // The kernel's buffer sizes; under a sanitizer, which slows the readers several
+                // times over, room enough that the sanitizer itself causes no overflow (the run
+                // without one proves the kernel's sizes suffice).
+                let buffer: Int? = runningUnderSanitizer ? 1 << 16 : nil
+                for (_, recording) in hosted {
+                    nodes.append((recording, try folder.addDevice(recording.description!, bufferSize: buffer, appliesFuzz: false)))
+                }
+                #expect(runUntil(loop, timeout: .seconds(60)) { attached == hosted.count }, "\(attached) of \(hosted.count) attached")
+                let finished = Atomic<Bool>(false)
+                let failure = Mutex<VirtualDeviceError?>(nil)
+                let nodesToPlay = UncheckedBox(nodes)
+                let player = LoopThread(name: "replay")
+                player.perform {
+                    do throws(VirtualDeviceError) {
+                        try Replay.play(nodesToPlay.value, timeline: .eachFromItsStart)
+                    } catch {
+                        failure.withLock { $0 = error }
+                    }
+                    finished.store(true, ordering: .releasing)
+                    loop.wakeUp()
+                }
+                #expect(runUntil(loop, timeout: .seconds(240)) { finished.load(ordering: .acquiring) }, "the replay did not finish")
+                player.stopAndJoin()
+                #expect(failure.withLock { $0 } == nil)
+                let expectedRead = hosted.reduce(0) { $0 + RecordedExpectations($1.recording).eventsPassed }
+                #expect(
+                    runUntil(loop, timeout: .seconds(30)) { system.rawEventsRead >= expectedRead },
+                    "read \(system.rawEventsRead) of \(expectedRead)")
+                for node in nodes { node.device.remove() }
+                #expect(runUntil(loop, timeout: .seconds(30)) { byDevice.values.filter(\.removed).count == hosted.count })
+                let read = system.rawEventsRead
+                system.stop()
+                var named: [String: DeliveredTally] = [:]
+                for (id, tally) in byDevice {
+                    guard let index = nodes.firstIndex(where: { $0.device.nodePath == pathOf[id] }) else { continue }
+                    named[hosted[index].name] = tally
+                }
+                return ChainRun(delivered: named, read: read, problems: system.problems)
             }
-            #expect(runUntil(loop, timeout: .seconds(240)) { finished.load(ordering: .acquiring) }, "the replay did not finish")
-            player.stopAndJoin()
-            #expect(failure.withLock { $0 } == nil)
+            #expect(tallies.problems.isEmpty, "\(tallies.problems)")
             let expectedRead = hosted.reduce(0) { $0 + RecordedExpectations($1.recording).eventsPassed }
-            #expect(
-                runUntil(loop, timeout: .seconds(30)) { system.rawEventsRead >= expectedRead },
-                "read \(system.rawEventsRead) of \(expectedRead)")
-            for node in nodes { node.device.remove() }
-            #expect(runUntil(loop, timeout: .seconds(30)) { byDevice.values.filter(\.removed).count == hosted.count })
-            let read = system.rawEventsRead
-            system.stop()
-            var named: [String: DeliveredTally] = [:]
-            for (id, tally) in byDevice {
-                guard let index = nodes.firstIndex(where: { $0.device.nodePath == pathOf[id] }) else { continue }
-                named[hosted[index].name] = tally
-            }
-            return ChainRun(delivered: named, read: read, problems: system.problems)
-        }
-        #expect(tallies.problems.isEmpty, "\(tallies.problems)")
-        let expectedRead = hosted.reduce(0) { $0 + RecordedExpectations($1.recording).eventsPassed }
-        #expect(tallies.read == expectedRead, "frames: the readers read \(tallies.read) events, the recordings pass \(expectedRead)")
-        for (name, recording) in hosted {
-            let expected = RecordedExpectations(recording)
-            guard let got = tallies.delivered[name] else {
-                Issue.record("\(name): no events delivered")
-                continue
-            }
-            #expect(got.dropped == 0, "\(name): events dropped at recorded speed")
-            #expect(got.removed, "\(name): removal not delivered")
-            for (code, count) in expected.presses where !(0x140...0x14f).contains(code) {
+            #expect(tallies.read == expectedRead, "frames: the readers read \(tallies.read) events, the recordings pass \(expectedRead)")
+            for (name, recording) in hosted {
+                let expected = RecordedExpectations(recording)
+                guard let got = tallies.delivered[name] else {
+                    Issue.record("\(name): no events delivered")
+                    continue
+                }
+                #expect(got.dropped == 0, "\(name): events dropped at recorded speed")
+                #expect(got.removed, "\(name): removal not delivered")
+                for (code, count) in expected.presses where !(0x140...0x14f).contains(code) {
+                    #expect(
+                        got.presses[code, default: 0] == count,
+                        "\(name): code \(code) pressed \(got.presses[code, default: 0]) times, recorded \(count)")
+                }
+                #expect(got.held.isEmpty, "\(name): held after removal: \(got.held.sorted())")
+                #expect(got.motion == expected.motion, "\(name): motion \(got.motion), recorded \(expected.motion)")
                 #expect(
-                    got.presses[code, default: 0] == count,
-                    "\(name): code \(code) pressed \(got.presses[code, default: 0]) times, recorded \(count)")
-            }
-            #expect(got.held.isEmpty, "\(name): held after removal: \(got.held.sorted())")
-            #expect(got.motion == expected.motion, "\(name): motion \(got.motion), recorded \(expected.motion)")
-            #expect(
-                abs(got.scroll.vertical - expected.scroll.vertical) < 1e-9,
-                "\(name): vertical scroll \(got.scroll.vertical), recorded \(expected.scroll.vertical)")
-            #expect(abs(got.scroll.horizontal - expected.scroll.horizontal) < 1e-9, "\(name): horizontal scroll")
-            #expect(got.dial == expected.dial, "\(name): dial")
-            #expect(
-                got.relativeTotals == expected.relativeTotals,
-                "\(name): other relative axes \(got.relativeTotals), recorded \(expected.relativeTotals)")
-            if expected.touchesBegan > 0 {
+                    abs(got.scroll.vertical - expected.scroll.vertical) < 1e-9,
+                    "\(name): vertical scroll \(got.scroll.vertical), recorded \(expected.scroll.vertical)")
+                #expect(abs(got.scroll.horizontal - expected.scroll.horizontal) < 1e-9, "\(name): horizontal scroll")
+                #expect(got.dial == expected.dial, "\(name): dial")
                 #expect(
-                    got.touchesBegan == expected.touchesBegan,
-                    "\(name): \(got.touchesBegan) touches began, recorded \(expected.touchesBegan)")
+                    got.relativeTotals == expected.relativeTotals,
+                    "\(name): other relative axes \(got.relativeTotals), recorded \(expected.relativeTotals)")
+                if expected.touchesBegan > 0 {
+                    #expect(
+                        got.touchesBegan == expected.touchesBegan,
+                        "\(name): \(got.touchesBegan) touches began, recorded \(expected.touchesBegan)")
+                }
+                #expect(got.touchProblems.isEmpty, "\(name): \(got.touchProblems.prefix(3))")
+                #expect(got.liveTouches.isEmpty, "\(name): touches live after removal: \(got.liveTouches.sorted())")
+                #expect(
+                    got.switchChanges == expected.switchChanges,
+                    "\(name): switch changes \(got.switchChanges), recorded \(expected.switchChanges)")
+                #expect(!got.penInProximity, "\(name): the pen is still in proximity after removal")
             }
-            #expect(got.touchProblems.isEmpty, "\(name): \(got.touchProblems.prefix(3))")
-            #expect(got.liveTouches.isEmpty, "\(name): touches live after removal: \(got.liveTouches.sorted())")
-            #expect(
-                got.switchChanges == expected.switchChanges,
-                "\(name): switch changes \(got.switchChanges), recorded \(expected.switchChanges)")
-            #expect(!got.penInProximity, "\(name): the pen is still in proximity after removal")
         }
     }
 }
