@@ -24,7 +24,8 @@ struct Devices: ParsableCommand {
     func run() throws {
         var names: [String] = []
         var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder) {
+        let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder)
+        if exists {
             guard isFolder.boolValue else {
                 printError("ringloop devices: \(directory) is not a folder (--directory takes a folder of evdev nodes)")
                 throw ExitCode(1)
@@ -38,7 +39,7 @@ struct Devices: ParsableCommand {
         let nodes = names.filter { $0.hasPrefix("event") }.sorted { (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0) }
         if nodes.isEmpty {
             // No device is an answer, not a failure (as evtest says so): an empty list.
-            let reason = names.isEmpty && !isFolder.boolValue ? "\(directory) does not exist" : "no eventN node in \(directory)"
+            let reason = exists ? "no eventN node in \(directory)" : "\(directory) does not exist"
             printError("ringloop devices: no input devices (\(reason))")
             if json { print("[]") }
             return
@@ -50,9 +51,12 @@ struct Devices: ParsableCommand {
             let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else {
                 failures += 1
-                let reason = String(cString: strerror(errno))
-                let fix = errno == EACCES ? " (add the user to group 'input', or run as root)" : ""
-                if json { rows.append(["path": path, "error": reason]) } else { print("\(path): cannot open: \(reason)\(fix)") }
+                let error = errno
+                if json {
+                    rows.append(["path": path, "error": String(cString: strerror(error))])
+                } else {
+                    print("\(path): cannot open: \(openFailure(error))")
+                }
                 continue
             }
             defer { close(fd) }

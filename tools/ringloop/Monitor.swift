@@ -70,11 +70,7 @@ struct Monitor: ParsableCommand {
         case S_IFREG: return .recording
         case S_IFCHR:
             let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else {
-                let reason = String(cString: strerror(errno))
-                let fix = errno == EACCES ? " (add the user to group 'input', or run as root)" : ""
-                throw ValidationError("\(path): \(reason)\(fix)")
-            }
+            guard fd >= 0 else { throw ValidationError("\(path): \(openFailure(errno))") }
             defer { close(fd) }
             do { _ = try InputDeviceDescription(fileDescriptor: fd) } catch {
                 throw ValidationError("\(path): not an evdev device (\(error))")
@@ -114,11 +110,6 @@ struct Monitor: ParsableCommand {
                 let directories = Set(nodes.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path })
                 guard directories.count == 1, let directory = directories.first else {
                     printError("ringloop monitor: devices must share one folder")
-                    throw ExitCode(1)
-                }
-                for node in nodes where access(node, R_OK) != 0 {
-                    printError(
-                        "ringloop monitor: \(node): \(String(cString: strerror(errno))) (add the user to group 'input', or run as root)")
                     throw ExitCode(1)
                 }
                 try Self.monitorDirectory(

@@ -36,8 +36,7 @@ struct Record: ParsableCommand {
         let signals = SignalWatcher()
         let fd = open(device, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            let fix = errno == EACCES || errno == EPERM ? " (add the user to group 'input', or run as root)" : ""
-            printError("ringloop record: \(device): cannot open: \(String(cString: strerror(errno)))\(fix)")
+            printError("ringloop record: \(device): cannot open: \(openFailure(errno))")
             throw ExitCode(1)
         }
         defer { close(fd) }

@@ -275,3 +275,9 @@ func writeLine(_ line: String) {
         }
     }
 }
+
+/// Why opening a device failed, with what would fix a permission error.
+func openFailure(_ error: Int32) -> String {
+    let fix = error == EACCES || error == EPERM ? " (add the user to group 'input', or run as root)" : ""
+    return String(cString: strerror(error)) + fix
+}

@@ -40,7 +40,6 @@ extension RingRunLoop {
         target: some AnyObject & Sendable, _ block: @escaping @Sendable () -> Void
     ) -> LoopTimer {
         let key = ObjectIdentifier(target)
-        let record = TargetedPerform(target: target)
         let timer = LoopTimer(after: delay, tolerance: tolerance) { [weak self] timer in
             self?.targetedPerforms.withLock { table in
                 table[key]?.removeAll { $0.timer === timer }
@@ -48,8 +47,7 @@ extension RingRunLoop {
             }
             block()
         }
-        record.timer = timer
-        targetedPerforms.withLock { $0[key, default: []].append(record) }
+        targetedPerforms.withLock { $0[key, default: []].append(TargetedPerform(target: target, timer: timer)) }
         for mode in modes { add(timer, to: mode) }
         return timer
     }
@@ -63,8 +61,8 @@ extension RingRunLoop {
         let records = targetedPerforms.withLock { $0.removeValue(forKey: ObjectIdentifier(target)) ?? [] }
         var cancelled = 0
         for record in records {
-            guard let timer = record.timer, timer.isValid else { continue }
-            timer.invalidate()
+            guard record.timer.isValid else { continue }
+            record.timer.invalidate()
             cancelled += 1
         }
         return cancelled
@@ -73,13 +71,9 @@ extension RingRunLoop {
 
 /// A delayed perform on behalf of a target: the target (kept alive, so its identity is not
 /// reused while the record exists) and the timer that performs it.
-final class TargetedPerform: @unchecked Sendable {
-    // @unchecked: `timer` is set once, before the record is shared (under the table's
-    // lock); `target` is Sendable.
+struct TargetedPerform: Sendable {
     let target: AnyObject & Sendable
-    var timer: LoopTimer?
-
-    init(target: AnyObject & Sendable) { self.target = target }
+    let timer: LoopTimer
 }
 
 extension LoopThread {
