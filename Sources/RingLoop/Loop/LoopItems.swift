@@ -139,6 +139,8 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
         case readiness(fileDescriptor: Int32, events: Int16)
         /// Messages of a message port.
         case messages(MessagePort)
+        /// Completions of the I/O operations of a ``LoopIOChannel`` on a descriptor.
+        case operations(fileDescriptor: Int32)
     }
 
     /// Lower orders are listed first; performs follow arrival order.
@@ -171,6 +173,17 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
         self.onReadiness = perform
         self.onMessage = nil
     }
+
+    /// The source of a ``LoopIOChannel``: performed once per completion of its operations.
+    init(channelOf fileDescriptor: Int32, order: Int) {
+        self.order = order
+        self.port = .operations(fileDescriptor: fileDescriptor)
+        self.onReadiness = nil
+        self.onMessage = nil
+    }
+
+    /// The channel whose completions the source performs (set once, at the channel's init).
+    weak var channel: LoopIOChannel?
 
     /// A source performed once per message sent to `port`, in order.
     public init(port: MessagePort, order: Int = 0, perform: @escaping @Sendable (PortMessage) -> Void) {

@@ -38,6 +38,8 @@ extension RingRunLoop {
             if let waiting = orphanMessages.removeValue(forKey: port) {
                 for message in waiting { pendingPortEvents.append(.message(source, message)) }
             }
+        case .operations:
+            break
         }
         return true
     }
@@ -65,6 +67,9 @@ extension RingRunLoop {
                 }
             }
             pendingPortEvents = remaining
+        case .operations:
+            // Invalidated (not only removed from its modes): the channel's operations end.
+            if !source.isValid { source.channel?.cancelAll() }
         }
     }
 }

@@ -260,6 +260,8 @@ extension RingRunLoop {
             source.armingFailure = error
             if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
             source.pendingReadiness |= Int16(POLLNVAL)
+        case .completion(let id, let result, let flags):
+            routeIO(id, result: result, flags: flags)
         case .message(let port, let message):
             if let source = messageSources[port] {
                 pendingPortEvents.append(.message(source, message))
@@ -271,7 +273,7 @@ extension RingRunLoop {
 
     private func deliverable(_ event: PendingPortEvent, _ state: ModeState) -> Bool {
         switch event {
-        case .readiness(let source), .message(let source, _):
+        case .readiness(let source), .message(let source, _), .completion(let source, _):
             return source.membership.modeMask & state.bit != 0
         case .mainQueue:
             return servesMainQueueHere && commonModeSet.contains(state.mode)
@@ -313,6 +315,17 @@ extension RingRunLoop {
                 }
                 guard let perform = source.onMessage else { continue }
                 Callout.toSource1Perform { perform(message) }
+                handled = true
+            case .completion(let source, let pending):
+                guard source.isValid else {
+                    deliverIO(pending, deliver: false)
+                    continue
+                }
+                guard deliverable(event, state) else {
+                    kept.append(event)
+                    continue
+                }
+                deliverIO(pending, deliver: true)
                 handled = true
             case .mainQueue:
                 guard deliverable(event, state) else {

@@ -44,6 +44,7 @@ public final class RingRunLoop: @unchecked Sendable {
     enum PendingPortEvent {
         case readiness(LoopPortSource)
         case message(LoopPortSource, PortMessage)
+        case completion(LoopPortSource, PendingIO)
         case mainQueue
     }
 
@@ -102,6 +103,8 @@ public final class RingRunLoop: @unchecked Sendable {
     var readinessSources: [PortID: LoopPortSource] = [:]
     var messageSources: [MessagePort: LoopPortSource] = [:]
     var orphanMessages: [MessagePort: Deque<PortMessage>] = [:]
+    /// I/O operations in flight by their wait-core id (each keeps its channel, and so the loop).
+    var ioOperations: [PortID: IORecord] = [:]
     var pendingPortEvents: Deque<PendingPortEvent> = []
     var timerSequence: UInt64 = 0
     var source0Scratch: [LoopSource] = []
@@ -263,6 +266,11 @@ public final class RingRunLoop: @unchecked Sendable {
         readinessSources = [:]
         messageSources = [:]
         orphanMessages = [:]
+        if !ioOperations.isEmpty {
+            // Close the ring before freeing what operations in flight read or write.
+            core = nil
+            ioOperations = [:]
+        }
         targetedPerforms.withLock { $0 = [:] }
         inbox.close()
     }

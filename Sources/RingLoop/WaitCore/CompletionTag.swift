@@ -21,6 +21,8 @@ package struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
         case cancellation = 3
         /// A MSG_RING this ring sent to another ring: the sender's own completion.
         case messageSent = 4
+        /// An I/O operation (read, write, accept, connect, receive, send…).
+        case operation = 5
     }
 
     static let generationMask: UInt32 = 0x00FF_FFFF

@@ -277,6 +277,24 @@ package final class Ring {
         }
     }
 
+    /// Registers a provided-buffer ring of `entries` slots at `memory` (page aligned) as
+    /// buffer group `group` (`io_uring_register_buf_ring`, kernel 5.19).
+    func registerBufferRing(
+        _ memory: UnsafeMutablePointer<io_uring_buf_ring>, entries: UInt32, group: UInt16
+    ) throws(RingError) {
+        var registration = io_uring_buf_reg()
+        registration.ring_addr = UInt64(UInt(bitPattern: memory))
+        registration.ring_entries = entries
+        registration.bgid = group
+        let result = io_uring_register_buf_ring(ring, &registration, 0)
+        if result < 0 { throw RingError(operation: "io_uring_register_buf_ring", negatedErrno: result) }
+    }
+
+    /// Unregisters buffer group `group`; the kernel takes no more buffers from it.
+    func unregisterBufferRing(group: UInt16) {
+        _ = io_uring_unregister_buf_ring(ring, Int32(group))
+    }
+
     var debugDescription: String {
         "io_uring fd \(fileDescriptor): \(submissionEntries) SQ / \(completionEntries) CQ entries, setup \(setupFlags)"
             + (waitTakesAbsoluteDeadline

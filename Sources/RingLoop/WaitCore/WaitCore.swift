@@ -21,12 +21,15 @@ public enum PortEvent: Sendable, Hashable {
     case failure(PortID, RingError)
     /// A message sent to a ``MessagePort`` of this loop.
     case message(MessagePort, PortMessage)
+    /// A completion of an I/O operation: the kernel's result (a count, a descriptor or
+    /// `-errno`) and the completion's flags (more to come, the provided buffer used).
+    case completion(PortID, result: Int32, flags: UInt32)
 
     /// The readiness port the event is for (`nil` for messages).
     public var port: PortID? {
         switch self {
         case .readiness(let id, _), .failure(let id, _): return id
-        case .message: return nil
+        case .message, .completion: return nil
         }
     }
 }
@@ -38,15 +41,19 @@ public enum PortEvent: Sendable, Hashable {
 /// Thread rules: confined to the thread that created it (it owns a `SINGLE_ISSUER`
 /// ring), except ``wakeUp()`` and ``MessagePort/send(_:)``, which any thread may call.
 package final class WaitCore {
-    private enum SlotState {
+    enum SlotState {
         case free
         /// A readiness port; `armed` is false after a failure.
         case readiness(fd: Int32, events: UInt32, armed: Bool)
         /// A removed readiness port whose poll the kernel has not finished yet.
         case cancelling
+        /// An I/O operation in flight: the slot is freed by its final completion (the one
+        /// without `IORING_CQE_F_MORE`), which is always delivered, cancelled or not, so
+        /// the owner of its buffers knows when the kernel is done with them.
+        case operation
     }
 
-    private struct Slot {
+    struct Slot {
         var generation: UInt32
         var state: SlotState
     }
@@ -55,7 +62,7 @@ package final class WaitCore {
     package let signal: WakeUpSignal
     let inbox: MessageInbox
 
-    private var slots: [Slot] = []
+    var slots: [Slot] = []
     private var freeSlots: [UInt32] = []
     private var completions: Deque<Completion> = []
     private var inboxSpare: Deque<MessageInbox.Entry> = []
@@ -67,6 +74,9 @@ package final class WaitCore {
     /// slot would stay "cancelling" for good).
     private var wakeUpNeedsArming = false
     private var cancellationsToRetry: [PortID] = []
+    /// Buffer group ids not in use (provided-buffer rings).
+    var freeBufferGroups: [UInt16] = []
+    var nextBufferGroup: UInt16 = 0
 
     /// Waits that slept in the kernel (returned because of a completion, a wake-up or
     /// the deadline). Polls that did not block are not counted.
@@ -122,7 +132,7 @@ package final class WaitCore {
 
     // MARK: Ports
 
-    private func allocateSlot(_ state: SlotState) -> PortID {
+    func allocateSlot(_ state: SlotState) -> PortID {
         if let slot = freeSlots.popLast() {
             slots[Int(slot)].state = state
             return PortID(slot: slot, generation: slots[Int(slot)].generation)
@@ -137,7 +147,7 @@ package final class WaitCore {
         freeSlots.append(slot)
     }
 
-    private func isCurrent(_ id: PortID) -> Bool {
+    func isCurrent(_ id: PortID) -> Bool {
         Int(id.slot) < slots.count && slots[Int(id.slot)].generation == id.generation
     }
 
@@ -169,6 +179,9 @@ package final class WaitCore {
         guard isCurrent(id) else { return }
         switch slots[Int(id.slot)].state {
         case .free, .cancelling:
+            return
+        case .operation:
+            try cancelOperation(id)
             return
         case .readiness(_, _, let armed):
             guard armed else {
@@ -360,6 +373,11 @@ package final class WaitCore {
             guard completion.result == -EALREADY, isCurrent(id), case .cancelling = slots[Int(id.slot)].state
             else { return }
             do { try submitCancellation(id) } catch { cancellationsToRetry.append(id) }
+        case .operation:
+            let id = PortID(slot: tag.slot, generation: tag.generation)
+            guard isCurrent(id), case .operation = slots[Int(id.slot)].state else { return }
+            events.append(.completion(id, result: completion.result, flags: completion.flags))
+            if !completion.hasMore { releaseSlot(id.slot) }
         case .messageSent, nil:
             return
         }

@@ -1,0 +1,91 @@
+import CLibURing
+import Glibc
+
+// Completions of I/O operations: routing each to its operation, performing them as
+// callouts of the channel's source, re-arming multishot operations.
+extension RingRunLoop {
+    /// Routes one completion of the wait core to its operation (loop thread).
+    func routeIO(_ id: PortID, result: Int32, flags: UInt32) {
+        guard let record = ioOperations[id] else { return }
+        let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
+        if kernelDone { ioOperations[id] = nil }
+        let bufferID = ProvidedBuffers.bufferID(of: flags)
+        if let bufferID { record.provided?.taken(bufferID) }
+        switch record.operation.kind {
+        case .receive, .accept:
+            if result > 0 || (result == 0 && record.operation.kind == .accept) {
+                let outcome: IOCompletion.Outcome = record.operation.kind == .accept ? .accepted(result) : .bytes([])
+                let received = bufferID.map { (id: $0, count: Int(result)) }
+                queueIO(PendingIO(record: record, outcome: outcome, received: received, isFinal: false))
+                guard kernelDone else { return }
+                // The kernel ended a multishot operation that did not fail (its queue
+                // overflowed, for one): arm it again unless it was cancelled.
+                if record.cancelled {
+                    endIO(record, with: .failed(.cancelled))
+                } else if let failure = record.rearm(self) {
+                    endIO(record, with: .failed(failure))
+                }
+            } else if result == 0 {
+                endIO(record, with: .endOfFile)
+            } else if result == -ENOBUFS, !record.cancelled {
+                // Every buffer waits for a callout: the data stays in the socket until one
+                // comes back (see `deliverIO`).
+                record.waitingForBuffers = true
+                if record.provided?.outstanding == 0, let failure = record.rearm(self) {
+                    record.waitingForBuffers = false
+                    endIO(record, with: .failed(failure))
+                } else if record.provided?.outstanding == 0 {
+                    record.waitingForBuffers = false
+                }
+            } else {
+                endIO(record, with: .failed(IOFailure(errno: result == -ENOBUFS ? ECANCELED : -result)))
+            }
+        case .read:
+            guard result >= 0 else { return endIO(record, with: .failed(IOFailure(errno: -result))) }
+            if result == 0 { return endIO(record, with: .endOfFile) }
+            let bytes = Array(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(record.buffer!)[..<Int(result)]))
+            endIO(record, with: .bytes(bytes))
+        case .write, .send:
+            endIO(record, with: result >= 0 ? .transferred(Int(result)) : .failed(IOFailure(errno: -result)))
+        case .connect:
+            endIO(record, with: result >= 0 ? .connected : .failed(IOFailure(errno: -result)))
+        }
+    }
+
+    /// Queues the operation's final completion; the kernel is done with it.
+    func endIO(_ record: IORecord, with outcome: IOCompletion.Outcome) {
+        guard !record.ended else { return }
+        record.ended = true
+        record.channel.finished(record)
+        queueIO(PendingIO(record: record, outcome: outcome, received: nil, isFinal: true))
+    }
+
+    private func queueIO(_ pending: PendingIO) {
+        pendingPortEvents.append(.completion(pending.record.channel.source, pending))
+    }
+
+    /// Performs one routed completion as a callout of its channel's source, then gives a
+    /// provided buffer back to the kernel (and re-arms a receive that ran out of them).
+    func deliverIO(_ pending: PendingIO, deliver: Bool) {
+        let record = pending.record
+        var outcome = pending.outcome
+        if let received = pending.received, let provided = record.provided {
+            if deliver { outcome = .bytes(Array(provided.bytes(received.id, length: received.count))) }
+            provided.recycle(received.id)
+        }
+        if deliver, let handler = record.completion ?? record.channel.handler {
+            let completion = IOCompletion(
+                operation: record.operation, outcome: outcome, requested: record.requested, isFinal: pending.isFinal)
+            let channel = record.channel
+            Callout.toSource1Perform { handler(channel, completion) }
+        }
+        if record.waitingForBuffers, !record.ended {
+            record.waitingForBuffers = false
+            if record.cancelled {
+                endIO(record, with: .failed(.cancelled))
+            } else if let failure = record.rearm(self) {
+                endIO(record, with: .failed(failure))
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import CLibURing
+import Glibc
+
+/// A provided-buffer ring (`io_uring_register_buf_ring`): buffers the kernel picks from
+/// when a receive completes, so a multishot receive needs no buffer per submission.
+///
+/// The only owner of the group's memory. A completion that used a buffer names it in its
+/// flags (`IORING_CQE_F_BUFFER`, the id above `IORING_CQE_BUFFER_SHIFT`); the buffer is
+/// the receiver's until ``recycle(_:)`` hands it back to the kernel. When every buffer is
+/// out, a multishot receive ends with `ENOBUFS` and data waits in the socket.
+///
+/// Thread rules: confined to its wait core's thread. The memory is freed in `deinit`,
+/// which the wait core runs after the ring itself has closed, so no operation still in
+/// flight can write into freed memory.
+final class ProvidedBuffers {
+    /// The buffer group id operations name (`IOSQE_BUFFER_SELECT` with `buf_group`).
+    let group: UInt16
+    /// How many buffers, a power of two.
+    let count: UInt16
+    /// Bytes in each buffer.
+    let size: Int
+    private let ringMemory: UnsafeMutablePointer<io_uring_buf_ring>
+    private let buffers: UnsafeMutableRawPointer
+    private let mask: Int32
+    private weak var ring: Ring?
+    private let released: (UInt16) -> Void
+    /// Buffers handed to the receiver and not yet recycled.
+    private(set) var outstanding = 0
+
+    /// Allocates `count` (rounded up to a power of two, at most 32768) buffers of `size`
+    /// bytes and registers them with `ring` as `group`.
+    init(
+        ring: Ring, group: UInt16, count requested: Int, size: Int, released: @escaping (UInt16) -> Void
+    ) throws(RingError) {
+        var count = 1
+        while count < max(1, min(requested, 32_768)) { count <<= 1 }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var memory: UnsafeMutableRawPointer?
+        let ringBytes = max(page, count * MemoryLayout<io_uring_buf>.stride)
+        guard posix_memalign(&memory, page, ringBytes) == 0, let memory else {
+            throw RingError(operation: "posix_memalign", errno: ENOMEM)
+        }
+        memset(memory, 0, ringBytes)
+        let ringMemory = memory.bindMemory(to: io_uring_buf_ring.self, capacity: 1)
+        guard let buffers = malloc(max(1, count * size)) else {
+            free(memory)
+            throw RingError(operation: "malloc", errno: ENOMEM)
+        }
+        do {
+            try ring.registerBufferRing(ringMemory, entries: UInt32(count), group: group)
+        } catch {
+            free(memory)
+            free(buffers)
+            throw error
+        }
+        self.group = group
+        self.count = UInt16(truncatingIfNeeded: count)
+        self.size = size
+        self.ringMemory = ringMemory
+        self.buffers = buffers
+        self.mask = Int32(count - 1)
+        self.ring = ring
+        self.released = released
+        io_uring_buf_ring_init(ringMemory)
+        for id in 0..<count {
+            io_uring_buf_ring_add(ringMemory, buffers + id * size, UInt32(size), UInt16(id), mask, Int32(id))
+        }
+        io_uring_buf_ring_advance(ringMemory, Int32(count))
+    }
+
+    deinit {
+        if let ring {
+            ring.unregisterBufferRing(group: group)
+            released(group)
+        }
+        free(UnsafeMutableRawPointer(ringMemory))
+        free(buffers)
+    }
+
+    /// The buffer id a completion's flags name, if it used one.
+    static func bufferID(of flags: UInt32) -> UInt16? {
+        guard flags & UInt32(IORING_CQE_F_BUFFER) != 0 else { return nil }
+        return UInt16(truncatingIfNeeded: flags >> UInt32(IORING_CQE_BUFFER_SHIFT))
+    }
+
+    /// The first `length` bytes of buffer `id`, valid until it is recycled.
+    func bytes(_ id: UInt16, length: Int) -> UnsafeRawBufferPointer {
+        precondition(id < count && length <= size, "buffer \(id) of \(count), \(length) of \(size) bytes")
+        return UnsafeRawBufferPointer(start: buffers + Int(id) * size, count: length)
+    }
+
+    /// Notes that the kernel handed out buffer `id` (counted until it comes back).
+    func taken(_ id: UInt16) { outstanding += 1 }
+
+    /// Gives buffer `id` back to the kernel.
+    func recycle(_ id: UInt16) {
+        io_uring_buf_ring_add(ringMemory, buffers + Int(id) * size, UInt32(size), id, mask, 0)
+        io_uring_buf_ring_advance(ringMemory, 1)
+        outstanding -= 1
+    }
+}
