@@ -1,4 +1,5 @@
 import Glibc
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoop
@@ -201,6 +202,24 @@ struct IOChannelTests {
         }
     }
 
+    @Test("A loop thread that ends with a receive in flight frees the operation and closes its descriptor")
+    func threadExitWithOperationInFlight() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        let descriptor = pair[0]
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            let channel = LoopIOChannel(fileDescriptor: descriptor, loop: loop) { _, _ in }
+            loop.add(channel.source, to: .default)
+            try channel.receive()
+            _ = loop.run(mode: .default, for: .milliseconds(5))
+        }
+        // The operation held its channel (and the channel the loop); the thread's end broke
+        // the cycle, and the channel's deinit closed the descriptor it owned.
+        #expect(fcntl(descriptor, F_GETFD) == -1)
+        close(pair[1])
+    }
+
     @Test("Receive: completions wait for the source's mode; with every buffer out the data waits in the socket, none lost")
     func receiveWaitsForItsMode() throws {
         try onFreshLoopThreadThrowing {
@@ -229,6 +248,62 @@ struct IOChannelTests {
             keepAlive.invalidate()
             channel.close()
             close(pair[1])
+            // Closing flushes the cancellation through the ring: the descriptor is closed
+            // at once, though the mode being run has nothing left to wait for.
+            #expect(loop.ioOperations.isEmpty && fcntl(pair[0], F_GETFD) == -1)
+        }
+    }
+}
+
+@Suite("Completion I/O with async/await")
+struct AsyncIOChannelTests {
+    @Test("An echo over TCP written with await: accepted connections, received bytes, sends")
+    func asyncEcho() async throws {
+        try await onDriverLoop { driver in
+            let listener = try SocketAddress.loopback(port: 0).makeListeningSocket()
+            let address = try SocketAddress.local(of: listener)
+            let server = LoopIOChannel(fileDescriptor: listener, loop: driver)
+            driver.add(server.source, to: .common)
+            let serving = Task(executorPreference: driver) {
+                for try await socket in server.acceptedConnections() {
+                    let connection = LoopIOChannel(fileDescriptor: socket, loop: driver)
+                    driver.add(connection.source, to: .common)
+                    Task(executorPreference: driver) {
+                        for try await bytes in connection.receivedBytes() { try await connection.sendBytes(bytes) }
+                        connection.close()
+                    }
+                }
+            }
+            let client = LoopIOChannel(fileDescriptor: try address.makeSocket(), loop: driver)
+            driver.add(client.source, to: .common)
+            try await client.connection(to: address)
+            for round in 0..<5 {
+                let message = Array("round \(round)".utf8)
+                try await client.sendBytes(message)
+                var echoed: [UInt8] = []
+                while echoed.count < message.count { echoed += try await client.readBytes(upTo: 64) }
+                #expect(echoed == message)
+            }
+            client.close()
+            serving.cancel()
+            await #expect(throws: Never.self) { try await serving.value }
+            server.close()
+        }
+    }
+
+    @Test("Cancelling the task cancels the read; a read on a closed channel fails with .closed")
+    func asyncCancel() async throws {
+        try await onDriverLoop { driver in
+            let (readEnd, writeEnd) = makePipe()
+            let reader = LoopIOChannel(fileDescriptor: readEnd, loop: driver)
+            driver.add(reader.source, to: .common)
+            let reading = Task(executorPreference: driver) { try await reader.readBytes(upTo: 10) }
+            try await driver.clock.sleep(for: .milliseconds(20))
+            reading.cancel()
+            await #expect(throws: IOFailure.cancelled) { try await reading.value }
+            reader.close()
+            await #expect(throws: IOFailure.closed) { try await reader.readBytes(upTo: 10) }
+            close(writeEnd)
         }
     }
 }

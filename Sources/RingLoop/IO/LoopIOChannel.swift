@@ -187,6 +187,7 @@ public final class LoopIOChannel: @unchecked Sendable {
         closing = true
         source.invalidate()
         cancelAll()
+        loop.flushIO { inFlight.isEmpty }
         closeDescriptorIfIdle()
     }
 

@@ -52,6 +52,29 @@ extension RingRunLoop {
         }
     }
 
+    /// Hands queued submissions (cancellations) to the kernel and routes what completes
+    /// at once, without sleeping, until `done` holds (a few rounds at most): a channel
+    /// closed in a callout releases its descriptor now, not at the loop's next wait.
+    func flushIO(until done: () -> Bool) {
+        guard let core else { return }
+        for _ in 0..<4 where !done() {
+            do { try core.poll() } catch { return }
+            while let event = core.nextEvent() { route(event) }
+        }
+    }
+
+    /// Breaks the cycles between operations in flight and their channels when the loop
+    /// goes away with its thread (after the ring is closed).
+    func dropIOOperations() {
+        var channels: [ObjectIdentifier: LoopIOChannel] = [:]
+        for record in ioOperations.values { channels[ObjectIdentifier(record.channel)] = record.channel }
+        for case .completion(_, let pending) in pendingPortEvents + keptPortEvents {
+            channels[ObjectIdentifier(pending.record.channel)] = pending.record.channel
+        }
+        ioOperations = [:]
+        for channel in channels.values { channel.inFlight = [:] }
+    }
+
     /// Queues the operation's final completion; the kernel is done with it.
     func endIO(_ record: IORecord, with outcome: IOCompletion.Outcome) {
         guard !record.ended else { return }

@@ -242,7 +242,7 @@ extension RingRunLoop {
 
     // MARK: Source1 and the main queue
 
-    private func route(_ event: PortEvent) {
+    func route(_ event: PortEvent) {
         switch event {
         case .readiness(let id, let events):
             if id == mainQueuePort {

@@ -261,16 +261,16 @@ public final class RingRunLoop: @unchecked Sendable {
         modeList = []
         commonItems = [:]
         blocks = []
+        if !ioOperations.isEmpty || !pendingPortEvents.isEmpty {
+            // Close the ring before freeing what operations in flight read or write.
+            core = nil
+            dropIOOperations()
+        }
         pendingPortEvents = []
         keptPortEvents = []
         readinessSources = [:]
         messageSources = [:]
         orphanMessages = [:]
-        if !ioOperations.isEmpty {
-            // Close the ring before freeing what operations in flight read or write.
-            core = nil
-            ioOperations = [:]
-        }
         targetedPerforms.withLock { $0 = [:] }
         inbox.close()
     }
