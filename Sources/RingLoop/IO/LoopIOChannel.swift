@@ -58,9 +58,11 @@ public final class LoopIOChannel: @unchecked Sendable {
     let handler: Handler?
 
     var inFlight: [UInt64: IORecord] = [:]
+    /// Called once the channel has closed its descriptor (loop thread).
+    var descriptorClosed: (@Sendable () -> Void)?
     private var nextNumber: UInt64 = 0
     private var closing = false
-    private var descriptorClosed = false
+    private var isDescriptorClosed = false
 
     /// Creates a channel for `fileDescriptor` on `loop`. Completions of operations started
     /// without their own `completion` closure go to `handler`.
@@ -80,7 +82,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     }
 
     deinit {
-        if ownsDescriptor, !descriptorClosed { Glibc.close(fileDescriptor) }
+        if ownsDescriptor, !isDescriptorClosed { Glibc.close(fileDescriptor) }
     }
 
     /// Operations started and not finished yet (loop thread).
@@ -250,8 +252,9 @@ public final class LoopIOChannel: @unchecked Sendable {
     }
 
     private func closeDescriptorIfIdle() {
-        guard closing, inFlight.isEmpty, ownsDescriptor, !descriptorClosed else { return }
-        descriptorClosed = true
+        guard closing, inFlight.isEmpty, ownsDescriptor, !isDescriptorClosed else { return }
+        isDescriptorClosed = true
         Glibc.close(fileDescriptor)
+        descriptorClosed?()
     }
 }

@@ -1,5 +1,6 @@
 import DequeModule
 import Dispatch
+import Glibc
 import Synchronization
 
 /// Why a named message port call failed.
@@ -16,6 +17,9 @@ public enum MessagePortError: Error, Equatable, Sendable, CustomStringConvertibl
     case replyTimeout(String)
     /// The receiving port's callback returned no reply to a request.
     case noReply(String)
+    /// The message could not be handed to the port (in another process) within the send
+    /// timeout.
+    case sendTimeout(String)
     /// The name is empty or longer than ``LocalMessagePort/maximumNameLength`` bytes.
     case invalidName(String)
 
@@ -27,6 +31,7 @@ public enum MessagePortError: Error, Equatable, Sendable, CustomStringConvertibl
         case .tooLarge(let size, let limit): "a message of \(size) bytes is larger than the port's limit of \(limit) bytes"
         case .replyTimeout(let name): "no reply from '\(name)' within the reply timeout"
         case .noReply(let name): "'\(name)' returned no reply to a request"
+        case .sendTimeout(let name): "could not send to '\(name)' within the send timeout"
         case .invalidName(let name):
             "'\(name)' is not a valid port name (1 to \(LocalMessagePort.maximumNameLength) bytes of UTF-8)"
         }
@@ -51,7 +56,11 @@ public enum MessagePortError: Error, Equatable, Sendable, CustomStringConvertibl
 /// ```
 ///
 /// Within a process a message goes through the loop's inbox (one wake-up of the loop, no
-/// copy beyond the bytes themselves). Names are per process.
+/// copy beyond the bytes themselves). Other processes reach the port by the same name
+/// through a `SOCK_SEQPACKET` socket in Linux's abstract namespace (named `rlport:` and the
+/// port's name), which the port's loop accepts and receives from through its ring; a
+/// message is then one packet of a 16-byte header and its bytes, and a port's limit is at
+/// most what a packet can carry (the socket's send buffer, about 200 KiB by default).
 public final class LocalMessagePort: Sendable {
     /// The callback: a message id and its bytes in, the reply (to a request) out.
     public typealias Callback = @Sendable (_ msgid: Int32, _ data: [UInt8]) -> [UInt8]?
@@ -73,16 +82,24 @@ public final class LocalMessagePort: Sendable {
     let core: PortCore
 
     /// Creates a port named `name` on `loop`.
-    /// - Throws: ``MessagePortError/nameInUse(_:)`` when the process has a port of that
-    ///   name, ``MessagePortError/invalidName(_:)`` for an empty or too long name.
+    /// - Throws: ``MessagePortError/nameInUse(_:)`` when this or another process has a
+    ///   port of that name, ``MessagePortError/invalidName(_:)`` for an empty or too long
+    ///   name.
     public init(
         name: String, loop: RingRunLoop, maximumMessageSize: Int = LocalMessagePort.defaultMaximumMessageSize,
         callback: @escaping Callback
     ) throws(MessagePortError) {
         guard !name.isEmpty, name.utf8.count <= Self.maximumNameLength else { throw .invalidName(name) }
         let wake = loop.makeMessagePort()
-        let core = PortCore(name: name, loop: loop, wake: wake, limit: max(0, maximumMessageSize), callback: callback)
-        try PortRegistry.shared.register(core)
+        let limit = max(0, maximumMessageSize)
+        let listener = try PortListener(name: name, loop: loop, limit: limit)
+        let core = PortCore(
+            name: name, loop: loop, wake: wake, limit: limit, listener: listener, callback: callback)
+        do { try PortRegistry.shared.register(core) } catch {
+            listener.stop()
+            throw error
+        }
+        listener.start(delivering: core)
         self.name = name
         self.loop = loop
         self.maximumMessageSize = max(0, maximumMessageSize)
@@ -112,26 +129,61 @@ public final class LocalMessagePort: Sendable {
 public final class RemoteMessagePort: Sendable {
     /// The name looked up.
     public let name: String
-    let core: PortCore
+    let target: Target
     private let invalidation = ThreadLock<(@Sendable (RemoteMessagePort) -> Void)?>(nil)
+    private let watch = ThreadLock<LoopPortSource?>(nil)
 
-    /// Looks up the local port named `name` in this process.
-    /// - Throws: ``MessagePortError/notFound(_:)``.
-    public init(name: String) throws(MessagePortError) {
-        guard let core = PortRegistry.shared.lookUp(name) else { throw .notFound(name) }
-        self.name = name
-        self.core = core
-        core.addWatcher(self)
+    enum Target {
+        /// A port of this process.
+        case thread(PortCore)
+        /// A port of another process, through a connection to its socket.
+        case process(ProcessPortConnection)
     }
 
-    /// Whether the local port is still valid.
-    public var isValid: Bool { core.isValid }
+    /// Looks up the local port named `name`: in this process first, then in the others.
+    /// - Throws: ``MessagePortError/notFound(_:)``, ``MessagePortError/invalidName(_:)``.
+    public init(name: String) throws(MessagePortError) {
+        guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else { throw .invalidName(name) }
+        self.name = name
+        if let core = PortRegistry.shared.lookUp(name) {
+            target = .thread(core)
+            core.addWatcher(self)
+        } else {
+            target = .process(try ProcessPortConnection(name: name))
+        }
+    }
 
-    /// Calls `body` once, on the thread that invalidates the local port, when it goes
-    /// (at once if it is gone already).
+    deinit {
+        watch.withLock { $0 }?.invalidate()
+    }
+
+    /// Whether the local port is still valid (for a port in another process: whether that
+    /// process still holds the connection).
+    public var isValid: Bool {
+        switch target {
+        case .thread(let core): core.isValid
+        case .process(let connection): connection.isOpen
+        }
+    }
+
+    /// Calls `body` once when the local port goes (at once if it is gone already): on the
+    /// thread that invalidates it, for a port of this process; on a watcher thread when
+    /// the process of the port ends or invalidates it.
     public func setInvalidationCallback(_ body: @escaping @Sendable (RemoteMessagePort) -> Void) {
         invalidation.withLock { $0 = body }
-        if !core.isValid { portWentAway() }
+        switch target {
+        case .thread(let core):
+            if !core.isValid { portWentAway() }
+        case .process(let connection):
+            guard connection.isOpen else { return portWentAway() }
+            watch.withLock { watch in
+                guard watch == nil else { return }
+                watch = PortWatcher.watch(connection.socket) { [weak self] in
+                    connection.markClosed()
+                    self?.portWentAway()
+                }
+            }
+        }
     }
 
     func portWentAway() {
@@ -144,26 +196,58 @@ public final class RemoteMessagePort: Sendable {
 
     /// Sends a one-way message (`CFMessagePortSendRequest` with no reply mode). Within a
     /// process it never blocks: the message is queued for the port's loop, which is woken.
+    /// To another process it waits at most `timeout` for room in the connection.
     /// - Throws: ``MessagePortError/tooLarge(size:limit:)``,
-    ///   ``MessagePortError/invalidated(_:)``.
-    public func send(msgid: Int32, data: [UInt8]) throws(MessagePortError) {
-        try core.enqueue(Envelope(msgid: msgid, data: data, reply: nil))
+    ///   ``MessagePortError/invalidated(_:)``, ``MessagePortError/sendTimeout(_:)``.
+    public func send(msgid: Int32, data: [UInt8], timeout: Duration = .seconds(5)) throws(MessagePortError) {
+        switch target {
+        case .thread(let core):
+            try core.enqueue(Envelope(msgid: msgid, data: data, reply: nil))
+        case .process(let connection):
+            _ = try noticingInvalidation {
+                () throws(MessagePortError) in
+                try connection.send(
+                    msgid: msgid, data: data, request: false, deadline: .now.advanced(by: timeout))
+            }
+        }
     }
 
-    /// Sends a request and waits for the callback's reply, at most `replyTimeout`.
+    /// Runs `body`; when it finds the port gone, calls the invalidation callback.
+    private func noticingInvalidation<T>(_ body: () throws(MessagePortError) -> T) throws(MessagePortError) -> T {
+        do { return try body() } catch {
+            if case .invalidated = error { portWentAway() }
+            throw error
+        }
+    }
+
+    /// Sends a request and waits for the callback's reply, at most `replyTimeout` (and at
+    /// most `sendTimeout` to hand the request to a port in another process).
     ///
     /// Called on the port's own loop thread, the callback runs at once (a wait there could
     /// never be answered). A reply that comes after the timeout is dropped.
     /// - Throws: ``MessagePortError/replyTimeout(_:)``, ``MessagePortError/noReply(_:)``,
-    ///   ``MessagePortError/tooLarge(size:limit:)``, ``MessagePortError/invalidated(_:)``.
-    public func sendRequest(msgid: Int32, data: [UInt8], replyTimeout: Duration) throws(MessagePortError) -> [UInt8] {
+    ///   ``MessagePortError/tooLarge(size:limit:)``, ``MessagePortError/invalidated(_:)``,
+    ///   ``MessagePortError/sendTimeout(_:)``.
+    public func sendRequest(
+        msgid: Int32, data: [UInt8], sendTimeout: Duration = .seconds(5), replyTimeout: Duration
+    ) throws(MessagePortError) -> [UInt8] {
+        let core: PortCore
+        switch target {
+        case .thread(let local):
+            core = local
+        case .process(let connection):
+            return try noticingInvalidation { () throws(MessagePortError) in
+                try connection.request(
+                    msgid: msgid, data: data, sendDeadline: .now.advanced(by: sendTimeout), replyTimeout: replyTimeout)
+            }
+        }
         if core.loop.isOnLoopThread {
             try core.check(data.count)
             guard let reply = core.callback(msgid, data) else { throw .noReply(name) }
             return reply
         }
         let slot = ReplySlot()
-        try core.enqueue(Envelope(msgid: msgid, data: data, reply: slot))
+        try core.enqueue(Envelope(msgid: msgid, data: data, reply: .thread(slot)))
         return try slot.wait(timeout: replyTimeout, name: name)
     }
 }
@@ -172,7 +256,7 @@ public final class RemoteMessagePort: Sendable {
 struct Envelope: Sendable {
     var msgid: Int32
     var data: [UInt8]
-    var reply: ReplySlot?
+    var reply: ReplyTarget?
 }
 
 /// Where a request's reply is handed over, once: to the waiting sender, or dropped when it
@@ -225,6 +309,7 @@ final class PortCore: Sendable {
     let wake: MessagePort
     let limit: Int
     let callback: LocalMessagePort.Callback
+    let listener: PortListener
     private let state = ThreadLock(State())
 
     private struct State {
@@ -237,7 +322,11 @@ final class PortCore: Sendable {
         weak var port: RemoteMessagePort?
     }
 
-    init(name: String, loop: RingRunLoop, wake: MessagePort, limit: Int, callback: @escaping LocalMessagePort.Callback) {
+    init(
+        name: String, loop: RingRunLoop, wake: MessagePort, limit: Int, listener: PortListener,
+        callback: @escaping LocalMessagePort.Callback
+    ) {
+        self.listener = listener
         self.name = name
         self.loop = loop
         self.wake = wake
@@ -287,6 +376,7 @@ final class PortCore: Sendable {
         }
         guard let (pending, watchers) = taken else { return }
         PortRegistry.shared.unregister(self)
+        listener.stop()
         wake.close()
         for envelope in pending { envelope.reply?.fail(.invalidated(name)) }
         for watcher in watchers { watcher.port?.portWentAway() }
@@ -311,6 +401,24 @@ final class PortRegistry: Sendable {
         ports.withLock { ports in
             if ports[core.name] === core { ports[core.name] = nil }
         }
+    }
+
+    /// Names of invalidated ports whose socket the port's loop has not closed yet.
+    private let releasing = ThreadLock<Set<String>>([])
+
+    func releasing(_ name: String) { releasing.withLock { _ = $0.insert(name) } }
+    func released(_ name: String) { releasing.withLock { _ = $0.remove(name) } }
+
+    /// Waits (at most `timeout`) while an invalidated port of this process still holds
+    /// `name`'s socket; returns whether the name is free of it.
+    func waitForRelease(of name: String, timeout: Duration) -> Bool {
+        let deadline = MonotonicInstant.now.advanced(by: timeout)
+        while releasing.withLock({ $0.contains(name) }) {
+            guard MonotonicInstant.now < deadline else { return false }
+            var pause = timespec(tv_sec: 0, tv_nsec: 200_000)
+            nanosleep(&pause, nil)
+        }
+        return true
     }
 
     func lookUp(_ name: String) -> PortCore? {
