@@ -25,7 +25,6 @@ final class MainSideRecord: Sendable {
     let errors = ThreadLock<[MessagePortError]>([])
     let wentAway = Atomic<Bool>(false)
     let done = Atomic<Bool>(false)
-    let thread = ThreadLock<PosixThread?>(nil)
 }
 
 @Suite("Named message ports between processes")
@@ -40,6 +39,8 @@ struct ProcessPortTests {
         let record = MainSideRecord()
         let workers = CheckedInWorkers()
         let mainThread = LoopThread(name: "main-port")
+        // The thread the callback starts (not kept in `record`, which that thread uses).
+        let spawned = ThreadLock<PosixThread?>(nil)
         defer { mainThread.stopAndJoin() }
         // MySpawnThread: a local port for receiving responses, its source in the loop.
         let myPort = try LocalMessagePort(name: mainPortName, loop: mainThread.loop) { msgid, data in
@@ -61,7 +62,7 @@ struct ProcessPortTests {
                 }
                 record.done.store(true, ordering: .releasing)
             }
-            record.thread.withLock { $0 = thread }
+            spawned.withLock { $0 = thread }
             return nil
         }
         defer { myPort.invalidate() }
@@ -88,7 +89,7 @@ struct ProcessPortTests {
             if result != .stopped { exit(2) }
         }
         #expect(waitUntil { record.done.load(ordering: .acquiring) })
-        record.thread.withLock { $0 }?.join()
+        spawned.withLock { $0 }?.join()
         #expect(record.errors.withLock { $0 }.isEmpty)
         #expect(record.replies.withLock { $0 } == ["done: job 1"])
         let workerPort = try #require(workers.ports.withLock { $0.first })

@@ -12,13 +12,17 @@ struct BenchResult: Codable {
     var ours: Double
     var foundation: Double?
     var ratio: Double?
+    /// Other implementations measured in the same run, by name (`null` for one that
+    /// could not run here, such as a peer that is not built).
+    var peers: [String: Double?]?
 
-    init(_ name: String, _ unit: String, ours: Double, foundation: Double? = nil) {
+    init(_ name: String, _ unit: String, ours: Double, foundation: Double? = nil, peers: [String: Double?]? = nil) {
         self.name = name
         self.unit = unit
         self.ours = ours
         self.foundation = foundation
         self.ratio = foundation.flatMap { $0 == 0 ? nil : ours / $0 }
+        self.peers = peers
     }
 
     /// Writes `foundation` and `ratio` as `null` when absent, so every result has the same keys.
@@ -29,6 +33,7 @@ struct BenchResult: Codable {
         try container.encode(ours, forKey: .ours)
         try container.encode(foundation, forKey: .foundation)
         try container.encode(ratio, forKey: .ratio)
+        try container.encode(peers, forKey: .peers)
     }
 }
 
@@ -50,12 +55,12 @@ struct Bench: ParsableCommand {
               swift run -c release ringloop-bench --quick
             """,
         version: PackageVersion.current,
-        subcommands: [BenchChild.self]
+        subcommands: [BenchChild.self, BenchServer.self]
     )
 
     static let all = [
         "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "hid.e2e",
-        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers",
+        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "ports.named",
     ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
@@ -111,6 +116,8 @@ struct Bench: ParsableCommand {
             emit(ExecutorBench.sleepLateness(quick: quick, rounds: rounds))
         }
         if selected("clock.sleepers") { emit(try ExecutorBench.sleepers(quick: quick, rounds: quick ? 1 : rounds)) }
+        if selected("io.echo") { emit(try IOBench.echo(quick: quick, rounds: rounds)) }
+        if selected("ports.named") { emit(try IOBench.ports(quick: quick, rounds: rounds)) }
         let machine = Self.machine()
         if !json {
             var footer = "machine: \(machine["cores"] ?? "?") cores, kernel \(machine["kernel"] ?? "?")"
@@ -131,8 +138,13 @@ struct Bench: ParsableCommand {
     static func row(_ result: BenchResult) -> String {
         let foundation = result.foundation.map { format($0) } ?? "—"
         let ratio = result.ratio.map { format($0, digits: 2) } ?? ""
-        return result.name.padding(46) + result.unit.padding(8) + format(result.ours).padding(12, left: true)
+        var row =
+            result.name.padding(46) + result.unit.padding(8) + format(result.ours).padding(12, left: true)
             + foundation.padding(13, left: true) + ratio.padding(9, left: true)
+        for (name, figure) in (result.peers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            row += "   \(name) " + (figure.map { format($0) } ?? "not built")
+        }
+        return row
     }
 
     static func machine() -> [String: String] {

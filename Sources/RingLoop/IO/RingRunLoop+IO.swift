@@ -84,6 +84,9 @@ extension RingRunLoop {
     }
 
     private func queueIO(_ pending: PendingIO) {
+        // A closed channel's completions have no one to go to: their buffers go back now
+        // rather than when the loop next delivers (which may be never).
+        guard pending.record.channel.source.isValid else { return deliverIO(pending, deliver: false) }
         pendingPortEvents.append(.completion(pending.record.channel.source, pending))
     }
 

@@ -118,8 +118,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         return descriptor
     }
 
-    /// Calls `body` with the `sockaddr` and its length.
-    func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+    /// Calls `body` with the `sockaddr` and its length, for system calls such as `bind`
+    /// and `connect`. The pointer is valid only during the call.
+    public func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
         bytes.withUnsafeBytes { raw in
             body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
         }

@@ -44,6 +44,12 @@ extension RingRunLoop {
         return true
     }
 
+    /// Whether `source` is valid and in the mode the loop runs now (loop thread).
+    func isInRunningMode(_ source: LoopPortSource) -> Bool {
+        guard source.isValid, let state = currentModeState else { return false }
+        return source.membership.modeMask & state.bit != 0
+    }
+
     func unregister(_ source: LoopPortSource) {
         switch source.port {
         case .readiness:

@@ -262,7 +262,9 @@ public final class RingRunLoop: @unchecked Sendable {
         commonItems = [:]
         blocks = []
         if !ioOperations.isEmpty || !pendingPortEvents.isEmpty {
-            // Close the ring before freeing what operations in flight read or write.
+            // Close the ring before freeing what operations in flight read or write (a
+            // provided-buffer ring may hold the ring object itself a little longer).
+            core?.ring.close()
             core = nil
             dropIOOperations()
         }
@@ -272,6 +274,8 @@ public final class RingRunLoop: @unchecked Sendable {
         messageSources = [:]
         orphanMessages = [:]
         targetedPerforms.withLock { $0 = [:] }
+        // Requests the thread will never run (they may hold objects that hold the loop).
+        requests.withLock { $0 = [] }
         inbox.close()
     }
 

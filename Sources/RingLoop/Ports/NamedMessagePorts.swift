@@ -99,12 +99,13 @@ public final class LocalMessagePort: Sendable {
             listener.stop()
             throw error
         }
-        listener.start(delivering: core)
+        let source = LoopPortSource(port: wake) { _ in core.deliver() }
+        listener.start(delivering: core, source: source)
         self.name = name
         self.loop = loop
         self.maximumMessageSize = max(0, maximumMessageSize)
         self.core = core
-        self.source = LoopPortSource(port: wake) { _ in core.deliver() }
+        self.source = source
     }
 
     deinit {

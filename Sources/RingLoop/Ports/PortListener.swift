@@ -51,7 +51,7 @@ final class PortListener: Sendable {
     }
 
     /// Starts accepting on the port's loop.
-    func start(delivering core: PortCore) {
+    func start(delivering core: PortCore, source: LoopPortSource) {
         loop.onLoopThread { loop in
             // Made under the lock: a `stop()` before this closes the socket itself.
             let listener = self.state.withLock { state -> LoopIOChannel? in
@@ -59,7 +59,7 @@ final class PortListener: Sendable {
                 let listener = LoopIOChannel(fileDescriptor: self.socket, loop: loop) { _, completion in
                     switch completion.outcome {
                     case .accepted(let descriptor):
-                        self.adopt(descriptor, core: core)
+                        self.adopt(descriptor, core: core, source: source)
                     case .failed(let failure) where completion.isFinal && failure != .cancelled:
                         Self.logger.error("port '\(self.name)' stops accepting connections: \(failure)")
                     default:
@@ -80,11 +80,11 @@ final class PortListener: Sendable {
     }
 
     /// A connection from another process: say hello (the size limit), then receive.
-    private func adopt(_ descriptor: Int32, core: PortCore) {
+    private func adopt(_ descriptor: Int32, core: PortCore, source: LoopPortSource) {
         let connection = LoopIOChannel(fileDescriptor: descriptor, loop: loop) { connection, completion in
             switch completion.outcome {
             case .bytes(let packet):
-                self.received(packet, on: connection, core: core)
+                self.received(packet, on: connection, core: core, source: source)
             case .endOfFile, .failed:
                 self.drop(connection)
             default:
@@ -107,7 +107,7 @@ final class PortListener: Sendable {
         }
     }
 
-    private func received(_ packet: [UInt8], on connection: LoopIOChannel, core: PortCore) {
+    private func received(_ packet: [UInt8], on connection: LoopIOChannel, core: PortCore, source: LoopPortSource) {
         guard let frame = PortWire.decode(packet) else {
             Self.logger.error("port '\(name)' drops a connection that sent a malformed packet of \(packet.count) bytes")
             return drop(connection)
@@ -125,8 +125,12 @@ final class PortListener: Sendable {
             let reply = ReplyTarget.process(connection, msgid: frame.msgid, sequence: frame.sequence)
             try? core.enqueue(Envelope(msgid: frame.msgid, data: Array(frame.data), reply: reply))
         default:
-            break
+            return
         }
+        // When the port's source is in the mode running now, its callback runs here, in
+        // this callout, rather than one pass later (the source's own perform then finds
+        // the mailbox empty).
+        if loop.isInRunningMode(source) { core.deliver() }
     }
 
     private func drop(_ connection: LoopIOChannel) {

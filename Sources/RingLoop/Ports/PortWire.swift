@@ -75,6 +75,8 @@ final class ProcessPortConnection: Sendable {
     private let state = ThreadLock(State())
     /// Held for a whole send or request-and-reply, so exchanges do not interleave.
     private let exchange = ThreadLock<Void>(())
+    /// Where replies are received (grown to the largest room asked for).
+    private let receiveBuffer = ThreadLock<[UInt8]>([])
 
     private struct State {
         /// The port's message size limit, from its hello (`nil` until read).
@@ -142,7 +144,7 @@ final class ProcessPortConnection: Sendable {
             try write(PortWire.encode(msgid: msgid, kind: .request, sequence: sequence, data: data), deadline: sendDeadline)
             let deadline = MonotonicInstant.now.advanced(by: replyTimeout)
             while true {
-                guard let frame = try readFrame(capacity: limit + PortWire.headerSize + 1, deadline: deadline) else {
+                guard let frame = try readFrame(capacity: max(65_536, limit) + PortWire.headerSize, deadline: deadline) else {
                     throw .replyTimeout(name)
                 }
                 guard frame.sequence == sequence else { continue }  // a late reply
@@ -176,14 +178,25 @@ final class ProcessPortConnection: Sendable {
         return limit
     }
 
-    /// Reads one packet before `deadline`; `nil` at the deadline.
+    /// Reads one packet of at most `capacity` bytes before `deadline`; `nil` at the
+    /// deadline. A longer packet (a reply larger than the room made for it) is consumed
+    /// and reported as too large.
     private func readFrame(capacity: Int, deadline: MonotonicInstant) throws(MessagePortError) -> PortWire.Frame? {
-        var buffer = [UInt8](repeating: 0, count: capacity)
         while true {
             guard try waitFor(Int16(POLLIN), until: deadline) else { return nil }
-            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            // One buffer per connection, reused: replies need no allocation of their room.
+            let (count, packet) = receiveBuffer.withLock { buffer -> (Int, [UInt8]) in
+                if buffer.count < capacity { buffer = [UInt8](repeating: 0, count: capacity) }
+                let count = buffer.withUnsafeMutableBytes {
+                    recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
+                }
+                return (count, count > 0 && count <= buffer.count ? Array(buffer[..<count]) : [])
+            }
             if count < 0, errno == EAGAIN || errno == EINTR { continue }
-            guard count > 0, let frame = PortWire.decode(Array(buffer[..<count])) else {
+            if count > capacity {
+                throw .tooLarge(size: count - PortWire.headerSize, limit: capacity - PortWire.headerSize)
+            }
+            guard count > 0, let frame = PortWire.decode(packet) else {
                 markClosed()
                 throw .invalidated(name)
             }

@@ -22,15 +22,18 @@ final class ProvidedBuffers {
     private let ringMemory: UnsafeMutablePointer<io_uring_buf_ring>
     private let buffers: UnsafeMutableRawPointer
     private let mask: Int32
-    private weak var ring: Ring?
-    private let released: (UInt16) -> Void
+    /// Held strongly: the group is registered on this ring until `deinit` unregisters it.
+    /// (No weak reference: one to a ring that lives until the process exits makes a side
+    /// table LeakSanitizer reports as leaked.)
+    private let ring: Ring
+    private let groups: BufferGroupIDs
     /// Buffers handed to the receiver and not yet recycled.
     private(set) var outstanding = 0
 
     /// Allocates `count` (rounded up to a power of two, at most 32768) buffers of `size`
     /// bytes and registers them with `ring` as `group`.
     init(
-        ring: Ring, group: UInt16, count requested: Int, size: Int, released: @escaping (UInt16) -> Void
+        ring: Ring, group: UInt16, count requested: Int, size: Int, groups: BufferGroupIDs
     ) throws(RingError) {
         var count = 1
         while count < max(1, min(requested, 32_768)) { count <<= 1 }
@@ -60,7 +63,7 @@ final class ProvidedBuffers {
         self.buffers = buffers
         self.mask = Int32(count - 1)
         self.ring = ring
-        self.released = released
+        self.groups = groups
         io_uring_buf_ring_init(ringMemory)
         for id in 0..<count {
             io_uring_buf_ring_add(ringMemory, buffers + id * size, UInt32(size), UInt16(id), mask, Int32(id))
@@ -69,10 +72,10 @@ final class ProvidedBuffers {
     }
 
     deinit {
-        if let ring {
-            ring.unregisterBufferRing(group: group)
-            released(group)
-        }
+        // Unregistered first: the kernel picks no buffer of the group after this, so the
+        // memory can go even if a receive is still armed on a ring that stays open.
+        ring.unregisterBufferRing(group: group)
+        groups.release(group)
         free(UnsafeMutableRawPointer(ringMemory))
         free(buffers)
     }
@@ -98,4 +101,21 @@ final class ProvidedBuffers {
         io_uring_buf_ring_advance(ringMemory, 1)
         outstanding -= 1
     }
+}
+
+/// The buffer group ids of one ring: handed out, and taken back when a provided-buffer
+/// ring goes. Confined to the ring's thread.
+final class BufferGroupIDs {
+    private var free: [UInt16] = []
+    private var next: UInt16 = 0
+
+    /// A group id not in use.
+    func take() throws(RingError) -> UInt16 {
+        if let reused = free.popLast() { return reused }
+        guard next < UInt16.max else { throw RingError(operation: "buffer group", errno: ENOSPC) }
+        defer { next += 1 }
+        return next
+    }
+
+    func release(_ group: UInt16) { free.append(group) }
 }

@@ -168,9 +168,20 @@ package final class Ring {
         self.waitTakesAbsoluteDeadline = probe != -EINVAL
     }
 
+    /// Whether ``close()`` has closed the ring.
+    private(set) var isClosed = false
+
+    /// Closes the ring now, which cancels every operation still in flight; nothing may be
+    /// submitted after. For a loop whose thread ends while something still holds the ring.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        io_uring_queue_exit(ring)
+    }
+
     deinit {
         // Closing the ring cancels every operation still in flight.
-        io_uring_queue_exit(ring)
+        if !isClosed { io_uring_queue_exit(ring) }
         ring.deallocate()
         batch.deallocate()
     }
@@ -292,6 +303,7 @@ package final class Ring {
 
     /// Unregisters buffer group `group`; the kernel takes no more buffers from it.
     func unregisterBufferRing(group: UInt16) {
+        guard !isClosed else { return }
         _ = io_uring_unregister_buf_ring(ring, Int32(group))
     }
 

@@ -27,20 +27,11 @@ extension WaitCore {
 
     /// Allocates and registers a provided-buffer ring with a buffer group id of its own.
     func makeProvidedBuffers(count: Int, size: Int) throws(RingError) -> ProvidedBuffers {
-        let group: UInt16
-        if let reused = freeBufferGroups.popLast() {
-            group = reused
-        } else {
-            guard nextBufferGroup < UInt16.max else { throw RingError(operation: "buffer group", errno: ENOSPC) }
-            group = nextBufferGroup
-            nextBufferGroup += 1
-        }
+        let group = try bufferGroups.take()
         do {
-            return try ProvidedBuffers(ring: ring, group: group, count: count, size: size) { [weak self] group in
-                self?.freeBufferGroups.append(group)
-            }
+            return try ProvidedBuffers(ring: ring, group: group, count: count, size: size, groups: bufferGroups)
         } catch {
-            freeBufferGroups.append(group)
+            bufferGroups.release(group)
             throw error
         }
     }

@@ -74,9 +74,8 @@ package final class WaitCore {
     /// slot would stay "cancelling" for good).
     private var wakeUpNeedsArming = false
     private var cancellationsToRetry: [PortID] = []
-    /// Buffer group ids not in use (provided-buffer rings).
-    var freeBufferGroups: [UInt16] = []
-    var nextBufferGroup: UInt16 = 0
+    /// Buffer group ids of provided-buffer rings.
+    let bufferGroups = BufferGroupIDs()
 
     /// Waits that slept in the kernel (returned because of a completion, a wake-up or
     /// the deadline). Polls that did not block are not counted.

@@ -1,0 +1,257 @@
+import Foundation
+import Glibc
+import RingLoop
+
+/// I/O on the ring: a loopback TCP echo (one connection's ping-pong latency, 64
+/// connections' throughput) against Foundation's `FileHandle` on a `RunLoop` and swift-nio,
+/// and named message port round trips against a socket with `poll`.
+enum IOBench {
+    // MARK: Server processes
+
+    /// A server in a process of its own: started, read until it prints `ready PORT`,
+    /// stopped by closing its standard input.
+    final class ServerProcess {
+        let process = Process()
+        private let input = Pipe()
+        let port: UInt16
+
+        enum Failure: Error, CustomStringConvertible {
+            case notReady(String)
+            var description: String {
+                switch self {
+                case .notReady(let what): "the benchmark server \(what) did not start"
+                }
+            }
+        }
+
+        init(_ executable: String, _ arguments: [String]) throws {
+            let output = Pipe()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            var line: [UInt8] = []
+            var byte: UInt8 = 0
+            let reader = output.fileHandleForReading.fileDescriptor
+            while read(reader, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+            let words = String(decoding: line, as: UTF8.self).split(separator: " ")
+            guard words.first == "ready", words.count == 2, let port = UInt16(words[1]) else {
+                process.terminate()
+                throw Failure.notReady("\(executable) \(arguments.joined(separator: " "))")
+            }
+            self.port = port
+        }
+
+        func stop() {
+            try? input.fileHandleForWriting.close()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning, Date() < deadline { usleep(1000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+    }
+
+    static let benchExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+
+    /// The swift-nio peer, built with `swift build -c release --package-path tools/io-peers`
+    /// (`RINGLOOP_IO_PEERS` names another binary); `nil` when it is not built.
+    static let nioPeer: String? = {
+        if let path = ProcessInfo.processInfo.environment["RINGLOOP_IO_PEERS"] { return path }
+        var repository = #filePath
+        for _ in 0..<3 { repository = String(repository[..<repository.lastIndex(of: "/")!]) }
+        let path = repository + "/tools/io-peers/.build/release/io-peers"
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }()
+
+    // MARK: Clients
+
+    static func connectedSocket(port: UInt16) throws -> Int32 {
+        let address = SocketAddress.loopback(port: port)
+        let socket = try address.makeSocket()
+        let result = address.withSockaddr { connect(socket, $0, $1) }
+        guard result == 0 else { throw IOFailure(errno: errno) }
+        return socket
+    }
+
+    /// Round trips of a 64-byte message on one connection, in µs.
+    static func pingPong(port: UInt16, count: Int) throws -> [Double] {
+        let socket = try connectedSocket(port: port)
+        defer { close(socket) }
+        let message = [UInt8](repeating: 0x5A, count: 64)
+        var reply = [UInt8](repeating: 0, count: 64)
+        var samples: [Double] = []
+        samples.reserveCapacity(count)
+        for index in 0..<(count + count / 10) {
+            let start = MonotonicInstant.now
+            guard message.withUnsafeBytes({ send(socket, $0.baseAddress, 64, Int32(MSG_NOSIGNAL)) }) == 64 else {
+                throw IOFailure(errno: errno)
+            }
+            var received = 0
+            while received < 64 {
+                let count = reply.withUnsafeMutableBytes { recv(socket, $0.baseAddress! + received, 64 - received, 0) }
+                guard count > 0 else { throw IOFailure.connectionReset }
+                received += count
+            }
+            // The first tenth warms up.
+            if index >= count / 10 { samples.append(Double((MonotonicInstant.now - start).nanosecondsValue) / 1000) }
+        }
+        return samples
+    }
+
+    /// Bytes echoed per second over `connections` connections, each keeping 16 KiB in
+    /// flight in 4 KiB writes, driven by one `poll` thread.
+    static func throughput(port: UInt16, connections: Int, seconds: Double) throws -> Double {
+        let sockets = try (0..<connections).map { _ in try connectedSocket(port: port) }
+        defer { for socket in sockets { close(socket) } }
+        for socket in sockets { _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK) }
+        let chunk = [UInt8](repeating: 0xA5, count: 4096)
+        var scratch = [UInt8](repeating: 0, count: 65_536)
+        var outstanding = [Int](repeating: 0, count: connections)
+        var entries = sockets.map { pollfd(fd: $0, events: 0, revents: 0) }
+        var received = 0
+        let warmUp = MonotonicInstant.now.advanced(by: .milliseconds(100))
+        var measuredFrom: MonotonicInstant?
+        var end = warmUp
+        while true {
+            let now = MonotonicInstant.now
+            if measuredFrom == nil, now >= warmUp {
+                measuredFrom = now
+                received = 0
+                end = now.advanced(by: .nanoseconds(Int64(seconds * 1e9)))
+            }
+            if let measuredFrom, now >= end {
+                return Double(received) / Double((now - measuredFrom).nanosecondsValue) * 1e9
+            }
+            for index in entries.indices {
+                entries[index].events = Int16(POLLIN) | (outstanding[index] < 16_384 ? Int16(POLLOUT) : 0)
+            }
+            guard poll(&entries, nfds_t(entries.count), 1000) >= 0 || errno == EINTR else { throw IOFailure(errno: errno) }
+            for index in entries.indices where entries[index].revents != 0 {
+                let socket = entries[index].fd
+                if entries[index].revents & Int16(POLLIN) != 0 {
+                    let count = scratch.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                    if count == 0 { throw IOFailure.connectionReset }
+                    if count > 0 {
+                        received += count
+                        outstanding[index] -= count
+                    }
+                }
+                if entries[index].revents & Int16(POLLOUT) != 0, outstanding[index] < 16_384 {
+                    let count = chunk.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if count > 0 { outstanding[index] += count }
+                }
+                if entries[index].revents & Int16(POLLERR | POLLHUP) != 0 { throw IOFailure.connectionReset }
+            }
+        }
+    }
+
+    // MARK: Echo
+
+    static func echo(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let count = BenchSize.of(quick ? 2_000 : 20_000)
+        let seconds = quick ? 0.3 : 1.5
+        var sides: [(name: String, executable: String, arguments: [String])] = [
+            ("ours", benchExecutable, ["bench-server", "echo-ringloop"]),
+            ("foundation", benchExecutable, ["bench-server", "echo-foundation"]),
+        ]
+        if let nioPeer { sides.append(("swift-nio", nioPeer, ["echo-server"])) }
+        var p50: [String: [Double]] = [:]
+        var p99: [String: [Double]] = [:]
+        var bytes: [String: [Double]] = [:]
+        for _ in 0..<rounds {
+            for side in sides {
+                let server = try ServerProcess(side.executable, side.arguments)
+                defer { server.stop() }
+                let samples = try pingPong(port: server.port, count: count)
+                p50[side.name, default: []].append(percentile(samples, 0.5))
+                p99[side.name, default: []].append(percentile(samples, 0.99))
+                bytes[side.name, default: []].append(
+                    try throughput(port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds))
+            }
+        }
+        func result(_ name: String, _ unit: String, _ figures: [String: [Double]]) -> BenchResult {
+            var peers: [String: Double] = [:]
+            if let nio = figures["swift-nio"] { peers["swift-nio"] = median(nio) }
+            return BenchResult(
+                name, unit, ours: median(figures["ours"] ?? []), foundation: median(figures["foundation"] ?? []),
+                peers: nioPeer == nil ? ["swift-nio": nil] : peers)
+        }
+        return [
+            result("io.echo.pingpong.p50_us", "µs", p50),
+            result("io.echo.pingpong.p99_us", "µs", p99),
+            result("io.echo.throughput.bytes_per_s", "B/s", bytes),
+        ]
+    }
+
+    // MARK: Named ports
+
+    static func ports(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let count = BenchSize.of(quick ? 2_000 : 20_000)
+        let request = [UInt8](repeating: 7, count: 16)
+        var threadOurs: [Double] = []
+        var threadPeer: [Double] = []
+        var processOurs: [Double] = []
+        var processPeer: [Double] = []
+        for round in 0..<rounds {
+            let name = "ringloop.bench.\(getpid()).\(round)"
+            // Between two threads: a port on a loop thread; the peer a socket pair and poll.
+            let worker = LoopThread(name: "bench-port")
+            let port = try LocalMessagePort(name: name + ".thread", loop: worker.loop) { _, data in data }
+            worker.loop.add(port.source, to: .default)
+            let remote = try RemoteMessagePort(name: name + ".thread")
+            threadOurs.append(
+                median(try roundTrips(count) { _ = try remote.sendRequest(msgid: 1, data: request, replyTimeout: .seconds(10)) }))
+            port.invalidate()
+            worker.stopAndJoin()
+            var pair: [Int32] = [0, 0]
+            guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else { throw IOFailure(errno: errno) }
+            let served = pair[1]
+            let echo = Thread { SeqpacketEcho.serve(served) }
+            echo.start()
+            var reply = [UInt8](repeating: 0, count: 16)
+            threadPeer.append(
+                median(
+                    try roundTrips(count) {
+                        guard SeqpacketEcho.roundTrip(pair[0], request, &reply) else { throw IOFailure.connectionReset }
+                    }))
+            close(pair[0])
+            // Between two processes.
+            let server = try ServerProcess(benchExecutable, ["bench-server", "port", name + ".process"])
+            let processRemote = try RemoteMessagePort(name: name + ".process")
+            processOurs.append(
+                median(try roundTrips(count) { _ = try processRemote.sendRequest(msgid: 1, data: request, replyTimeout: .seconds(10)) }))
+            server.stop()
+            let peer = try ServerProcess(benchExecutable, ["bench-server", "seqpacket", name + ".socket"])
+            let address = try SocketAddress.abstract(name + ".socket")
+            let socket = try address.makeSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+            guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
+            processPeer.append(
+                median(
+                    try roundTrips(count) {
+                        guard SeqpacketEcho.roundTrip(socket, request, &reply) else { throw IOFailure.connectionReset }
+                    }))
+            close(socket)
+            peer.stop()
+        }
+        return [
+            BenchResult(
+                "ports.named.roundtrip.thread.p50_us", "µs", ours: median(threadOurs), peers: ["socketpair+poll": median(threadPeer)]),
+            BenchResult(
+                "ports.named.roundtrip.process.p50_us", "µs", ours: median(processOurs), peers: ["socketpair+poll": median(processPeer)]),
+        ]
+    }
+
+    /// Times `count` calls of `body` (after a tenth more to warm up), in µs.
+    static func roundTrips(_ count: Int, _ body: () throws -> Void) throws -> [Double] {
+        for _ in 0..<(count / 10) { try body() }
+        var samples: [Double] = []
+        samples.reserveCapacity(count)
+        for _ in 0..<count {
+            let start = MonotonicInstant.now
+            try body()
+            samples.append(Double((MonotonicInstant.now - start).nanosecondsValue) / 1000)
+        }
+        return samples
+    }
+}

@@ -1,0 +1,153 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import RingLoop
+
+/// Servers the I/O benchmarks talk to, each in a process of its own so every side gets the
+/// same treatment (a process, a loop thread, the client in the bench's process). Prints
+/// `ready PORT` (0 where there is no port) and serves until its standard input closes.
+struct BenchServer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-server", abstract: "Run one benchmark server (used by bench).", shouldDisplay: false)
+
+    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket"]
+
+    @Argument(help: "echo-ringloop, echo-foundation, port or seqpacket.")
+    var kind: String
+    @Argument(help: "The port or socket name (port, seqpacket).")
+    var name: String = ""
+
+    func validate() throws {
+        guard Self.kinds.contains(kind) else {
+            throw ValidationError("unknown server '\(kind)'; valid: \(Self.kinds.joined(separator: ", "))")
+        }
+        if kind == "port" || kind == "seqpacket", name.isEmpty { throw ValidationError("\(kind) needs a name") }
+    }
+
+    func run() throws {
+        // The parent closing our standard input ends the server.
+        Thread.detachNewThread {
+            while readLine() != nil {}
+            Glibc.exit(0)
+        }
+        switch kind {
+        case "echo-ringloop": try Self.ringLoopEcho()
+        case "echo-foundation": try Self.foundationEcho()
+        case "port": try Self.namedPort(name)
+        default: try Self.seqpacketEcho(name)
+        }
+    }
+
+    static func ready(_ port: UInt16) {
+        let line = Array("ready \(port)\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+    }
+
+    /// RingLoop: a multishot accept, a multishot receive per connection into its provided
+    /// buffers, a send of what came.
+    static func ringLoopEcho() throws {
+        let loop = RingRunLoop.current
+        let listener = try SocketAddress.loopback(port: 0).makeListeningSocket(backlog: 256)
+        let server = LoopIOChannel(fileDescriptor: listener, loop: loop) { server, completion in
+            guard case .accepted(let socket) = completion.outcome else { return }
+            var one: Int32 = 1
+            setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let connection = LoopIOChannel(fileDescriptor: socket, loop: server.loop) { connection, completion in
+                switch completion.outcome {
+                case .bytes(let bytes): _ = try? connection.send(bytes)
+                case .endOfFile, .failed: connection.close()
+                default: break
+                }
+            }
+            server.loop.add(connection.source, to: .default)
+            _ = try? connection.receive(bufferCount: 16, bufferSize: 16_384)
+        }
+        loop.add(server.source, to: .default)
+        try server.accept()
+        ready(try SocketAddress.local(of: listener).port ?? 0)
+        loop.run()
+    }
+
+    /// Foundation: `FileHandle`'s "wait for data in background and notify" on the
+    /// thread's `RunLoop`, reading and writing back what each notification finds.
+    /// (`acceptConnectionInBackgroundAndNotify` is not used: swift-corelibs-foundation
+    /// posts its notification with an empty `userInfo`, so the accepted handle is lost.)
+    static func foundationEcho() throws {
+        let listener = try SocketAddress.loopback(port: 0).makeListeningSocket(backlog: 256)
+        let handle = FileHandle(fileDescriptor: listener, closeOnDealloc: true)
+        let center = NotificationCenter.default
+        nonisolated(unsafe) var kept: [Any] = []
+        kept.append(
+            center.addObserver(forName: .NSFileHandleDataAvailable, object: handle, queue: nil) { _ in
+                defer { handle.waitForDataInBackgroundAndNotify() }
+                let socket = accept(listener, nil, nil)
+                guard socket >= 0 else { return }
+                var one: Int32 = 1
+                setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                let connection = FileHandle(fileDescriptor: socket, closeOnDealloc: true)
+                kept.append(connection)
+                nonisolated(unsafe) var buffer = [UInt8](repeating: 0, count: 16_384)
+                kept.append(
+                    center.addObserver(forName: .NSFileHandleDataAvailable, object: connection, queue: nil) { _ in
+                        let count = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+                        guard count > 0 else { return }
+                        var written = 0
+                        while written < count {
+                            let result = buffer.withUnsafeBytes { write(socket, $0.baseAddress! + written, count - written) }
+                            guard result > 0 else { return }
+                            written += result
+                        }
+                        connection.waitForDataInBackgroundAndNotify()
+                    })
+                connection.waitForDataInBackgroundAndNotify()
+            })
+        handle.waitForDataInBackgroundAndNotify()
+        ready(try SocketAddress.local(of: listener).port ?? 0)
+        RunLoop.current.run()
+    }
+
+    /// A named message port answering each request with its data.
+    static func namedPort(_ name: String) throws {
+        let loop = RingRunLoop.current
+        let port = try LocalMessagePort(name: name, loop: loop) { _, data in data }
+        loop.add(port.source, to: .default)
+        ready(0)
+        loop.run()
+    }
+
+    /// The plain-socket peer: a `SOCK_SEQPACKET` socket in the abstract namespace, each
+    /// packet read after `poll` and sent back.
+    static func seqpacketEcho(_ name: String) throws {
+        let listener = try SocketAddress.abstract(name).makeListeningSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+        ready(0)
+        let connection = accept(listener, nil, nil)
+        guard connection >= 0 else { throw IOFailure(errno: errno) }
+        SeqpacketEcho.serve(connection)
+    }
+}
+
+/// Echoing packets on a connected socket with `poll`, `recv` and `send`: the peer the
+/// named ports are measured against.
+enum SeqpacketEcho {
+    static func serve(_ socket: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, -1) >= 0 || errno == EINTR else { return }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            guard buffer.withUnsafeBytes({ send(socket, $0.baseAddress, count, Int32(MSG_NOSIGNAL)) }) == count else {
+                return
+            }
+        }
+    }
+
+    /// One request and its reply, as the client side: `send`, then `poll` and `recv`.
+    static func roundTrip(_ socket: Int32, _ request: [UInt8], _ reply: inout [UInt8]) -> Bool {
+        guard request.withUnsafeBytes({ send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
+        else { return false }
+        var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, 10_000) == 1 else { return false }
+        return reply.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) } == request.count
+    }
+}
