@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RingLoopDevices", targets: ["RingLoopDevices"]),
         .executable(name: "ringloop", targets: ["ringloop"]),
         .executable(name: "ringloop-bench", targets: ["ringloop-bench"]),
+        .executable(name: "tcp-echo", targets: ["tcp-echo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -123,6 +124,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/ringloop-bench"
+        ),
+
+        // Examples/: runnable programs, built with the package and run by its tests.
+        .executableTarget(
+            name: "tcp-echo",
+            dependencies: ["RingLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/TCPEcho"
         ),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs

@@ -270,7 +270,9 @@ extension CommandTests {
             let results = try #require(object["results"] as? [[String: Any]])
             for entry in results {
                 #expect(entry["name"] is String && entry["unit"] is String && entry["ours"] is Double, "\(entry)")
-                #expect(entry.keys.contains("foundation") && entry.keys.contains("ratio"), "\(entry)")
+                #expect(
+                    entry.keys.contains("foundation") && entry.keys.contains("ratio") && entry.keys.contains("peers"),
+                    "\(entry)")
             }
             let names = Set(results.compactMap { $0["name"] as? String })
             for required in [
@@ -278,13 +280,21 @@ extension CommandTests {
                 "timer.lateness.p99_us", "timer.lateness.precise.p99_us", "timers.schedule.s", "timers.bytes_each",
                 "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.p99_us", "enter.per_pass.source0", "blocks.per_s",
                 "executor.hop.per_s", "executor.jobs.per_s", "clock.sleep.lateness.p50_us", "clock.sleep.lateness.p99_us",
-                "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each",
+                "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each", "io.echo.pingpong.p50_us",
+                "io.echo.pingpong.p99_us", "io.echo.throughput.bytes_per_s", "ports.named.roundtrip.thread.p50_us",
+                "ports.named.roundtrip.process.p50_us",
             ] {
                 #expect(names.contains(required), "missing \(required)")
             }
             // Foundation's figure and the ratio are present where Foundation has the same thing.
             let wake = try #require(results.first { $0["name"] as? String == "wake.busy.p50_us" })
             #expect(wake["foundation"] is Double && wake["ratio"] is Double)
+            // Other implementations sit in `peers`, by name (null where one is not built).
+            let echo = try #require(results.first { $0["name"] as? String == "io.echo.pingpong.p50_us" })
+            let echoPeers = try #require(echo["peers"] as? [String: Any])
+            #expect(echoPeers.keys.contains("swift-nio") && echo["foundation"] is Double)
+            let roundTrip = try #require(results.first { $0["name"] as? String == "ports.named.roundtrip.process.p50_us" })
+            #expect((roundTrip["peers"] as? [String: Any])?["socketpair+poll"] is Double)
         }
     }
 }
