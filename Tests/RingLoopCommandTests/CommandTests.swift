@@ -126,6 +126,8 @@ struct CommandTests {
             (["monitor", "/dev/null"], "/dev/null: not an evdev device"),
             (["monitor", "/tmp", "devices/keyboard.evemu"], "a folder is monitored alone"),
             (["devices", "--directory", "Package.swift"], "Package.swift is not a folder"),
+            (["describe", "/dev/null"], "/dev/null: not an evdev device"),
+            (["describe", "/tmp"], "/tmp is a folder: describe one device node or recording"),
         ] as [([String], String)])
     func errors(arguments: [String], message: String) throws {
         let result = try runCommand(arguments, timeout: 20)
@@ -231,7 +233,9 @@ struct CommandTests {
         #expect(strip.allSatisfy { $0["normalized"] is Double }, "the strip has a range, so a normalized value")
     }
 
-    @Test("Every command has --help with an example", arguments: ["demo", "devices", "monitor", "record", "replay", "doctor", "bench"])
+    @Test(
+        "Every command has --help with an example",
+        arguments: ["demo", "devices", "monitor", "describe", "record", "replay", "doctor", "bench"])
     func help(command: String) throws {
         let result = try runCommand([command, "--help"], timeout: 20)
         #expect(result.status == 0)

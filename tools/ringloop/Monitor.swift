@@ -67,7 +67,13 @@ struct Monitor: ParsableCommand {
         guard stat(path, &info) == 0 else { throw ValidationError("\(path): \(String(cString: strerror(errno)))") }
         switch info.st_mode & S_IFMT {
         case S_IFDIR: return .folder
-        case S_IFREG: return .recording
+        case S_IFREG:
+            // A virtual device's node (a FUSE file) is a regular file that answers evdev's
+            // ioctls; reading it as a recording would wait for its events for ever.
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { throw ValidationError("\(path): \(openFailure(errno))") }
+            defer { close(fd) }
+            return (try? InputDeviceDescription(fileDescriptor: fd)) == nil ? .recording : .node
         case S_IFCHR:
             let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { throw ValidationError("\(path): \(openFailure(errno))") }

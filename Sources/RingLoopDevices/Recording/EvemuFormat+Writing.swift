@@ -4,8 +4,8 @@ extension EvemuFormat {
     // MARK: Writing
 
     /// The evemu 1.3 text of a recording, with evemu's explanatory comments; the masks are
-    /// written as evemu-record writes them (`B: 00 0b`, every type with codes, `B: 14` for
-    /// key repeat).
+    /// written as evemu-record writes them (`B: 00 0b`, every type with codes, `B: 14` with
+    /// the key repeat bits or none).
     public static func write(_ recording: Recording) -> String {
         var out = "# EVEMU 1.3\n"
         for note in recording.notes { out += "# \(note)\n" }
@@ -17,10 +17,19 @@ extension EvemuFormat {
             out += "I: \(pad4(device.busType)) \(pad4(device.vendor)) \(pad4(device.product)) \(pad4(device.version))\n"
             out += maskLines(prefix: "P: ", bits: device.properties, bytes: Evdev.propertyMaskBytes)
             out += "B: 00 0b 00 00 00 00 00 00 00\n"
+            // EV_REP's mask, always present and in type order as evemu writes it: REP_DELAY
+            // and REP_PERIOD when the kernel repeats keys, none otherwise.
+            let repeatLine =
+                device.keyRepeat != nil ? "B: 14 03 00 00 00 00 00 00 00\n" : "B: 14 00 00 00 00 00 00 00 00\n"
+            var wroteRepeat = false
             for type in Evdev.maskTypes where type != Evdev.EV_SYN {
+                if type > Evdev.EV_REP, !wroteRepeat {
+                    out += repeatLine
+                    wroteRepeat = true
+                }
                 out += maskLines(prefix: "B: \(pad2(type)) ", bits: device.codes[type] ?? [], bytes: Evdev.maskBytes(ofType: type)!)
             }
-            if device.keyRepeat != nil { out += "B: 14 03 00 00 00 00 00 00 00\n" }
+            if !wroteRepeat { out += repeatLine }
             for code in device.absoluteAxes.keys.sorted() {
                 let axis = device.absoluteAxes[code]!
                 out += "A: \(pad2(code)) \(axis.minimum) \(axis.maximum) \(axis.fuzz) \(axis.flat) \(axis.resolution)\n"
