@@ -18,12 +18,16 @@ struct Monitor: ParsableCommand {
             Without arguments, every device in /dev/input. --json writes one JSON object
             per line (see README for the names). A summary follows on exit (on standard error
             with --json, so standard output stays JSON lines).
+            --raw prints one device's evdev events as evtest does (its capability header,
+            then a line per event; --json: {"kind":"raw",...} objects): a node, or a
+            recording of one device, hosted and replayed.
 
             Examples:
               ringloop monitor /dev/input/event3
               ringloop monitor devices/touchpad.evemu --json
               ringloop monitor taps.events --description touchpad.desc
               ringloop monitor --grab /dev/input/event5
+              ringloop monitor --raw devices/keyboard.evemu
             """
     )
 
@@ -35,6 +39,9 @@ struct Monitor: ParsableCommand {
 
     @Flag(help: "Grab the devices (EVIOCGRAB): no other reader gets their events.")
     var grab = false
+
+    @Flag(help: "One device's evdev events as evtest prints them, capability header first.")
+    var raw = false
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
@@ -96,6 +103,7 @@ struct Monitor: ParsableCommand {
                 throw ExitCode(1)
             }
         }
+        if raw { return try runRaw(kinds: kinds, signals: signals) }
         let folders = inputs.filter { kinds[$0] == .folder }
         if let folder = folders.first {
             guard inputs.count == 1 else {
@@ -246,5 +254,51 @@ struct Monitor: ParsableCommand {
         let summary = view.summary(systemDropped: system.statistics.dropped)
         if json { printError(summary) } else { writeLine(summary) }
         for problem in system.problems { printError("ringloop: \(problem)") }
+    }
+}
+
+extension Monitor {
+    /// `--raw`: one node, or one recording of one device hosted and replayed.
+    func runRaw(kinds: [String: InputKind], signals: SignalWatcher) throws {
+        guard inputs.count == 1, let input = inputs.first, kinds[input] != .folder else {
+            printError("ringloop monitor: --raw shows one device: give one device node or one recording of one device")
+            throw ExitCode(1)
+        }
+        if kinds[input] == .node {
+            return try RawView.run(node: input, json: json, grab: grab, duration: duration, signals: signals)
+        }
+        let file = try RecordingInput.load(input, description: description, command: "monitor")
+        guard file.recordings.count == 1, let recording = file.recordings.first, let device = recording.description else {
+            printError("ringloop monitor: --raw shows one device; \(input) has \(file.recordings.count)")
+            throw ExitCode(1)
+        }
+        let host: VirtualDeviceHost
+        let hosted: any VirtualInputDevice
+        do {
+            host = try VirtualDeviceHost(folderPath: "/tmp/ringloop-monitor-\(getpid())")
+            hosted = try host.create(device, bufferSize: 4096, forReplay: true)
+        } catch {
+            printError("ringloop monitor: \(error)")
+            throw ExitCode(1)
+        }
+        defer { host.close() }
+        let finished = Atomic<Bool>(false)
+        let stop = Atomic<Bool>(false)
+        let pair = UncheckedSendable([(recording, hosted)])
+        let speed: ReplaySpeed = self.speed == 1 ? .recorded : .scaled(self.speed)
+        let replay = Thread {
+            _ = try? Replay.play(
+                pair.value, timeline: .sharedClock, speed: speed, progress: { _, _ in },
+                shouldStop: { stop.load(ordering: .relaxed) })
+            // Let the last frames reach the reader before it stops.
+            usleep(200_000)
+            finished.store(true, ordering: .releasing)
+        }
+        try RawView.run(
+            node: hosted.nodePath, json: json, grab: grab, duration: duration, signals: signals,
+            started: { replay.start() }, done: { finished.load(ordering: .acquiring) })
+        stop.store(true, ordering: .relaxed)
+        while replay.isExecuting { usleep(1000) }
+        hosted.remove()
     }
 }

@@ -106,7 +106,9 @@ struct ReplayCommand: ParsableCommand {
             frames.store(sent, ordering: .relaxed)
             done.store(true, ordering: .releasing)
             if !keep {
-                loop.perform(inModes: [.common]) { loop.stop() }
+                // Readers get the last frames before the devices go: a removed evdev
+                // device's unread events are lost (the kernel's read says ENODEV).
+                loop.perform(after: .milliseconds(200), inModes: [.common]) { loop.stop() }
                 loop.wakeUp()
             }
         }

@@ -1,0 +1,97 @@
+import Foundation
+import RingLoop
+import RingLoopTestSupport
+import Testing
+
+/// evtest reading a virtual node: evtest first tries `EVIOCGRAB` and stops when that
+/// fails, which it always does on a FUSE node (FUSE cannot carry the request's argument,
+/// an int passed by value). This preloaded `ioctl` answers the grab probe with success
+/// and passes every other request to the real one, so the real evtest prints the real
+/// node's header and events.
+enum EvtestOnVirtualNodes {
+    static let library: String? = {
+        let folder = "/tmp/ringloop-evtest-\(getpid())"
+        mkdir(folder, 0o700)
+        let source = folder + "/grab.c"
+        let text = """
+            #define _GNU_SOURCE
+            #include <dlfcn.h>
+            #include <linux/input.h>
+            #include <stdarg.h>
+            int ioctl(int fd, unsigned long request, ...) {
+                va_list list;
+                va_start(list, request);
+                void *argument = va_arg(list, void *);
+                va_end(list);
+                static int (*real)(int, unsigned long, ...);
+                if (!real) real = dlsym(RTLD_NEXT, "ioctl");
+                if (request == EVIOCGRAB) return 0;
+                return real(fd, request, argument);
+            }
+            """
+        guard (try? text.write(toFile: source, atomically: true, encoding: .utf8)) != nil,
+            let compiler = try? Spawned("/usr/bin/cc", ["-shared", "-fPIC", "-o", folder + "/grab.so", source, "-ldl"]),
+            compiler.finish(timeout: .seconds(60)) == 0
+        else { return nil }
+        return folder + "/grab.so"
+    }()
+}
+
+extension CommandTests {
+    /// The lines evtest and `monitor --raw` print, without event times (two replays of
+    /// one recording differ only there) and without evtest's complaint when the device goes.
+    static func evtestLines(_ text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line -> String? in
+            if line.hasPrefix("expected ") || line.hasPrefix("evtest: error") { return nil }
+            guard line.hasPrefix("Event: time "), let comma = line.firstIndex(of: ",") else { return String(line) }
+            return "Event:" + line[line.index(after: comma)...]
+        }
+    }
+
+    @Test(
+        "monitor --raw on a bundled recording prints what evtest prints for the same device",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing),
+        arguments: ["keyboard.evemu", "touchpad.evemu", "touchpad-protocol-a.evemu", "lid-switch.evemu"])
+    func rawMatchesEvtest(recording: String) throws {
+        let library = try #require(EvtestOnVirtualNodes.library, "cc could not build the grab shim")
+        let mount = "/tmp/ringloop-raw-\(getpid())-\(recording)"
+        let ours = try runCommand(["monitor", "--raw", "devices/" + recording], timeout: 60)
+        #expect(ours.status == 0, "\(ours.error)")
+        let events = Self.evtestLines(ours.output).filter { $0.hasPrefix("Event:") }.count
+        let replay = try Spawned(
+            ringloop, ["replay", "devices/" + recording, "--backend", "fuse", "--mount", mount, "--wait", "3", "--keep"],
+            directory: repository)
+        #expect(replay.waitFor("\n"))
+        let node = replay.output.split(separator: "\n").first.map(String.init) ?? ""
+        let evtest = try Spawned("/usr/bin/evtest", [node], environment: ["LD_PRELOAD": library])
+        // The device stays until evtest has printed as many events as monitor did (or a
+        // bound passes); removing it then ends evtest too.
+        let deadline = MonotonicInstant.now.advanced(by: .seconds(60))
+        while Self.evtestLines(evtest.output).filter({ $0.hasPrefix("Event:") }).count < events,
+            MonotonicInstant.now < deadline, !evtest.exited
+        {
+            _ = evtest.wait(timeout: .milliseconds(50))
+        }
+        replay.signal(SIGINT)
+        #expect(replay.finish(timeout: .seconds(60)) == 0, "\(replay.error)")
+        #expect(evtest.wait(timeout: .seconds(30)) != nil, "evtest did not end with its device")
+        _ = evtest.finish(timeout: .seconds(5))
+        let expected = Self.evtestLines(evtest.output)
+        #expect(expected.contains("Testing ... (interrupt to exit)") && expected.count > 10, "\(evtest.output)")
+        #expect(Self.evtestLines(ours.output) == expected)
+    }
+
+    @Test("monitor --raw --json writes one raw object per event; --raw takes one device")
+    func rawJSON() throws {
+        let result = try runCommand(["monitor", "--raw", "--json", "devices/power-button.evemu"], timeout: 60)
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.output.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["kind"] as? String == "raw" && object["typeName"] is String && object["value"] is Int)
+        }
+        let two = try runCommand(["monitor", "--raw", "devices/keyboard.evemu", "devices/mouse-hires-wheel.evemu"])
+        #expect(two.status == 1 && two.error.contains("--raw shows one device"), "\(two.error)")
+    }
+}
