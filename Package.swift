@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // `swift package generate-documentation` (DocC); a plugin, linked into nothing.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // System libraries. Each module map names one shim header that includes the

@@ -67,8 +67,13 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// Creates a channel for `fileDescriptor` on `loop`. Completions of operations started
     /// without their own `completion` closure go to `handler`.
     ///
-    /// - Parameter ownsDescriptor: whether ``close()`` closes the descriptor (after every
-    ///   operation has finished: the kernel may still be using it until then).
+    /// - Parameters:
+    ///   - fileDescriptor: A file, pipe or socket.
+    ///   - loop: The loop whose ring does the I/O and whose thread runs the callouts.
+    ///   - ownsDescriptor: Whether ``close()`` closes the descriptor (after every
+    ///     operation has finished: the kernel may still be using it until then).
+    ///   - order: The source's order among the loop's port sources.
+    ///   - handler: Where completions go when their operation has no closure of its own.
     public init(
         fileDescriptor: Int32, loop: RingRunLoop, ownsDescriptor: Bool = true, order: Int = 0,
         handler: Handler? = nil

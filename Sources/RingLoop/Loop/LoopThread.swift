@@ -36,7 +36,7 @@ public final class LoopThread: Sendable {
     /// - Parameters:
     ///   - name: The thread's name (as `top -H` shows it; 15 bytes kept).
     ///   - cpus: CPUs the thread may run on: a non-empty set of online CPUs
-    ///     (``PosixThread/onlineCPUs()``) the process may use. Anything else throws, and
+    ///     (``CPUAffinity/onlineCPUs()``) the process may use. Anything else throws, and
     ///     no thread is left running.
     ///   - onMessage: Called on the thread for each message sent to ``port``.
     public convenience init(

@@ -45,8 +45,8 @@ public enum MessagePortError: Error, Equatable, Sendable, CustomStringConvertibl
 /// The callback runs on the loop's thread, as the port's ``source`` performs: add the
 /// source to the modes it should serve (`CFMessagePortCreateRunLoopSource`). Messages are
 /// delivered in the order they were sent; what the callback returns answers a request
-/// (``RemoteMessagePort/sendRequest(msgid:data:replyTimeout:)``) and is ignored for a
-/// one-way ``RemoteMessagePort/send(msgid:data:)``.
+/// (``RemoteMessagePort/sendRequest(msgid:data:sendTimeout:replyTimeout:)``) and is ignored for a
+/// one-way ``RemoteMessagePort/send(msgid:data:timeout:)``.
 ///
 /// ```swift
 /// let port = try LocalMessagePort(name: "com.example.main", loop: .current) { msgid, data in

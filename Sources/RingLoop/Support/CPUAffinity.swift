@@ -25,7 +25,7 @@ public struct CPUAffinityError: Error, Sendable, Hashable, CustomStringConvertib
 }
 
 /// Which CPUs threads may run on: the calling thread's set, the online CPUs, and
-/// restricting the calling thread (``LoopThread/init(name:cpus:)`` does it for a loop thread).
+/// restricting the calling thread (``LoopThread/init(name:cpus:onMessage:)`` does it for a loop thread).
 public enum CPUAffinity {
     /// Words of the affinity masks passed to the kernel: room for 1024 CPUs.
     private static let maskWords = 16

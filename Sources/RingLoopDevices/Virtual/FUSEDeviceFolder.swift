@@ -152,8 +152,9 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
 
     /// Adds a node for `description`; returns it once it is visible in the folder.
     /// - Parameters:
+    ///   - description: What the device says about itself.
     ///   - bufferSize: Events each reader's buffer holds before it overflows (default: the
-    ///     kernel's choice for such a device, ``kernelBufferSize(_:)``).
+    ///     kernel's choice for such a device: evdev's `evdev_compute_buffer_size`).
     ///   - appliesFuzz: Whether absolute values are defuzzed as the input core does.
     ///     Pass `false` to replay a recording: its values were filtered when recorded,
     ///     and a second pass would move them (readers still see the recorded fuzz).

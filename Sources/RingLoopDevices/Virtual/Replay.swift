@@ -50,6 +50,9 @@ public enum Replay {
 
     /// Sends the recording's frames to `device`, sleeping between them as `speed` says.
     /// - Parameters:
+    ///   - recording: The recording whose frames are sent.
+    ///   - device: The virtual device they go to.
+    ///   - speed: Recorded speed, scaled, or as fast as possible.
     ///   - progress: Called after each frame with (frames sent, frame count).
     ///   - shouldStop: Checked before each frame; return `true` to stop early.
     /// - Returns: The number of frames sent.
@@ -74,6 +77,9 @@ public enum Replay {
     /// Sends the frames of several recordings, each to its device, merged in time order
     /// on one thread, sleeping between them as `speed` says.
     /// - Parameters:
+    ///   - pairs: Each recording with the virtual device its frames go to.
+    ///   - timeline: Whether the recordings share one clock or each starts at once.
+    ///   - speed: Recorded speed, scaled, or as fast as possible.
     ///   - progress: Called after each frame with (frames sent, frame count of all).
     ///   - shouldStop: Checked before each frame; return `true` to stop early.
     /// - Returns: The number of frames sent.

@@ -70,7 +70,9 @@ public final class VirtualDeviceHost: Sendable {
     private let state = ThreadLock<(folder: FUSEDeviceFolder?, devices: [any VirtualInputDevice])>((nil, []))
 
     /// Picks `backend`, or the best available when `nil`.
-    /// - Parameter folderPath: The FUSE folder to mount (default: a fresh folder under /tmp).
+    /// - Parameters:
+    ///   - backend: `uinput` or FUSE; `nil` for uinput where usable, FUSE otherwise.
+    ///   - folderPath: The FUSE folder to mount (default: a fresh folder under /tmp).
     public init(backend: VirtualDeviceBackend? = nil, folderPath: String? = nil) throws(VirtualDeviceError) {
         let chosen: VirtualDeviceBackend
         if let backend {
@@ -92,6 +94,7 @@ public final class VirtualDeviceHost: Sendable {
 
     /// Creates a device.
     /// - Parameters:
+    ///   - description: What the device says about itself.
     ///   - bufferSize: FUSE only: events each reader's buffer holds.
     ///   - forReplay: The device will replay a recording: FUSE nodes skip the input
     ///     core's fuzz pass (recorded values already had it); uinput devices are created

@@ -281,7 +281,7 @@ struct DeviceRoles {
 }
 
 /// Why the event system could not do something. Errors from the kernel carry its `Errno`;
-/// a failure of the ring under the event system carries the ring's ``RingError``.
+/// a failure of the ring under the event system carries the ring's `RingError`.
 public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A device node could not be opened.
     case open(path: String, errno: Errno)
