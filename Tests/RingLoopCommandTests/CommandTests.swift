@@ -135,6 +135,15 @@ struct CommandTests {
         #expect(result.error.contains(message), "stderr: \(result.error)")
     }
 
+    @Test("Shell completions name every command and the options of monitor", arguments: ["bash", "zsh", "fish"])
+    func completions(shell: String) throws {
+        let result = try runCommand(["--generate-completion-script", shell])
+        #expect(result.status == 0, "\(result.error)")
+        for word in ["demo", "devices", "monitor", "describe", "record", "replay", "doctor", "raw", "json"] {
+            #expect(result.output.contains(word), "\(shell) completion lacks \(word)")
+        }
+    }
+
     @Test("--version prints the version CHANGELOG.md's newest entry names, for both commands")
     func version() throws {
         let changelog = try String(contentsOfFile: repository + "/CHANGELOG.md", encoding: .utf8)
