@@ -12,6 +12,8 @@ let package = Package(
         .executable(name: "ringloop", targets: ["ringloop"]),
         .executable(name: "ringloop-bench", targets: ["ringloop-bench"]),
         .executable(name: "tcp-echo", targets: ["tcp-echo"]),
+        .executable(name: "custom-source", targets: ["custom-source"]),
+        .executable(name: "observer-trace", targets: ["observer-trace"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -134,6 +136,8 @@ let package = Package(
             dependencies: ["RingLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Examples/TCPEcho"
         ),
+        .executableTarget(name: "custom-source", dependencies: ["RingLoop"], path: "Examples/CustomInputSource"),
+        .executableTarget(name: "observer-trace", dependencies: ["RingLoop"], path: "Examples/ObserverTrace"),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs
         // them; a plain build links them as programs that do nothing).

@@ -26,4 +26,40 @@ struct ExampleTests {
         #expect(refused.finish(timeout: .seconds(30)) == 1)
         #expect(refused.error == "Error: 127.0.0.1:\(port): connection refused\n")
     }
+
+    @Test("custom-source: the guide's command-buffer source gets every command in order, then ends")
+    func customSource() throws {
+        let run = try Spawned(Self.example("custom-source"), ["4"])
+        #expect(run.finish(timeout: .seconds(30)) == 0, "\(run.error)")
+        #expect(
+            run.output == """
+                main: worker source registered
+                worker: command 1 data-1
+                worker: command 2 data-2
+                worker: command 3 data-3
+                worker: command 4 data-4
+                worker: command 0 quit
+                worker: source removed from kCFRunLoopDefaultMode
+                main: worker finished
+
+                """)
+        let wrong = try Spawned(Self.example("custom-source"), ["0"])
+        #expect(wrong.finish(timeout: .seconds(30)) == 64)
+        #expect(wrong.output.contains("COUNT: 1 to 1000"))
+    }
+
+    @Test("observer-trace: the six activities in order, a nested run inside a timer's callout, ended by a stop")
+    func observerTrace() throws {
+        let run = try Spawned(Self.example("observer-trace"), [])
+        #expect(run.finish(timeout: .seconds(30)) == 0, "\(run.error)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(Array(lines.prefix(5)) == ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"])
+        let timer = try #require(lines.firstIndex(of: "timer: run the loop again, in mode nested"))
+        #expect(
+            Array(lines[timer...].prefix(8)) == [
+                "timer: run the loop again, in mode nested", "  entry", "  beforeTimers", "  beforeSources",
+                "  source: stop the nested run", "  exit", "timer: the nested run returned stopped", "beforeTimers",
+            ])
+        #expect(Array(lines.suffix(2)) == ["exit", "outer run returned timedOut"])
+    }
 }
