@@ -42,3 +42,47 @@ extension CommandTests {
         #expect(monitor.status == 0, "\(monitor.error)")
     }
 }
+
+extension CommandTests {
+    @Test(
+        "record --format libinput writes what libinput record writes: same devices and events, and libinput analyze reads both alike",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing))
+    func recordLibinputFormat() throws {
+        let mount = "/tmp/ringloop-libinput-format-\(getpid())"
+        let ours = mount + "-ours.yml"
+        let theirs = mount + "-libinput.yml"
+        defer {
+            unlink(ours)
+            unlink(theirs)
+        }
+        let replay = try Spawned(
+            ringloop, ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3"],
+            directory: repository)
+        #expect(replay.waitFor("\n"))
+        let node = replay.output.split(separator: "\n").first.map(String.init) ?? ""
+        // Both recorders open the node while the replay waits for readers.
+        let libinput = try Spawned("/usr/bin/libinput", ["record", "-o", theirs, node])
+        let record = try runCommand(["record", node, "--format", "libinput", "-o", ours, "--duration", "6"], timeout: 60)
+        #expect(record.status == 0, "\(record.error)")
+        #expect(replay.finish(timeout: .seconds(60)) == 0)
+        libinput.signal(SIGINT)
+        #expect(libinput.finish(timeout: .seconds(30)) == 0, "\(libinput.error)")
+        let original = try Recording.load(contentsOf: repository + "/devices/touchpad.evemu")
+        let mine = try Recording.load(contentsOf: ours)
+        let real = try Recording.load(contentsOf: theirs)
+        #expect(mine.description == original.description)
+        #expect(mine.description == real.description)
+        let values = { (recording: Recording) in recording.events.map { [Int($0.type), Int($0.code), Int($0.value)] } }
+        #expect(values(mine) == values(original))
+        #expect(values(mine) == values(real))
+        // libinput's own reader of recordings (Python, with python3-libevdev) prints the
+        // same table for both files.
+        let environment = ["PATH": "/usr/bin:/bin"]
+        let analyzeOurs = try Spawned("/usr/bin/libinput", ["analyze", "recording", ours], environment: environment)
+        let analyzeTheirs = try Spawned("/usr/bin/libinput", ["analyze", "recording", theirs], environment: environment)
+        #expect(analyzeOurs.finish(timeout: .seconds(60)) == 0, "\(analyzeOurs.error)")
+        #expect(analyzeTheirs.finish(timeout: .seconds(60)) == 0, "\(analyzeTheirs.error)")
+        #expect(analyzeOurs.output.split(separator: "\n").count > 10)
+        #expect(analyzeOurs.output == analyzeTheirs.output)
+    }
+}

@@ -7,7 +7,7 @@ import RingLoopEvdev
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Record a device in the evemu format (real or virtual).",
+        abstract: "Record a device, real or virtual, as evemu or libinput record writes it.",
         discussion: """
             Writes the device's description, then its events until Ctrl-C or --duration.
             Times are relative to the first event.
@@ -15,6 +15,7 @@ struct Record: ParsableCommand {
             Examples:
               ringloop record /dev/input/event3 -o keyboard.evemu
               ringloop record /dev/input/event5 --duration 10
+              ringloop record /dev/input/event5 --format libinput -o touchpad.yml
             """
     )
 
@@ -27,7 +28,13 @@ struct Record: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
+    @Option(help: "evemu (evemu-record's text) or libinput (libinput record's YAML).")
+    var format = "evemu"
+
     func validate() throws {
+        guard format == "evemu" || format == "libinput" else {
+            throw ValidationError("--format must be evemu or libinput, got '\(format)'")
+        }
         if access(device, F_OK) != 0 { throw ValidationError("\(device): no such device") }
         try OptionRange.duration(duration)
     }
@@ -88,14 +95,17 @@ struct Record: ParsableCommand {
         source.invalidate()
         let recording = Recording(
             description: description, events: capture.value.events, notes: ["Recorded by ringloop record from \(device)"])
+        let text =
+            format == "libinput"
+            ? LibinputRecording.write([recording], nodes: [device]) : EvemuFormat.write(recording)
         if let output {
-            do { try recording.write(to: output) } catch {
+            do { try Recording.write(text, to: output) } catch {
                 printError("ringloop record: \(error)")
                 throw ExitCode(1)
             }
             printError("ringloop record: \(capture.value.events.count) events written to \(output)")
         } else {
-            print(EvemuFormat.write(recording), terminator: "")
+            print(text, terminator: "")
         }
     }
 }

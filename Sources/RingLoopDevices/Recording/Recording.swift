@@ -145,7 +145,11 @@ extension Recording {
 
     /// Writes the recording in the evemu 1.3 format.
     public func write(to path: String) throws(RecordingError) {
-        let text = EvemuFormat.write(self)
+        try Self.write(EvemuFormat.write(self), to: path)
+    }
+
+    /// Writes `text` (a recording in any format) to the file at `path`.
+    public static func write(_ text: String, to path: String) throws(RecordingError) {
         guard let file = fopen(path, "w") else { throw .unwritable(file: path, errno: Errno(rawValue: errno)) }
         defer { fclose(file) }
         let ok = text.utf8CString.withUnsafeBufferPointer { fputs($0.baseAddress!, file) >= 0 }
