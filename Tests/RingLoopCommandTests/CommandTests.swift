@@ -127,6 +127,9 @@ struct CommandTests {
             (["monitor", "/tmp", "devices/keyboard.evemu"], "a folder is monitored alone"),
             (["devices", "--directory", "Package.swift"], "Package.swift is not a folder"),
             (["describe", "/dev/null"], "/dev/null: not an evdev device"),
+            (["monitor", "--filter", "keys", "devices/keyboard.evemu"], "--filter: 'keys' is not one of key, button"),
+            (["monitor", "--device-class", "mouse", "devices/keyboard.evemu"], "'mouse' is not one of keyboard, pointer"),
+            (["monitor", "--raw", "--filter", "key", "devices/keyboard.evemu"], "--raw prints every evdev event"),
             (["describe", "/tmp"], "/tmp is a folder: describe one device node or recording"),
         ] as [([String], String)])
     func errors(arguments: [String], message: String) throws {
@@ -309,5 +312,24 @@ extension CommandTests {
             let roundTrip = try #require(results.first { $0["name"] as? String == "ports.named.roundtrip.process.p50_us" })
             #expect((roundTrip["peers"] as? [String: Any])?["socketpair+poll"] is Double)
         }
+    }
+
+    @Test("monitor --filter and --device-class print only the chosen kinds and classes (arrivals and removals always)")
+    func monitorFilters() throws {
+        func kinds(_ arguments: [String]) throws -> [String] {
+            let result = try runCommand(
+                ["monitor", "devices/keyboard.evemu", "devices/mouse-hires-wheel.evemu", "--json", "--speed", "4"]
+                    + arguments, timeout: 120)
+            #expect(result.status == 0, "\(result.error)")
+            return try result.output.split(separator: "\n").map { line in
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                return try #require(object["kind"] as? String)
+            }
+        }
+        let keys = try kinds(["--filter", "key"])
+        #expect(keys.contains("key"))
+        #expect(Set(keys).isSubset(of: ["key", "deviceAdded", "deviceRemoved"]), "\(Set(keys))")
+        let pointer = try kinds(["--device-class", "pointer"])
+        #expect(pointer.contains("pointerMotion") && !pointer.contains("key"), "\(Set(pointer))")
     }
 }

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import RingLoop
 import RingLoopHID
@@ -5,8 +6,34 @@ import RingLoopHID
 /// Prints HID events as they arrive and keeps what the summary needs: events per kind
 /// and device, device→handler latency, drops.
 final class LiveView {
+    /// Which events are printed (the summary counts every event).
+    struct Filter {
+        /// Event kinds to print (`nil`: every kind). Device arrivals and removals always print.
+        var kinds: Set<HIDEvent.Kind>?
+        /// Device classes whose events print (`nil`: every class).
+        var classes: Set<HIDDeviceClass>?
+
+        static let all = Filter(kinds: nil, classes: nil)
+
+        /// Parses a comma-separated list of `T` raw values, or says which would be valid.
+        static func parse<T: RawRepresentable & CaseIterable & Hashable>(
+            _ text: String, _ option: String, as: T.Type
+        ) throws -> Set<T> where T.RawValue == String {
+            var values = Set<T>()
+            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let value = T(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                    throw ValidationError(
+                        "\(option): '\(name)' is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                values.insert(value)
+            }
+            return values
+        }
+    }
+
     let json: Bool
     let quiet: Bool
+    let filter: Filter
     private(set) var counts: [String: [String: Int]] = [:]
     private(set) var latencies: [Double] = []
     private(set) var latenciesByDevice: [String: [Double]] = [:]
@@ -16,9 +43,10 @@ final class LiveView {
     private var names: [HIDDeviceID: String] = [:]
     private weak var system: HIDEventSystem?
 
-    init(json: Bool, quiet: Bool) {
+    init(json: Bool, quiet: Bool, filter: Filter = .all) {
         self.json = json
         self.quiet = quiet
+        self.filter = filter
         latencies.reserveCapacity(4096)
     }
 
@@ -53,7 +81,7 @@ final class LiveView {
             latenciesByDevice[device, default: []].append(latency)
         }
         counts[device, default: [:]][event.kind.rawValue, default: 0] += 1
-        guard !quiet else { return }
+        guard !quiet, admits(event) else { return }
         if json {
             writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
         } else {
@@ -61,6 +89,17 @@ final class LiveView {
             let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : String(format: "  (%.0f µs)", latency)
             writeLine("\(time)  \(EventFormat.text(event, device: device))\(lag)")
         }
+    }
+
+    private func admits(_ event: HIDEvent) -> Bool {
+        if event.kind == .deviceAdded || event.kind == .deviceRemoved { return true }
+        if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
+        if let classes = filter.classes {
+            guard let deviceClass = system?.device(event.device)?.deviceClass, classes.contains(deviceClass) else {
+                return false
+            }
+        }
+        return true
     }
 
     /// The closing summary (to standard error in JSON mode, so stdout stays JSON lines).

@@ -43,6 +43,19 @@ struct Monitor: ParsableCommand {
     @Flag(help: "One device's evdev events as evtest prints them, capability header first.")
     var raw = false
 
+    @Option(help: "Print only these event kinds, comma-separated (key, button, pointerMotion, scroll, digitizer…).")
+    var filter: String?
+
+    @Option(help: "Print only the events of these device classes, comma-separated (keyboard, pointer, touchpad…).")
+    var deviceClass: String?
+
+    /// The parsed --filter and --device-class.
+    func eventFilter() throws -> LiveView.Filter {
+        LiveView.Filter(
+            kinds: try filter.map { try LiveView.Filter.parse($0, "--filter", as: HIDEvent.Kind.self) },
+            classes: try deviceClass.map { try LiveView.Filter.parse($0, "--device-class", as: HIDDeviceClass.self) })
+    }
+
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
@@ -55,6 +68,10 @@ struct Monitor: ParsableCommand {
     func validate() throws {
         for input in inputs where access(input, F_OK) != 0 {
             throw ValidationError("\(input): no such file or device")
+        }
+        _ = try eventFilter()
+        if raw, filter != nil || deviceClass != nil {
+            throw ValidationError("--filter and --device-class choose HID events; --raw prints every evdev event")
         }
         try OptionRange.speed(speed)
         try OptionRange.duration(duration)
@@ -111,7 +128,8 @@ struct Monitor: ParsableCommand {
                 throw ExitCode(1)
             }
             try Self.monitorDirectory(
-                folder, names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil)
+                folder, names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil,
+                filter: try eventFilter())
             return
         }
         let nodes = inputs.filter { kinds[$0] == .node }
@@ -119,7 +137,8 @@ struct Monitor: ParsableCommand {
         if recordingPaths.isEmpty {
             if nodes.isEmpty {
                 try Self.monitorDirectory(
-                    "/dev/input", names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil)
+                    "/dev/input", names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil,
+                    filter: try eventFilter())
             } else {
                 let directories = Set(nodes.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path })
                 guard directories.count == 1, let directory = directories.first else {
@@ -128,7 +147,8 @@ struct Monitor: ParsableCommand {
                 }
                 try Self.monitorDirectory(
                     directory, names: Set(nodes.map { URL(fileURLWithPath: $0).lastPathComponent }), json: json, grab: grab,
-                    quiet: false, duration: duration, signals: signals, hosted: nil)
+                    quiet: false, duration: duration, signals: signals, hosted: nil,
+                    filter: try eventFilter())
             }
             return
         }
@@ -160,20 +180,22 @@ struct Monitor: ParsableCommand {
         let directory = host.backend == .fuse ? host.folderPath : "/dev/input"
         try Self.monitorDirectory(
             directory, names: Set(hosted.joined().map { URL(fileURLWithPath: $0.device.nodePath).lastPathComponent }),
-            json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: (hosted, speed))
+            json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: (hosted, speed),
+            filter: try eventFilter())
     }
 
     /// Runs the chain on the main loop over `directory` until a signal, `duration`, or
     /// (with `hosted`) the end of every replay; prints the summary.
     static func monitorDirectory(
         _ directory: String, names: Set<String>?, json: Bool, grab: Bool, quiet: Bool, duration: Double?,
-        signals: SignalWatcher, hosted: (files: [[(recording: Recording, device: any VirtualInputDevice)]], speed: Double)?
+        signals: SignalWatcher, hosted: (files: [[(recording: Recording, device: any VirtualInputDevice)]], speed: Double)?,
+        filter: LiveView.Filter = .all
     ) throws {
         let loop = RingRunLoop.main
         let system = HIDEventSystem(
             configuration: .init(deviceDirectory: directory, shape: .dedicatedThread, grabDevices: grab, nodeNames: names),
             loop: loop)
-        let view = LiveView(json: json, quiet: quiet)
+        let view = LiveView(json: json, quiet: quiet, filter: filter)
         view.attach(to: system)
         do {
             try system.start()
