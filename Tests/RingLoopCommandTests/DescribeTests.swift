@@ -86,3 +86,30 @@ extension CommandTests {
         #expect(analyzeOurs.output == analyzeTheirs.output)
     }
 }
+
+extension CommandTests {
+    @Test(
+        "replay of several recordings hosts all their devices and replays them together",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing))
+    func replaySeveral() throws {
+        let mount = "/tmp/ringloop-replay-several-\(getpid())"
+        let replay = try Spawned(
+            ringloop,
+            ["replay", "devices/keyboard.evemu", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3"],
+            directory: repository)
+        #expect(replay.waitFor("event1\n"), "\(replay.output)")
+        let nodes = replay.output.split(separator: "\n").map(String.init)
+        #expect(nodes == [mount + "/event0", mount + "/event1"])
+        let records = try nodes.map { node in
+            try Spawned(ringloop, ["record", node, "--duration", "20"], directory: repository)
+        }
+        #expect(replay.finish(timeout: .seconds(60)) == 0, "\(replay.error)")
+        #expect(replay.error.contains("ringloop replay: 106 of 106 frames replayed"), "\(replay.error)")
+        for (record, file) in zip(records, ["keyboard.evemu", "touchpad.evemu"]) {
+            #expect(record.finish(timeout: .seconds(30)) == 0, "\(record.error)")
+            let recorded = try EvemuFormat.parseAll(Array(record.output.utf8), file: file)
+            let original = try Recording.load(contentsOf: repository + "/devices/" + file)
+            #expect(recorded.first?.events.map(\.value) == original.events.map(\.value), "\(file)")
+        }
+    }
+}
