@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "tcp-echo", targets: ["tcp-echo"]),
         .executable(name: "custom-source", targets: ["custom-source"]),
         .executable(name: "observer-trace", targets: ["observer-trace"]),
+        .executable(name: "kiosk", targets: ["kiosk"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -138,6 +139,9 @@ let package = Package(
         ),
         .executableTarget(name: "custom-source", dependencies: ["RingLoop"], path: "Examples/CustomInputSource"),
         .executableTarget(name: "observer-trace", dependencies: ["RingLoop"], path: "Examples/ObserverTrace"),
+        .executableTarget(
+            name: "kiosk", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
+            path: "Examples/Kiosk"),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs
         // them; a plain build links them as programs that do nothing).

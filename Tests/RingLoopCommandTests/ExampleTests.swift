@@ -62,4 +62,26 @@ struct ExampleTests {
             ])
         #expect(Array(lines.suffix(2)) == ["exit", "outer run returned timedOut"])
     }
+
+    @Test(
+        "kiosk: touches and keys of the hosted recordings reach its handlers while its 60 Hz timer runs; SIGTERM ends it cleanly",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing))
+    func kiosk() throws {
+        let run = try Spawned(Self.example("kiosk"), [], directory: repository)
+        #expect(run.finish(timeout: .seconds(60)) == 0, "\(run.error)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("touch 100 began at (1600, 900)") && lines.contains("key KEY_H down"), "\(run.output)")
+        let summary = try #require(lines.last)
+        #expect(summary.hasSuffix("frames at 60 Hz, 22 keys, 68 touch frames"), "\(summary)")
+        let frames = Int(summary.split(separator: " ")[1]) ?? 0
+        #expect(frames > 30, "the display timer ran (\(frames) frames)")
+
+        let waiting = try Spawned(Self.example("kiosk"), ["--until-signal"], directory: repository)
+        #expect(waiting.waitFor("replay done", timeout: .seconds(60)), "\(waiting.output)")
+        waiting.signal(SIGTERM)
+        #expect(waiting.finish(timeout: .seconds(30)) == 0, "\(waiting.error)")
+        #expect(waiting.output.contains("kiosk: signal 15, shutting down\n"))
+        #expect(waiting.output.hasSuffix("22 keys, 68 touch frames\n"), "\(waiting.output)")
+        #expect(access("/tmp/kiosk-\(waiting.pid)", F_OK) != 0, "its virtual devices' folder is gone")
+    }
 }
