@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "custom-source", targets: ["custom-source"]),
         .executable(name: "observer-trace", targets: ["observer-trace"]),
         .executable(name: "kiosk", targets: ["kiosk"]),
+        .executable(name: "worker-thread", targets: ["worker-thread"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -139,6 +140,7 @@ let package = Package(
         ),
         .executableTarget(name: "custom-source", dependencies: ["RingLoop"], path: "Examples/CustomInputSource"),
         .executableTarget(name: "observer-trace", dependencies: ["RingLoop"], path: "Examples/ObserverTrace"),
+        .executableTarget(name: "worker-thread", dependencies: ["RingLoop"], path: "Examples/WorkerThread"),
         .executableTarget(
             name: "kiosk", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
             path: "Examples/Kiosk"),

@@ -84,4 +84,23 @@ struct ExampleTests {
         #expect(waiting.output.hasSuffix("22 keys, 68 touch frames\n"), "\(waiting.output)")
         #expect(access("/tmp/kiosk-\(waiting.pid)", F_OK) != 0, "its virtual devices' folder is gone")
     }
+
+    @Test("worker-thread: jobs performed in order, one waited for, delayed ones cancelled by target, one delayed run")
+    func workerThread() throws {
+        let run = try Spawned(Self.example("worker-thread"), [])
+        #expect(run.finish(timeout: .seconds(30)) == 0, "\(run.error)")
+        #expect(
+            run.output == """
+                worker: job 1
+                worker: job 2
+                worker: job 3
+                worker: job 4, after 3 others
+                main: job 4 is done
+                main: cancelled 2 delayed jobs
+                worker: delayed job
+                main: the delayed job told me
+                main: worker ended
+
+                """)
+    }
 }
