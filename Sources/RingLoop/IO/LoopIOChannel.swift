@@ -52,7 +52,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// The loop whose ring does the I/O.
     public let loop: RingRunLoop
     /// The source to add to the modes completions should be delivered in.
-    public private(set) var source: LoopPortSource!
+    public let source: LoopPortSource
     /// Whether ``close()`` closes the descriptor.
     public let ownsDescriptor: Bool
     let handler: Handler?
