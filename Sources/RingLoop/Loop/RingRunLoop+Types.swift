@@ -19,6 +19,11 @@ extension RingRunLoop {
         /// (`kCFRunLoopCommonModes`). Items added to it appear in each common mode,
         /// including modes marked common later. A loop cannot run in it.
         public static let common = Mode("kCFRunLoopCommonModes")
+        /// The mode a loop runs in while the user drags (UIKit's `UITrackingRunLoopMode`):
+        /// an input system that tracks interactions runs its loop in it, nested, for the
+        /// length of a drag, and marks it common, so that items in the common modes go on
+        /// while those of the default mode wait.
+        public static let tracking = Mode("RingLoopTrackingMode")
 
         public var description: String { rawValue }
     }

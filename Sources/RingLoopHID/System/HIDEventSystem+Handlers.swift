@@ -66,6 +66,12 @@ extension HIDEventSystem {
     }
 
     func dispatch(_ event: HIDEvent) {
+        guard let gestures else { return dispatchToHandlers(event) }
+        if let kept = gestureTap(event, gestures) { dispatchToHandlers(kept) }
+    }
+
+    /// Hands an event to the handlers that match it, in registration order.
+    func dispatchToHandlers(_ event: HIDEvent) {
         statistics.delivered += 1
         delivered.apply(event)
         let lag = MonotonicInstant.now - event.timestamp

@@ -79,14 +79,22 @@ public final class HIDEventSystem {
         /// Putting it on the client loop's CPU turns the hand-off into a context switch
         /// instead of a wake-up of another CPU.
         public var eventThreadCPUs: [Int]?
+        /// Runs the client loop in ``RingRunLoop/Mode/tracking`` (nested, and marked
+        /// common) while the user drags on a touchscreen or touchpad, as a scroll view runs
+        /// the main loop in `UITrackingRunLoopMode`: timers and sources of the default mode
+        /// wait until the drag ends, those in the common modes go on. A drag is a pan of
+        /// any number of fingers (or any recognizer whose
+        /// ``GestureRecognizer/tracksInteraction`` is set) from when it begins until it ends.
+        public var tracksInteractions: Bool
 
         public init(
             deviceDirectory: String = "/dev/input", shape: Shape = .clientLoop, queueCapacity: Int = 1024,
             grabDevices: Bool = false, lateThreshold: Duration = .milliseconds(50), openAttempts: Int = 10,
             retryInterval: Duration = .milliseconds(50), nodeNames: Set<String>? = nil,
             keyRepeat: (delay: Duration, interval: Duration)? = nil, coalesceMotion: Bool = false,
-            eventThreadCPUs: [Int]? = nil
+            eventThreadCPUs: [Int]? = nil, tracksInteractions: Bool = false
         ) {
+            self.tracksInteractions = tracksInteractions
             self.eventThreadCPUs = eventThreadCPUs
             self.coalesceMotion = coalesceMotion
             self.nodeNames = nodeNames
@@ -150,6 +158,9 @@ public final class HIDEventSystem {
 
     /// Where devices are read (``Shape``), while started.
     var feed: (any DeviceFeed)?
+    /// Gesture recognizers and the tracking run, once a recognizer is added or tracking
+    /// is configured.
+    var gestures: GestureMachinery?
 
     struct Filter {
         var kinds: Set<HIDEvent.Kind>?
@@ -195,6 +206,7 @@ public final class HIDEventSystem {
             coalescingObserver = observer
             loop.add(observer, to: .common)
         }
+        if configuration.tracksInteractions || gestures != nil { installGestureItems(gestureMachinery()) }
         let settings = DeviceMonitor.Settings(
             directory: configuration.deviceDirectory, grab: configuration.grabDevices,
             openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval,
@@ -243,6 +255,7 @@ public final class HIDEventSystem {
             drainQueue()
         }
         flushCoalesced()
+        removeGestureItems()
         coalescingObserver?.invalidate()
         coalescingObserver = nil
         (feed as? ThreadedDeviceFeed)?.invalidate()

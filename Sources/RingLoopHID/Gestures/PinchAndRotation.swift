@@ -1,0 +1,191 @@
+import Glibc
+import RingLoop
+
+/// Two fingers measured against each other: the span between the first two live
+/// touches and its angle, kept continuous when a finger is replaced.
+struct TwoFingerMeasure {
+    var startSpan = 0.0
+    var startAngle = 0.0
+    var baseScale = 1.0
+    var baseRotation = 0.0
+    var ids: (Int32, Int32) = (-1, -1)
+    var scale = 1.0
+    var rotation = 0.0
+    var lastTime: UInt64 = 0
+    var lastScale = 1.0
+    var lastRotation = 0.0
+    var scaleVelocity = 0.0
+    var rotationVelocity = 0.0
+    var location = GesturePoint.zero
+
+    /// Updates from a frame; returns `false` when fewer than two fingers are down.
+    mutating func update(_ touches: GestureTouches) -> Bool {
+        guard let (a, b) = touches.firstTwoLive() else { return false }
+        let delta = b.location - a.location
+        let span = delta.length
+        let angle = atan2(delta.y, delta.x)
+        location = touches.centroid
+        if ids != (a.id, b.id) {
+            // New pair (or the first): continue from the current scale and rotation.
+            if ids.0 != -1 {
+                baseScale = scale
+                baseRotation = rotation
+            }
+            ids = (a.id, b.id)
+            startSpan = span
+            startAngle = angle
+        }
+        scale = startSpan > 0 ? baseScale * span / startSpan : baseScale
+        var turned = angle - startAngle
+        while turned > .pi { turned -= 2 * .pi }
+        while turned < -.pi { turned += 2 * .pi }
+        rotation = baseRotation + turned
+        let now = touches.timestamp.nanoseconds
+        if lastTime != 0, now > lastTime {
+            let seconds = Double(now - lastTime) / 1e9
+            // Smoothed over about three frames.
+            scaleVelocity = 0.6 * scaleVelocity + 0.4 * (scale - lastScale) / seconds
+            rotationVelocity = 0.6 * rotationVelocity + 0.4 * (rotation - lastRotation) / seconds
+        }
+        lastTime = now
+        lastScale = scale
+        lastRotation = rotation
+        return true
+    }
+
+    /// How far the span has changed since the pair was taken, in the surface's unit.
+    var spanChange: Double { abs(scale / baseScale - 1) * startSpan }
+
+    mutating func reset() { self = TwoFingerMeasure() }
+}
+
+/// A pinch: two fingers moving apart or together (continuous, as
+/// `UIPinchGestureRecognizer`). Begins once the span between them has changed by
+/// ``threshold``; reports the scale (span over the span at touch-down) and its velocity;
+/// ends when fewer than two fingers remain.
+///
+/// ``touchpadPinch()`` makes libinput's pinch gesture: two to four fingers on a
+/// touchpad, reporting scale and rotation together, beginning on either.
+public final class PinchGestureRecognizer: GestureRecognizer {
+    /// How far the span must change before it begins.
+    public var threshold = GestureLength(millimetres: 6)
+    /// Also begins on rotation and reports it (libinput's pinch); `nil`: scale only.
+    public var rotationThreshold: Double?
+    /// The most fingers it follows.
+    public var maximumFingers = 2
+
+    private var measure = TwoFingerMeasure()
+    private var began = false
+
+    /// A two-finger pinch named `name`.
+    public init(name: String = "pinch") {
+        super.init(name: name, discrete: false)
+    }
+
+    /// libinput's pinch gesture on touchpads: 2–4 fingers, scale and rotation.
+    public static func touchpadPinch() -> PinchGestureRecognizer {
+        let pinch = PinchGestureRecognizer(name: "touchpadPinch")
+        pinch.rotationThreshold = 0.2
+        pinch.maximumFingers = 4
+        pinch.surfaces = [.touchpad]
+        return pinch
+    }
+
+    public override func touchesChanged(_ touches: GestureTouches) {
+        let fingers = touches.fingerCount
+        if !began, fingers > maximumFingers {
+            request(.failed, values)
+            return
+        }
+        guard measure.update(touches) else {
+            if began {
+                request(.ended, report(fingers: fingers))
+            } else if touches.liveCount == 0 {
+                request(.failed, values)
+            }
+            return
+        }
+        if !began {
+            let spun = rotationThreshold.map { !touches.surface.isBoundingBox && abs(measure.rotation) >= $0 } ?? false
+            guard measure.spanChange >= threshold.value(on: touches.surface) || spun else { return }
+            began = true
+            request(.began, report(fingers: fingers))
+        } else {
+            request(.changed, report(fingers: fingers))
+        }
+    }
+
+    private func report(fingers: Int) -> GestureValues {
+        var values = GestureValues()
+        values.fingers = max(2, fingers)
+        values.location = measure.location
+        values.scale = measure.scale
+        values.scaleVelocity = measure.scaleVelocity
+        if rotationThreshold != nil {
+            values.rotation = measure.rotation
+            values.rotationVelocity = measure.rotationVelocity
+        }
+        return values
+    }
+
+    public override func reset() {
+        measure.reset()
+        began = false
+        super.reset()
+    }
+}
+
+/// A rotation: two fingers turning around each other (continuous, as
+/// `UIRotationGestureRecognizer`). Begins once they have turned ``threshold`` radians;
+/// reports the angle since touch-down (clockwise on the surface positive) and its
+/// velocity. Bounding-box (semi-multitouch) surfaces cannot show a rotation: it fails
+/// there.
+public final class RotationGestureRecognizer: GestureRecognizer {
+    /// How far the fingers must turn before it begins, radians.
+    public var threshold = 0.2
+
+    private var measure = TwoFingerMeasure()
+    private var began = false
+
+    /// A two-finger rotation.
+    public init() {
+        super.init(name: "rotation", discrete: false)
+    }
+
+    public override func touchesChanged(_ touches: GestureTouches) {
+        if touches.surface.isBoundingBox || (!began && touches.fingerCount > 2) {
+            request(.failed, values)
+            return
+        }
+        guard measure.update(touches) else {
+            if began {
+                request(.ended, report())
+            } else if touches.liveCount == 0 {
+                request(.failed, values)
+            }
+            return
+        }
+        if !began {
+            guard abs(measure.rotation) >= threshold else { return }
+            began = true
+            request(.began, report())
+        } else {
+            request(.changed, report())
+        }
+    }
+
+    private func report() -> GestureValues {
+        var values = GestureValues()
+        values.fingers = 2
+        values.location = measure.location
+        values.rotation = measure.rotation
+        values.rotationVelocity = measure.rotationVelocity
+        return values
+    }
+
+    public override func reset() {
+        measure.reset()
+        began = false
+        super.reset()
+    }
+}
