@@ -62,7 +62,8 @@ func runUntil(_ loop: RingRunLoop, timeout: Duration = .seconds(20), _ condition
 /// every frame, then removes the device; returns every event the handler saw.
 func runChain(
     _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false,
-    speed: ReplaySpeed = .asFastAsPossible
+    speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false,
+    prepare: @escaping (HIDEventSystem, RingRunLoop) -> Void = { _, _ in }
 ) throws -> [HIDEvent] {
     try onFreshThread {
         _ = MountLeakCheck.armed
@@ -71,12 +72,15 @@ func runChain(
         defer { folder.close() }
         let loop = RingRunLoop.current
         let system = HIDEventSystem(
-            configuration: .init(deviceDirectory: path, shape: shape, coalesceMotion: coalesce), loop: loop)
+            configuration: .init(
+                deviceDirectory: path, shape: shape, coalesceMotion: coalesce, tracksInteractions: tracksInteractions),
+            loop: loop)
         var events: [HIDEvent] = []
         system.addHandler { event in
             events.append(event)
             return .pass
         }
+        prepare(system, loop)
         try system.start()
         let node = try folder.addDevice(recording.description!, bufferSize: bufferSize, appliesFuzz: false)
         #expect(runUntil(loop) { events.contains { $0.kind == .deviceAdded } }, "device never attached")

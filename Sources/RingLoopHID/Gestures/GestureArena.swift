@@ -29,6 +29,8 @@ final class GestureArena {
     private(set) var cancellations: [(HIDDeviceID, Int32)] = []
     /// Recognizers with ``GestureRecognizer/tracksInteraction`` under way.
     private(set) var trackingCount = 0
+    /// The time of the frame or deadline being handled: reports are stamped with it.
+    private var now = MonotonicInstant(nanoseconds: 0)
 
     init() {
         reports.reserveCapacity(64)
@@ -55,6 +57,7 @@ final class GestureArena {
 
     /// Feeds one digitizer frame of `device`.
     func process(_ frame: DigitizerFrame, device: HIDDeviceID, at time: MonotonicInstant, surface: GestureSurface) {
+        now = time
         let slot = tableIndex(for: device)
         let previous = tables[slot].touches
         var touches = GestureTouches()
@@ -97,7 +100,6 @@ final class GestureArena {
                 recognizer.surface = surface
             }
             guard recognizer.device == device else { continue }
-            recognizer.lastTimestamp = time
             Self.callTouchesChanged(recognizer, touches)
         }
         if live == 0 { settle(device) }
@@ -105,11 +107,11 @@ final class GestureArena {
 
     /// Lets recognizers whose deadline has passed look again.
     func advance(to now: MonotonicInstant) {
+        self.now = now
         var due = false
         for recognizer in recognizers where !recognizer.isFinished && recognizer.device != nil {
             if let deadline = recognizer.deadline, deadline <= now {
                 due = true
-                recognizer.lastTimestamp = now
                 recognizer.deadlineReached(at: now)
             }
         }
@@ -215,7 +217,7 @@ final class GestureArena {
     private func beginOrHold(_ recognizer: GestureRecognizer, ended: Bool, _ values: GestureValues) {
         for rival in recognizers
         where rival !== recognizer && rival.device == recognizer.device
-            && (rival.isActive || (rival.state == .ended && rival.isDiscrete)) && !recognizer.allowsSimultaneous(with: rival)
+            && (rival.isActive || (rival.state == .ended && rival.isDiscrete)) && GestureRecognizer.prevents(rival, recognizer)
         {
             _ = rival
             fail(recognizer)
@@ -243,7 +245,7 @@ final class GestureArena {
         for other in recognizers where other !== recognizer && other.state == .possible {
             if other.required.contains(where: { $0 === recognizer }) {
                 fail(other)
-            } else if other.device == recognizer.device, !recognizer.allowsSimultaneous(with: other) {
+            } else if other.device == recognizer.device, GestureRecognizer.prevents(recognizer, other) {
                 fail(other)
             }
         }
@@ -265,7 +267,9 @@ final class GestureArena {
         recognizer.heldEnded = false
         // Recognizers waiting for this one: released when all they wait for have failed.
         for waiting in recognizers where waiting.held != nil && waiting.required.contains(where: { $0 === recognizer }) {
-            if waiting.required.allSatisfy({ $0.state == .failed || $0.state == .cancelled || $0.device != waiting.device && $0.device != nil }) {
+            if waiting.required.allSatisfy({
+                $0.state == .failed || $0.state == .cancelled || $0.device != waiting.device && $0.device != nil
+            }) {
                 let values = waiting.held!
                 let ended = waiting.heldEnded
                 waiting.held = nil
@@ -289,7 +293,7 @@ final class GestureArena {
                 recognizer,
                 GestureEvent(
                     gesture: recognizer.name, state: state, values: values, device: device, surface: recognizer.surface,
-                    timestamp: recognizer.lastTimestamp, direction: (recognizer as? SwipeGestureRecognizer)?.recognizedDirection)
+                    timestamp: now, direction: (recognizer as? SwipeGestureRecognizer)?.recognizedDirection)
             ))
     }
 

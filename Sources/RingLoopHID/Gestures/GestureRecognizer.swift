@@ -74,7 +74,6 @@ open class GestureRecognizer {
     var heldEnded = false
     weak var arena: GestureArena?
     var surface = GestureSurface(kind: .touchscreen, unit: .deviceUnits, width: 0, height: 0)
-    var lastTimestamp = MonotonicInstant(nanoseconds: 0)
 
     /// Creates a recognizer named `name` (discrete gestures are recognized once, others
     /// begin, change and end).
@@ -125,6 +124,19 @@ open class GestureRecognizer {
     /// gesture already won) and reports it to the actions.
     public final func request(_ state: State, _ values: GestureValues) {
         arena?.apply(self, state, values)
+    }
+
+    /// Whether this recognizer, having begun or been recognized, makes `other` fail
+    /// (UIKit's `canPrevent(_:)`). A tap cannot prevent a tap that needs more taps.
+    open func canPrevent(_ other: GestureRecognizer) -> Bool { true }
+
+    /// Whether `other`, having begun or been recognized, makes this recognizer fail
+    /// (UIKit's `canBePrevented(by:)`).
+    open func canBePrevented(by other: GestureRecognizer) -> Bool { true }
+
+    /// Whether `winner` going ahead makes `other` fail.
+    static func prevents(_ winner: GestureRecognizer, _ other: GestureRecognizer) -> Bool {
+        winner.canPrevent(other) && other.canBePrevented(by: winner) && !winner.allowsSimultaneous(with: other)
     }
 
     /// Whether this recognizer may proceed while `other` does.

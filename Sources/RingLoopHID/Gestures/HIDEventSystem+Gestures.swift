@@ -190,6 +190,8 @@ extension HIDEventSystem {
                 switch entry {
                 case .frame(let device, let time, let frame):
                     guard let surface = machinery.surface(of: device) else { continue }
+                    // Deadlines that passed before this frame first, as they happened.
+                    arena.advance(to: time)
                     arena.process(frame, device: device, at: time, surface: surface)
                 case .removed(let device):
                     arena.removeDevice(device)

@@ -80,6 +80,13 @@ public final class TapGestureRecognizer: GestureRecognizer {
         }
     }
 
+    /// A tap does not prevent a tap that needs more taps (so a double tap can follow two
+    /// single taps, unless the single tap requires it to fail).
+    public override func canPrevent(_ other: GestureRecognizer) -> Bool {
+        if let tap = other as? TapGestureRecognizer, tap.tapsRequired > tapsRequired { return false }
+        return true
+    }
+
     public override var deadline: MonotonicInstant? {
         if let tapStart { return tapStart + maximumTapDuration }
         if let lastLift { return lastLift + maximumTapInterval }
