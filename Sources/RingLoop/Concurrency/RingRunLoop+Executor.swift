@@ -99,10 +99,12 @@ extension RingRunLoop: TaskExecutor {
         JobQueue.orderByPriority(&batch)
         let loopTask = asUnownedTaskExecutor()
         for entry in batch {
-            switch entry.target {
-            case .loop: Callout.toTaskJob(entry.job, loopTask)
-            case .task(let executor): Callout.toTaskJob(entry.job, executor.asUnownedTaskExecutor())
-            case .actor(let executor): Callout.toActorJob(entry.job, executor.asUnownedSerialExecutor())
+            Callout.tracked(calloutProbe, .job, nil) {
+                switch entry.target {
+                case .loop: Callout.toTaskJob(entry.job, loopTask)
+                case .task(let executor): Callout.toTaskJob(entry.job, executor.asUnownedTaskExecutor())
+                case .actor(let executor): Callout.toActorJob(entry.job, executor.asUnownedSerialExecutor())
+                }
             }
         }
         let ran = !batch.isEmpty

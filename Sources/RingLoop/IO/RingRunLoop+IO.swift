@@ -103,7 +103,7 @@ extension RingRunLoop {
             let completion = IOCompletion(
                 operation: record.operation, outcome: outcome, requested: record.requested, isFinal: pending.isFinal)
             let channel = record.channel
-            Callout.toSource1Perform { handler(channel, completion) }
+            Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { handler(channel, completion) } }
         }
         if record.waitingForBuffers, !record.ended {
             record.waitingForBuffers = false

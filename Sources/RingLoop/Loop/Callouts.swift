@@ -2,6 +2,18 @@
 /// profile or a backtrace splits cleanly into the loop, waiting, and the handler — as
 /// CFRunLoop's `__CFRUNLOOP_IS_CALLING_OUT_TO_…__` functions do.
 enum Callout {
+    /// Runs `body`, a callout of `kind` to `item`, published to the loop's stall probe
+    /// when a watchdog watches it (one branch otherwise).
+    @inline(__always)
+    static func tracked<Result>(
+        _ probe: CalloutProbe?, _ kind: LoopStallReport.Callout, _ item: LoopItem?, _ body: () -> Result
+    ) -> Result {
+        guard let probe else { return body() }
+        let saved = probe.enter(kind, item)
+        defer { probe.leave(saved) }
+        return body()
+    }
+
     @inline(never)
     static func toSource0Perform(_ source: LoopSource) {
         source.perform()

@@ -42,6 +42,10 @@ public class LoopItem: @unchecked Sendable {
         return current?.takeUnretainedValue() === loop
     }
 
+    /// How a stall report names the item: its label if it has one, else its kind and
+    /// identity. Any thread (reads constants only).
+    var stallDescription: String { "\(type(of: self)) \(ObjectIdentifier(self))" }
+
     /// Releases the binding once the item is in no mode (so it can join another loop).
     func unbindIfUnused() {
         if modeMask == 0 { owner.exchange(nil, ordering: .acquiringAndReleasing)?.release() }
@@ -69,6 +73,8 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
 
     /// Lower orders are performed first.
     public let order: Int
+    /// A name for diagnostics (stall reports).
+    public let label: String?
     let perform: @Sendable () -> Void
     let schedule: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)?
     let cancel: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)?
@@ -80,21 +86,25 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
     /// Creates a source.
     /// - Parameters:
     ///   - order: Sources with lower orders are performed first in one pass.
+    ///   - label: A name for diagnostics: stall reports name the source by it.
     ///   - schedule: Called on the loop's thread when the source is added to a mode.
     ///   - cancel: Called on the loop's thread when the source leaves a mode (removal or
     ///     invalidation).
     ///   - perform: Called on the loop's thread when the loop performs the signalled source.
     public init(
-        order: Int = 0,
+        order: Int = 0, label: String? = nil,
         schedule: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
         cancel: (@Sendable (RingRunLoop, RingRunLoop.Mode) -> Void)? = nil,
         perform: @escaping @Sendable () -> Void
     ) {
         self.order = order
+        self.label = label
         self.schedule = schedule
         self.cancel = cancel
         self.perform = perform
     }
+
+    override var stallDescription: String { label ?? "LoopSource (order \(order)) \(ObjectIdentifier(self))" }
 
     /// Marks the source ready to perform. Safe from any thread; does not wake the loop.
     public func signal() {
@@ -225,20 +235,25 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {
     public let repeats: Bool
     /// Lower orders are called first; equal orders in the order they were added.
     public let order: Int
+    /// A name for diagnostics (stall reports).
+    public let label: String?
     let callback: @Sendable (LoopObserver, RingRunLoop.Activity) -> Void
     /// Set while the callback runs, so a nested run does not call it again (loop thread).
     var firing = false
 
-    /// Creates an observer.
+    /// Creates an observer of `activities`; `label` names it in stall reports.
     public init(
-        activities: RingRunLoop.Activity, repeats: Bool = true, order: Int = 0,
+        activities: RingRunLoop.Activity, repeats: Bool = true, order: Int = 0, label: String? = nil,
         _ callback: @escaping @Sendable (LoopObserver, RingRunLoop.Activity) -> Void
     ) {
         self.activities = activities
         self.repeats = repeats
         self.order = order
+        self.label = label
         self.callback = callback
     }
+
+    override var stallDescription: String { label ?? "LoopObserver (order \(order)) \(ObjectIdentifier(self))" }
 
     /// Removes the observer from its loop; it is never called again. Safe from any thread.
     public func invalidate() {

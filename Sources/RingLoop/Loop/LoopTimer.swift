@@ -111,6 +111,11 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {
         set { fireDate.store(newValue, ordering: .releasing) }
     }
 
+    override var stallDescription: String {
+        let every = intervalNanoseconds == 0 ? "one-shot" : "every \(Duration.nanoseconds(Int64(intervalNanoseconds)))"
+        return "LoopTimer (\(every)) \(ObjectIdentifier(self))"
+    }
+
     /// Stops the timer and removes it from every mode. Safe from any thread.
     public func invalidate() {
         guard markInvalid() else { return }

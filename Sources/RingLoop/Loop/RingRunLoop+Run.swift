@@ -136,7 +136,7 @@ extension RingRunLoop {
         var handled = false
         for source in signalled {
             if source.consumeSignal(), source.isValid {
-                Callout.toSource0Perform(source)
+                Callout.tracked(calloutProbe, .source0, source) { Callout.toSource0Perform(source) }
                 handled = true
                 if stopAfterHandle { break }
             }
@@ -160,7 +160,7 @@ extension RingRunLoop {
         }
         for observer in due where observer.isValid {
             observer.firing = true
-            Callout.toObserverCallback(observer, activity)
+            Callout.tracked(calloutProbe, .observer, observer) { Callout.toObserverCallback(observer, activity) }
             observer.firing = false
             if !observer.repeats { observer.invalidate() }
         }
@@ -205,7 +205,7 @@ extension RingRunLoop {
                 continue
             }
             timer.firing = true
-            Callout.toTimerCallback(timer)
+            Callout.tracked(calloutProbe, .timer, timer) { Callout.toTimerCallback(timer) }
             timer.firing = false
             guard timer.isValid else { continue }
             if !timer.repeats {
@@ -305,7 +305,7 @@ extension RingRunLoop {
                 let mask = source.pendingReadiness
                 source.pendingReadiness = 0
                 guard mask != 0, let perform = source.onReadiness else { continue }
-                Callout.toSource1Perform { perform(mask) }
+                Callout.tracked(calloutProbe, .port, source) { Callout.toSource1Perform { perform(mask) } }
                 handled = true
             case .message(let source, let message):
                 guard source.isValid else { continue }
@@ -314,7 +314,7 @@ extension RingRunLoop {
                     continue
                 }
                 guard let perform = source.onMessage else { continue }
-                Callout.toSource1Perform { perform(message) }
+                Callout.tracked(calloutProbe, .port, source) { Callout.toSource1Perform { perform(message) } }
                 handled = true
             case .completion(let source, let pending):
                 guard source.isValid else {
@@ -366,7 +366,9 @@ extension RingRunLoop {
         // Acknowledge the wake-up, as CFRunLoop does, before draining.
         while read(fd, &value, 8) < 0, errno == EINTR {}
         inMainQueueCallout = true
-        Callout.servicingTheMainDispatchQueue { _dispatch_main_queue_callback_4CF(nil) }
+        Callout.tracked(calloutProbe, .mainQueue, nil) {
+            Callout.servicingTheMainDispatchQueue { _dispatch_main_queue_callback_4CF(nil) }
+        }
         inMainQueueCallout = false
     }
 }

@@ -83,7 +83,7 @@ extension RingRunLoop {
         var did = false
         while let item = taken.popFirst() {
             if blockMatches(item, state.mode) {
-                Callout.toBlock(item.block)
+                Callout.tracked(calloutProbe, .block, nil) { Callout.toBlock(item.block) }
                 did = true
             } else {
                 kept.append(item)

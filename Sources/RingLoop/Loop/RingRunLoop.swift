@@ -115,6 +115,8 @@ public final class RingRunLoop: @unchecked Sendable {
     var observerScratch: [LoopObserver] = []
     var timerScratch: [TimerEntry] = []
     var keptPortEvents: Deque<PendingPortEvent> = []
+    /// Set while a ``LoopStallWatchdog`` watches the loop: callouts are published to it.
+    var calloutProbe: CalloutProbe?
     var mainQueuePort: PortID?
     var mainQueuePending = false
     var inMainQueueCallout = false

@@ -95,7 +95,9 @@ extension HIDEventSystem {
     func installGestureItems(_ machinery: GestureMachinery) {
         guard dispatchSource != nil, machinery.observer == nil else { return }
         let system = UnownedLoopReference(self, loop: loop)
-        let observer = LoopObserver(activities: [.beforeWaiting, .exit], order: GestureMachinery.observerOrder) { _, _ in
+        let observer = LoopObserver(
+            activities: [.beforeWaiting, .exit], order: GestureMachinery.observerOrder, label: "HIDEventSystem gestures"
+        ) { _, _ in
             system.value.evaluateGestures()
         }
         machinery.observer = observer
@@ -111,7 +113,7 @@ extension HIDEventSystem {
             drag.cancelsTouchesInHandlers = false
             machinery.dragRecognizer = drag
             machinery.arena.add(drag)
-            let source = LoopSource(order: -1) { system.value.runTrackingMode() }
+            let source = LoopSource(order: -1, label: "HIDEventSystem tracking") { system.value.runTrackingMode() }
             machinery.trackingSource = source
             loop.add(source, to: .common)
         }

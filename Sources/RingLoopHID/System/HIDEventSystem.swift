@@ -196,11 +196,11 @@ public final class HIDEventSystem {
             do { try CPUAffinity.validate(cpus: cpus) } catch { throw .configuration("eventThreadCPUs: \(error)") }
         }
         let system = UnownedLoopReference(self, loop: loop)
-        let dispatch = LoopSource(order: 0) { system.value.drainQueue() }
+        let dispatch = LoopSource(order: 0, label: "HIDEventSystem dispatch") { system.value.drainQueue() }
         dispatchSource = dispatch
         loop.add(dispatch, to: .common)
         if configuration.coalesceMotion {
-            let observer = LoopObserver(activities: [.beforeWaiting, .exit]) { _, _ in
+            let observer = LoopObserver(activities: [.beforeWaiting, .exit], label: "HIDEventSystem coalescing") { _, _ in
                 system.value.flushCoalesced()
             }
             coalescingObserver = observer

@@ -1,0 +1,113 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RingLoop
+
+/// Reports a watchdog made, kept under a pthread lock (ThreadSanitizer sees it).
+final class StallLog: Sendable {
+    let reports = ThreadLock<[LoopStallReport]>([])
+    var all: [LoopStallReport] { reports.withLock { $0 } }
+    func add(_ report: LoopStallReport) { reports.withLock { $0.append(report) } }
+}
+
+@Suite("Stall watchdog")
+struct StallWatchdogTests {
+    @Test("a source0 that blocks its pass is reported with the mode, the callout kind and the item")
+    func source0Stall() {
+        let log = StallLog()
+        let seen = Atomic<Bool>(false)
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let watchdog = LoopStallWatchdog(loop: loop, threshold: .milliseconds(80)) { report in
+                log.add(report)
+            }
+            let started = MonotonicInstant.now
+            // Blocks its pass until the watchdog has reported it (bounded): no guessing how
+            // long is long enough.
+            let slow = LoopSource(label: "slow source") {
+                let limit = MonotonicInstant.now + .seconds(10)
+                while log.all.isEmpty && MonotonicInstant.now < limit { usleep(1000) }
+                seen.store(true, ordering: .releasing)
+            }
+            loop.add(slow, to: .default)
+            slow.signal()
+            loop.run(mode: .default, for: .milliseconds(50), returnAfterSourceHandled: true)
+            #expect(MonotonicInstant.now - started >= .milliseconds(80))
+            watchdog.stop()
+            #expect(watchdog.stallCount == 1)
+            slow.invalidate()
+        }
+        let wasSeen = seen.load(ordering: .acquiring)
+        #expect(wasSeen)
+        let report = log.all.first
+        #expect(report?.callout == .source0)
+        #expect(report?.item == "slow source")
+        #expect(report?.mode == .default)
+        #expect((report?.duration ?? .zero) >= .milliseconds(80))
+        #expect(report?.description.contains("in a source0 callout (slow source)") == true, "\(report?.description ?? "")")
+    }
+
+    @Test("stalls within the minimum interval are counted, not reported")
+    func rateLimited() {
+        let log = StallLog()
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let watchdog = LoopStallWatchdog(loop: loop, threshold: .milliseconds(40), minimumInterval: .seconds(30)) {
+                log.add($0)
+            }
+            let target = LoopBound(1, loop: loop)
+            // Each firing blocks until the watchdog has counted it.
+            let timer = LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1)) { timer in
+                let limit = MonotonicInstant.now + .seconds(10)
+                while watchdog.stallCount < target.value && MonotonicInstant.now < limit { usleep(1000) }
+                target.value += 1
+                if target.value > 3 { timer.invalidate() }
+            }
+            loop.add(timer, to: .common)
+            loop.run(mode: .default, for: .seconds(20))
+            watchdog.stop()
+            #expect(watchdog.stallCount == 3)
+        }
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.callout == .timer)
+        #expect(log.all.first?.item?.hasPrefix("LoopTimer (every ") == true, "\(log.all.first?.item ?? "none")")
+    }
+
+    @Test("short passes and sleep are not stalls; a nested run's stall names its mode")
+    func quietAndNested() {
+        let log = StallLog()
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let watchdog = LoopStallWatchdog(loop: loop, threshold: .milliseconds(150)) { log.add($0) }
+            let ticks = LoopBound(0, loop: loop)
+            let quick = LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1)) { _ in ticks.value += 1 }
+            loop.add(quick, to: .common)
+            loop.run(mode: .default, for: .milliseconds(300))
+            quick.invalidate()
+            #expect(ticks.value > 50)
+            #expect(watchdog.stallCount == 0, "passes of a 1 kHz timer are microseconds long")
+            let modal = RingRunLoop.Mode("modal")
+            let inner = LoopSource(label: "modal work") {
+                let limit = MonotonicInstant.now + .seconds(10)
+                while log.all.isEmpty && MonotonicInstant.now < limit { usleep(1000) }
+                RingRunLoop.current.stop()
+            }
+            loop.addCommonMode(modal)
+            loop.add(inner, to: modal)
+            let outer = LoopSource(label: "opens a modal run") {
+                inner.signal()
+                RingRunLoop.current.run(mode: modal, for: .seconds(15))
+            }
+            loop.add(outer, to: .default)
+            outer.signal()
+            loop.run(mode: .default, for: .milliseconds(10), returnAfterSourceHandled: true)
+            watchdog.stop()
+            inner.invalidate()
+            outer.invalidate()
+        }
+        let report = log.all.first
+        #expect(report?.mode == RingRunLoop.Mode("modal"))
+        #expect(report?.item == "modal work")
+    }
+}
