@@ -16,33 +16,9 @@ enum GestureSet: String, CaseIterable, Sendable {
     case libinput
 
     func make() -> [GestureRecognizer] {
-        let tap = TapGestureRecognizer(taps: 1, fingers: 1)
-        let doubleTap = TapGestureRecognizer(taps: 2, fingers: 1)
-        tap.require(toFail: doubleTap)
-        let taps: [GestureRecognizer] = [
-            tap, TapGestureRecognizer(taps: 1, fingers: 2), TapGestureRecognizer(taps: 1, fingers: 3), doubleTap,
-        ]
-        let pan = PanGestureRecognizer(fingers: 1...1)
-        let scroll = PanGestureRecognizer(fingers: 2...2)
         switch self {
-        case .uikit:
-            let swipes = [SwipeGestureRecognizer.Direction.right, .left, .up, .down].map {
-                SwipeGestureRecognizer(directions: $0)
-            }
-            let edge = ScreenEdgePanGestureRecognizer(edges: .all)
-            for swipe in swipes { pan.require(toFail: swipe) }
-            pan.require(toFail: edge)
-            let pinch = PinchGestureRecognizer()
-            let rotation = RotationGestureRecognizer()
-            pinch.recognizeSimultaneously { _, other in other === rotation }
-            return taps + [LongPressGestureRecognizer(), pan, scroll] + swipes + [pinch, rotation, edge]
-        case .libinput:
-            // libinput taps whatever the pointer or scrolling does meanwhile.
-            for motion in [pan, scroll] { motion.recognizeSimultaneously { _, other in other is TapGestureRecognizer } }
-            return taps + [
-                LongPressGestureRecognizer.touchpadHold(), pan, scroll, PanGestureRecognizer.touchpadSwipe(),
-                PinchGestureRecognizer.touchpadPinch(),
-            ]
+        case .uikit: StandardGestures.uikit()
+        case .libinput: StandardGestures.libinput(surfaces: Set(GestureSurface.Kind.allCases))
         }
     }
 }

@@ -40,6 +40,8 @@ final class LiveView {
     private(set) var dropped = 0
     private(set) var removed = 0
     private(set) var added = 0
+    /// Gestures that succeeded (a discrete one recognized, a continuous one ended), by name.
+    private(set) var gestureCounts: [String: Int]?
     private var names: [HIDDeviceID: String] = [:]
     private weak var system: HIDEventSystem?
 
@@ -91,6 +93,28 @@ final class LiveView {
         }
     }
 
+    /// Attaches UIKit's recognizers on touchscreens and libinput's on touchpads, and prints
+    /// each state they enter.
+    func attachGestures(to system: HIDEventSystem) {
+        gestureCounts = [:]
+        for recognizer in StandardGestures.forEverySurface() {
+            recognizer.addAction { [unowned self] event in self.handle(event) }
+            system.addGestureRecognizer(recognizer)
+        }
+    }
+
+    private func handle(_ event: GestureEvent) {
+        if event.state == .ended { gestureCounts?[event.gesture, default: 0] += 1 }
+        guard !quiet else { return }
+        let device = name(event.device)
+        if json {
+            writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device)))
+        } else {
+            let time = String(format: "%12.6f", Double(event.timestamp.nanoseconds) / 1e9)
+            writeLine("\(time)  \(EventFormat.text(event, device: device))")
+        }
+    }
+
     private func admits(_ event: HIDEvent) -> Bool {
         if event.kind == .deviceAdded || event.kind == .deviceRemoved { return true }
         if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
@@ -103,7 +127,7 @@ final class LiveView {
     }
 
     /// The closing summary (to standard error in JSON mode, so stdout stays JSON lines).
-    func summary(systemDropped: Int) -> String {
+    func summary(systemDropped: Int, stalls: (count: Int, threshold: Duration)? = nil) -> String {
         var lines: [String] = []
         lines.append("")
         lines.append("Summary")
@@ -122,6 +146,13 @@ final class LiveView {
                     latencies.count))
         }
         lines.append("  drops: \(dropped + systemDropped)\(dropped + systemDropped == 0 ? " (none)" : "")")
+        if let gestureCounts {
+            let recognized = gestureCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            lines.append("  gestures: \(gestureCounts.values.reduce(0, +)) recognized\(recognized.isEmpty ? "" : " (\(recognized))")")
+        }
+        if let stalls {
+            lines.append("  stalls: \(stalls.count) (passes of the loop longer than \(stalls.threshold))")
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -21,6 +21,10 @@ struct Monitor: ParsableCommand {
             --raw prints one device's evdev events as evtest does (its capability header,
             then a line per event; --json: {"kind":"raw",...} objects): a node, or a
             recording of one device, hosted and replayed.
+            --gestures also recognizes gestures on touchscreens (UIKit's recognizers) and
+            touchpads (libinput's), printed as they change state ({"kind":"gesture",...}).
+            A pass of the loop longer than --stall-threshold milliseconds is a stall: it is
+            reported on standard error and counted in the summary.
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -28,6 +32,7 @@ struct Monitor: ParsableCommand {
               ringloop monitor taps.events --description touchpad.desc
               ringloop monitor --grab /dev/input/event5
               ringloop monitor --raw devices/keyboard.evemu
+              ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
             """
     )
 
@@ -59,6 +64,12 @@ struct Monitor: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
+    @Flag(help: "Recognize gestures on touchscreens and touchpads and print them.")
+    var gestures = false
+
+    @Option(help: "A loop pass longer than this many milliseconds is reported as a stall (1–60000).")
+    var stallThreshold: Double = 100
+
     @Option(help: "Replay speed factor for recordings.")
     var speed: Double = 1
 
@@ -75,6 +86,10 @@ struct Monitor: ParsableCommand {
         }
         try OptionRange.speed(speed)
         try OptionRange.duration(duration)
+        guard stallThreshold.isFinite, stallThreshold >= 1, stallThreshold <= 60_000 else {
+            throw ValidationError("--stall-threshold: \(stallThreshold) is not between 1 and 60000 milliseconds")
+        }
+        if raw, gestures { throw ValidationError("--gestures recognizes HID events; --raw prints evdev events") }
         if let description, access(description, R_OK) != 0 {
             throw ValidationError("--description \(description): no such file")
         }
@@ -129,7 +144,7 @@ struct Monitor: ParsableCommand {
             }
             try Self.monitorDirectory(
                 folder, names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil,
-                filter: try eventFilter())
+                filter: try eventFilter(), watch: watchSettings)
             return
         }
         let nodes = inputs.filter { kinds[$0] == .node }
@@ -138,7 +153,7 @@ struct Monitor: ParsableCommand {
             if nodes.isEmpty {
                 try Self.monitorDirectory(
                     "/dev/input", names: nil, json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: nil,
-                    filter: try eventFilter())
+                    filter: try eventFilter(), watch: watchSettings)
             } else {
                 let directories = Set(nodes.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path })
                 guard directories.count == 1, let directory = directories.first else {
@@ -148,7 +163,7 @@ struct Monitor: ParsableCommand {
                 try Self.monitorDirectory(
                     directory, names: Set(nodes.map { URL(fileURLWithPath: $0).lastPathComponent }), json: json, grab: grab,
                     quiet: false, duration: duration, signals: signals, hosted: nil,
-                    filter: try eventFilter())
+                    filter: try eventFilter(), watch: watchSettings)
             }
             return
         }
@@ -181,7 +196,17 @@ struct Monitor: ParsableCommand {
         try Self.monitorDirectory(
             directory, names: Set(hosted.joined().map { URL(fileURLWithPath: $0.device.nodePath).lastPathComponent }),
             json: json, grab: grab, quiet: false, duration: duration, signals: signals, hosted: (hosted, speed),
-            filter: try eventFilter())
+            filter: try eventFilter(), watch: watchSettings)
+    }
+
+    /// What the monitor watches besides events: gestures, and stalls of its loop.
+    struct WatchSettings {
+        var gestures = false
+        var stallThreshold: Duration = .milliseconds(100)
+    }
+
+    var watchSettings: WatchSettings {
+        WatchSettings(gestures: gestures, stallThreshold: .microseconds(Int64(stallThreshold * 1000)))
     }
 
     /// Runs the chain on the main loop over `directory` until a signal, `duration`, or
@@ -189,7 +214,7 @@ struct Monitor: ParsableCommand {
     static func monitorDirectory(
         _ directory: String, names: Set<String>?, json: Bool, grab: Bool, quiet: Bool, duration: Double?,
         signals: SignalWatcher, hosted: (files: [[(recording: Recording, device: any VirtualInputDevice)]], speed: Double)?,
-        filter: LiveView.Filter = .all
+        filter: LiveView.Filter = .all, watch: WatchSettings = WatchSettings()
     ) throws {
         let loop = RingRunLoop.main
         let system = HIDEventSystem(
@@ -197,6 +222,10 @@ struct Monitor: ParsableCommand {
             loop: loop)
         let view = LiveView(json: json, quiet: quiet, filter: filter)
         view.attach(to: system)
+        if watch.gestures { view.attachGestures(to: system) }
+        let watchdog = LoopStallWatchdog(loop: loop, threshold: watch.stallThreshold) { report in
+            printError("ringloop monitor: \(report)")
+        }
         do {
             try system.start()
         } catch {
@@ -273,7 +302,9 @@ struct Monitor: ParsableCommand {
         stopReplays.store(true, ordering: .relaxed)
         while replaysDone.load(ordering: .acquiring) < replayThreads.count { usleep(1000) }
         system.stop()
-        let summary = view.summary(systemDropped: system.statistics.dropped)
+        watchdog.stop()
+        let summary = view.summary(
+            systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, watch.stallThreshold))
         if json { printError(summary) } else { writeLine(summary) }
         for problem in system.problems { printError("ringloop: \(problem)") }
     }

@@ -149,6 +149,40 @@ enum EventFormat {
         return object
     }
 
+    /// A gesture's state change, with the names README documents.
+    static func json(_ event: GestureEvent, device: String) -> [String: Any] {
+        func point(_ point: GesturePoint) -> [String: Any] { ["x": point.x, "y": point.y] }
+        let values = event.values
+        var object: [String: Any] = [
+            "kind": "gesture", "device": device, "time": Double(event.timestamp.nanoseconds) / 1e9,
+            "gesture": event.gesture, "state": event.state.rawValue, "fingers": values.fingers,
+            "location": point(values.location), "translation": point(values.translation),
+            "velocity": point(values.velocity), "scale": values.scale, "rotation": values.rotation,
+            "unit": values.unit == .millimetres ? "mm" : "units",
+        ]
+        if let direction = event.direction { object["direction"] = direction.description }
+        if values.taps > 0 { object["taps"] = values.taps }
+        return object
+    }
+
+    /// A gesture's state change as one line of text.
+    static func text(_ event: GestureEvent, device: String) -> String {
+        let values = event.values
+        let unit = values.unit == .millimetres ? "mm" : "units"
+        var text = "\(device): gesture \(event.gesture)"
+        if let direction = event.direction { text += " \(direction)" }
+        text += " \(event.state.rawValue), \(values.fingers) finger(s) at \(values.location) \(unit)"
+        switch event.gesture {
+        case "pinch", "touchpadPinch":
+            text += String(format: ", scale %.2f", values.scale)
+            if event.gesture == "touchpadPinch" { text += String(format: ", rotation %.1f°", values.rotation * 180 / .pi) }
+        case "rotation": text += String(format: ", rotation %.1f°", values.rotation * 180 / .pi)
+        case "tap", "doubleTap", "tripleTap", "longPress", "hold": break
+        default: text += ", translation \(values.translation), velocity \(values.velocity) \(unit)/s"
+        }
+        return text
+    }
+
     static func jsonLine(_ object: [String: Any]) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)

@@ -216,20 +216,30 @@ extension HIDEventSystem {
     func deliverGestureOutput(_ machinery: GestureMachinery) {
         let arena = machinery.arena
         guard arena.hasOutput else { return }
+        // One frame per device with every touch taken back.
+        var frame = DigitizerFrame()
+        var frameDevice: HIDDeviceID?
+        func flush() {
+            if let device = frameDevice, frame.count > 0 {
+                dispatchToHandlers(HIDEvent(device: device, timestamp: .now, payload: .digitizer(frame)))
+            }
+            frame = DigitizerFrame()
+        }
         arena.takeCancellations { device, id in
             guard !machinery.isWithheld(device, id) else { return }
             machinery.withheld.append((device, id))
-            var frame = DigitizerFrame()
+            if frameDevice != device {
+                flush()
+                frameDevice = device
+            }
             let seen = delivered[device].touches
             for index in 0..<seen.count where seen[index].trackingID == id {
                 var contact = seen[index]
                 contact.phase = .cancelled
                 frame.append(contact)
             }
-            guard frame.count > 0 else { return }
-            frame.fingerCount = 0
-            dispatchToHandlers(HIDEvent(device: device, timestamp: .now, payload: .digitizer(frame)))
         }
+        flush()
         arena.takeReports { recognizer, event in
             guard recognizer !== machinery.dragRecognizer else { return }
             machinery.reported += 1
