@@ -298,7 +298,7 @@ extension CommandTests {
                 "executor.hop.per_s", "executor.jobs.per_s", "clock.sleep.lateness.p50_us", "clock.sleep.lateness.p99_us",
                 "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each", "io.echo.pingpong.p50_us",
                 "io.echo.pingpong.p99_us", "io.echo.throughput.bytes_per_s", "ports.named.roundtrip.thread.p50_us",
-                "ports.named.roundtrip.process.p50_us",
+                "ports.named.roundtrip.process.p50_us", "gestures.ns_per_frame", "gestures.allocs_per_frame",
             ] {
                 #expect(names.contains(required), "missing \(required)")
             }

@@ -59,7 +59,7 @@ struct Bench: ParsableCommand {
     )
 
     static let all = [
-        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "hid.e2e",
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "hid.e2e",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "ports.named",
     ]
 
@@ -108,6 +108,7 @@ struct Bench: ParsableCommand {
         if selected("timers.cancel") { emit(try TimerBench.cancel(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("idle") { emit(TimerBench.idle(quick: quick)) }
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
+        if selected("gestures") { emit(try HIDBench.gestures(quick: quick, rounds: rounds)) }
         if selected("hid.e2e") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
         if selected("executor.hop") { emit(ExecutorBench.hops(quick: quick, rounds: rounds)) }

@@ -61,6 +61,53 @@ enum HIDBench {
         return results
     }
 
+    /// Recognizer cost per touch frame with ten recognizers (taps, long press, pans,
+    /// swipes, pinch, rotation, edge pan), from memory: the touchscreen's gesture
+    /// recordings decoded once, then fed round after round; allocations counted.
+    static func gestures(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        guard let folder = bundledRecordingsFolder(nil) else { return [] }
+        var frames: [(MonotonicInstant, DigitizerFrame)] = []
+        var surface: GestureSurface?
+        for name in ["pinch-rotate", "slow-drag", "double-tap", "swipe-left", "pan-2-fingers", "edge-swipe", "long-press"] {
+            let recording = try Recording.load(contentsOf: folder + "/gestures/touchscreen-\(name).evemu")
+            let description = recording.description!
+            let info = HIDDecodeBenchmark.info(
+                name: description.name, codes: description.codes, properties: description.properties, axes: description.absoluteAxes)
+            surface = GestureSurface(device: info)
+            // One gesture after another: each recording's frames start after the last one's end.
+            let offset = (frames.last?.0).map { $0 + .seconds(2) } ?? MonotonicInstant(nanoseconds: 1_000_000_000)
+            let decoded = GestureBenchmark.frames(info: info, events: recording.events)
+            guard let start = decoded.first?.0 else { continue }
+            for (time, frame) in decoded { frames.append((offset + (time - start), frame)) }
+        }
+        guard let surface, !frames.isEmpty else { return [] }
+        let measuredRounds = max(2, BenchSize.of(quick ? 100_000 : 1_000_000) / frames.count)
+        var perFrame: [Double] = []
+        var allocations: [Double] = []
+        for _ in 0..<rounds {
+            var start = MonotonicInstant.now
+            var before: UInt = 0
+            var sink = 0
+            let (fed, _) = GestureBenchmark.run(
+                frames: frames, surface: surface, warmRounds: 2, measuredRounds: measuredRounds,
+                beforeMeasured: {
+                    before = ringloop_malloc_count()
+                    start = .now
+                }
+            ) { event in sink &+= event.values.fingers }
+            let elapsed = (MonotonicInstant.now - start).secondsValue
+            let allocated = ringloop_malloc_count() - before
+            if sink == -1 { print(sink) }
+            perFrame.append(elapsed * 1e9 / Double(fed))
+            allocations.append(Double(allocated) / Double(fed))
+        }
+        var results = [BenchResult("gestures.ns_per_frame", "ns", ours: median(perFrame))]
+        if ringloop_malloc_counting() != 0 {
+            results.append(BenchResult("gestures.allocs_per_frame", "allocs", ours: median(allocations)))
+        }
+        return results
+    }
+
     /// Device → handler latency: frames sent to a FUSE node one at a time; the handler
     /// measures now − the kernel-style timestamp the node stamped at sending.
     ///

@@ -16,21 +16,31 @@ import RingLoop
 /// allocates nothing (the first frame of a device adds its table).
 final class GestureArena {
     /// One device's touches after its latest frame.
+    /// One device's touches after its latest frame, and the storage the next frame is
+    /// built in (the one before last: frames alternate between the two, so neither is
+    /// copied nor allocated).
     struct DeviceTouches {
         var device: HIDDeviceID
         var touches: GestureTouches
+        var spare: GestureTouches?
     }
 
-    private(set) var recognizers: [GestureRecognizer] = []
-    private var tables: [DeviceTouches] = []
-    private var reports: [(GestureRecognizer, GestureEvent)] = []
-    private var spareReports: [(GestureRecognizer, GestureEvent)] = []
+    // Exempt from dynamic exclusivity checks (a large share of the per-frame cost): the
+    // arena lives on the client loop's thread and no access to these overlaps another.
+    @exclusivity(unchecked) private(set) var recognizers: [GestureRecognizer] = []
+    @exclusivity(unchecked) private var tables: [DeviceTouches] = []
+    @exclusivity(unchecked) private var reports: [(GestureRecognizer, GestureEvent)] = []
+    @exclusivity(unchecked) private var spareReports: [(GestureRecognizer, GestureEvent)] = []
     /// Touches handlers must see cancelled: (device, tracking id).
-    private(set) var cancellations: [(HIDDeviceID, Int32)] = []
+    @exclusivity(unchecked) private(set) var cancellations: [(HIDDeviceID, Int32)] = []
     /// Recognizers with ``GestureRecognizer/tracksInteraction`` under way.
-    private(set) var trackingCount = 0
+    @exclusivity(unchecked) private(set) var trackingCount = 0
     /// The time of the frame or deadline being handled: reports are stamped with it.
-    private var now = MonotonicInstant(nanoseconds: 0)
+    @exclusivity(unchecked) private var now = MonotonicInstant(nanoseconds: 0)
+
+    deinit {
+        for recognizer in recognizers { recognizer.arena = nil }
+    }
 
     init() {
         reports.reserveCapacity(64)
@@ -60,7 +70,9 @@ final class GestureArena {
         now = time
         let slot = tableIndex(for: device)
         let previous = tables[slot].touches
-        var touches = GestureTouches()
+        var touches = tables[slot].spare ?? GestureTouches()
+        tables[slot].spare = nil
+        touches.removeAll()
         touches.device = device
         touches.surface = surface
         touches.timestamp = time
@@ -88,12 +100,14 @@ final class GestureArena {
         let live = touches.liveCount
         touches.fingerCount = surface.kind == .touchpad && frame.fingerCount > 0 && live > 0 ? max(frame.fingerCount, live) : live
         tables[slot].touches = touches
+        defer { if slot < tables.count, tables[slot].device == device { tables[slot].spare = previous } }
 
         if touches.hasCancelled {
             for recognizer in recognizers where recognizer.device == device { abandon(recognizer) }
         }
+        let kind = GestureRecognizer.bit(surface.kind)
         for recognizer in recognizers
-        where recognizer.isEnabled && !recognizer.isFinished && recognizer.surfaces.contains(surface.kind) {
+        where recognizer.isEnabled && !recognizer.isFinished && recognizer.surfaceMask & kind != 0 {
             if recognizer.device == nil {
                 guard touches.hasBegan else { continue }
                 recognizer.device = device
@@ -293,7 +307,7 @@ final class GestureArena {
                 recognizer,
                 GestureEvent(
                     gesture: recognizer.name, state: state, values: values, device: device, surface: recognizer.surface,
-                    timestamp: now, direction: (recognizer as? SwipeGestureRecognizer)?.recognizedDirection)
+                    timestamp: now, direction: recognizer.reportedDirection)
             ))
     }
 

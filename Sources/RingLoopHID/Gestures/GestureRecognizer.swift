@@ -43,11 +43,17 @@ open class GestureRecognizer {
     /// Whether it is a discrete gesture (recognized at once) rather than continuous.
     public let isDiscrete: Bool
     /// A disabled recognizer sees no touches (and a tracking one is cancelled).
-    public var isEnabled = true {
+    @exclusivity(unchecked) public final var isEnabled = true {
         didSet { if !isEnabled, state == .began || state == .changed { arena?.force(self, to: .cancelled) } }
     }
     /// The surfaces it listens to (both by default).
-    public var surfaces: Set<GestureSurface.Kind> = Set(GestureSurface.Kind.allCases)
+    public var surfaces: Set<GestureSurface.Kind> = Set(GestureSurface.Kind.allCases) {
+        didSet { surfaceMask = surfaces.reduce(0) { $0 | Self.bit($1) } }
+    }
+    /// ``surfaces`` as bits, for the per-frame test.
+    @exclusivity(unchecked) final var surfaceMask: UInt8 = 3
+
+    static func bit(_ kind: GestureSurface.Kind) -> UInt8 { kind == .touchscreen ? 1 : 2 }
     /// When it begins (or a discrete one is recognized while fingers are down), the
     /// handler chain gets those touches as cancelled and no further frames of them
     /// (UIKit's `cancelsTouchesInView`).
@@ -55,25 +61,31 @@ open class GestureRecognizer {
     /// Whether an event system that tracks interactions runs its loop in
     /// ``RingRunLoop/Mode/tracking`` while this gesture is under way (pans and drags).
     public var tracksInteraction = false
-    /// The current state.
-    public internal(set) var state: State = .possible
-    /// The values of the last report.
-    public internal(set) var values = GestureValues()
-    /// The device whose touches it is following (`nil` when idle).
-    public internal(set) var device: HIDDeviceID?
+    // The fields the arena reads for every recognizer and frame are exempt from dynamic
+    // exclusivity checks (about a third of the per-frame cost): they are touched on the
+    // client loop's thread only, by short accesses that never overlap.
 
-    var actions: [(GestureEvent) -> Void] = []
-    var required: [GestureRecognizer] = []
+    /// The current state.
+    @exclusivity(unchecked) public internal(set) final var state: State = .possible
+    /// The values of the last report.
+    @exclusivity(unchecked) public internal(set) final var values = GestureValues()
+    /// The device whose touches it is following (`nil` when idle).
+    @exclusivity(unchecked) public internal(set) final var device: HIDDeviceID?
+
+    @exclusivity(unchecked) final var actions: [(GestureEvent) -> Void] = []
+    @exclusivity(unchecked) final var required: [GestureRecognizer] = []
     /// Called with another recognizer when both want to proceed at once.
     var simultaneous: ((GestureRecognizer, GestureRecognizer) -> Bool)?
     /// Recognizes alongside every other (the event system's own tracking recognizer).
     var isSimultaneousWithAll = false
     /// A begin (or recognition) waiting for recognizers it requires to fail, and whether
     /// the gesture has ended since.
-    var held: GestureValues?
-    var heldEnded = false
-    weak var arena: GestureArena?
-    var surface = GestureSurface(kind: .touchscreen, unit: .deviceUnits, width: 0, height: 0)
+    @exclusivity(unchecked) final var held: GestureValues?
+    @exclusivity(unchecked) final var heldEnded = false
+    /// The arena it belongs to; the arena clears it when it lets the recognizer go or
+    /// goes itself, so it never dangles.
+    unowned(unsafe) var arena: GestureArena?
+    @exclusivity(unchecked) final var surface = GestureSurface(kind: .touchscreen, unit: .deviceUnits, width: 0, height: 0)
 
     /// Creates a recognizer named `name` (discrete gestures are recognized once, others
     /// begin, change and end).
@@ -126,6 +138,9 @@ open class GestureRecognizer {
         arena?.apply(self, state, values)
     }
 
+    /// The direction a report carries (swipes).
+    var reportedDirection: SwipeGestureRecognizer.Direction? { nil }
+
     /// Whether this recognizer, having begun or been recognized, makes `other` fail
     /// (UIKit's `canPrevent(_:)`). A tap cannot prevent a tap that needs more taps.
     open func canPrevent(_ other: GestureRecognizer) -> Bool { true }
@@ -153,8 +168,10 @@ open class GestureRecognizer {
 }
 
 /// Velocity from the samples of the last ``window``: the slope between the oldest and the
-/// newest, so one noisy frame does not dominate. Inline (no allocation).
-struct VelocityTracker {
+/// newest, so one noisy frame does not dominate. A class, so a recognizer updates and
+/// reads it in place (a struct held by a class is copied out for each read); its samples
+/// are inline, allocated once with the recognizer.
+final class VelocityTracker {
     static let window: UInt64 = 100_000_000
     private var times = InlineArray<8, UInt64>(repeating: 0)
     private var xs = InlineArray<8, Double>(repeating: 0)
@@ -162,12 +179,12 @@ struct VelocityTracker {
     private var next = 0
     private var count = 0
 
-    mutating func reset() {
+    func reset() {
         count = 0
         next = 0
     }
 
-    mutating func add(_ point: GesturePoint, at time: MonotonicInstant) {
+    func add(_ point: GesturePoint, at time: MonotonicInstant) {
         times[next] = time.nanoseconds
         xs[next] = point.x
         ys[next] = point.y

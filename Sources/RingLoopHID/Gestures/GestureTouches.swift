@@ -129,12 +129,33 @@ public struct GestureTouch: Hashable, Sendable {
     public var distanceMoved: Double { (location - startLocation).length }
 }
 
+/// Room for ``GestureTouches/capacity`` touches, shared by copies of a ``GestureTouches``
+/// until one of them changes (copy on write). Reads are loads through its pointer: a
+/// struct of inline storage would be copied whole (over a kilobyte) for each element read
+/// wherever it cannot be addressed, as for a parameter.
+final class GestureTouchStorage {
+    let items: UnsafeMutablePointer<GestureTouch>
+
+    init() {
+        items = .allocate(capacity: GestureTouches.capacity)
+        items.initialize(repeating: GestureTouch(), count: GestureTouches.capacity)
+    }
+
+    deinit {
+        items.deinitialize(count: GestureTouches.capacity)
+        items.deallocate()
+    }
+}
+
 /// The touches on one device after a frame: the live ones, and those that ended or were
-/// cancelled in it. Inline, of fixed size: recognizers read it without allocating.
+/// cancelled in it. A value (copy on write); the event system reuses its storage from
+/// frame to frame, so recognizers read it without copying and nothing is allocated.
 public struct GestureTouches: Sendable {
     /// Touches one value holds (those beyond it are not tracked).
     public static let capacity = DigitizerFrame.capacity
-    private var storage = InlineArray<16, GestureTouch>(repeating: GestureTouch())
+    // Sendable: the storage is never written while shared (copy on write), and a value
+    // handed to another thread is a copy whose storage no one writes.
+    private nonisolated(unsafe) var storage = GestureTouchStorage()
     /// Touches in this value (live, ended and cancelled).
     public private(set) var count = 0
     /// The device.
@@ -155,82 +176,103 @@ public struct GestureTouches: Sendable {
     public subscript(index: Int) -> GestureTouch {
         get {
             precondition(index >= 0 && index < count, "touch index out of range")
-            return storage[index]
+            return storage.items[index]
         }
         set {
             precondition(index >= 0 && index < count, "touch index out of range")
-            storage[index] = newValue
+            makeUnique()
+            storage.items[index] = newValue
         }
+    }
+
+    private mutating func makeUnique() {
+        guard !isKnownUniquelyReferenced(&storage) else { return }
+        let copy = GestureTouchStorage()
+        copy.items.update(from: storage.items, count: count)
+        storage = copy
     }
 
     mutating func append(_ touch: GestureTouch) {
         guard count < Self.capacity else { return }
-        storage[count] = touch
+        makeUnique()
+        storage.items[count] = touch
         count += 1
     }
 
-    mutating func removeAll() { count = 0 }
-
-    /// Keeps only the touches for which `keep` is true (order kept).
-    mutating func removeAll(where remove: (GestureTouch) -> Bool) {
-        var kept = 0
-        for index in 0..<count where !remove(storage[index]) {
-            storage[kept] = storage[index]
-            kept += 1
-        }
-        count = kept
+    /// Empties the value for the next frame, keeping its storage.
+    mutating func removeAll() {
+        count = 0
+        hasCancelled = false
+        fingerCount = 0
     }
 
     /// The index of the touch with `id`.
     func index(of id: Int32) -> Int? {
-        for index in 0..<count where storage[index].id == id { return index }
+        let items = storage.items
+        for index in 0..<count where items[index].id == id { return index }
         return nil
     }
 
     /// Live touches (not ended or cancelled).
     public var liveCount: Int {
+        let items = storage.items
         var live = 0
-        for index in 0..<count where storage[index].phase != .ended && storage[index].phase != .cancelled { live += 1 }
+        for index in 0..<count where items[index].phase != .ended && items[index].phase != .cancelled { live += 1 }
         return live
     }
 
     /// Whether a touch began in this frame.
     public var hasBegan: Bool {
-        for index in 0..<count where storage[index].phase == .began { return true }
+        let items = storage.items
+        for index in 0..<count where items[index].phase == .began { return true }
         return false
     }
 
     /// Whether a touch ended (lifted) in this frame.
     public var hasEnded: Bool {
-        for index in 0..<count where storage[index].phase == .ended { return true }
+        let items = storage.items
+        for index in 0..<count where items[index].phase == .ended { return true }
         return false
     }
 
     /// The mean position of the live touches (of every touch when none is live).
     public var centroid: GesturePoint {
-        var sum = GesturePoint.zero
+        let items = storage.items
+        var sumX = 0.0
+        var sumY = 0.0
         var n = 0
-        for index in 0..<count where storage[index].phase != .ended && storage[index].phase != .cancelled {
-            sum = sum + storage[index].location
+        for index in 0..<count where items[index].phase != .ended && items[index].phase != .cancelled {
+            sumX += items[index].location.x
+            sumY += items[index].location.y
             n += 1
         }
         if n == 0 {
             for index in 0..<count {
-                sum = sum + storage[index].location
+                sumX += items[index].location.x
+                sumY += items[index].location.y
                 n += 1
             }
         }
-        return n == 0 ? .zero : GesturePoint(x: sum.x / Double(n), y: sum.y / Double(n))
+        return n == 0 ? .zero : GesturePoint(x: sumX / Double(n), y: sumY / Double(n))
     }
 
     /// The first two live touches, for two-finger measures (span and angle).
     func firstTwoLive() -> (GestureTouch, GestureTouch)? {
-        var first: GestureTouch?
-        for index in 0..<count where storage[index].phase != .ended && storage[index].phase != .cancelled {
-            if let first { return (first, storage[index]) }
-            first = storage[index]
+        let items = storage.items
+        var first = -1
+        for index in 0..<count where items[index].phase != .ended && items[index].phase != .cancelled {
+            if first >= 0 { return (items[first], items[index]) }
+            first = index
         }
         return nil
+    }
+
+    /// The largest distance a touch has moved from where it touched down.
+    var largestMove: Double {
+        let items = storage.items
+        var largest = 0.0
+        for index in 0..<count { largest = max(largest, items[index].distanceMoved) }
+        return largest
     }
 }
 

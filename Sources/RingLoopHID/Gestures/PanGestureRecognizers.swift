@@ -26,7 +26,7 @@ public class PanGestureRecognizer: GestureRecognizer {
     var lastCentroid = GesturePoint.zero
     var lastLive = 0
     var fingersAtBegin = 0
-    var tracker = VelocityTracker()
+    let tracker = VelocityTracker()
 
     /// A pan with `fingers` fingers (1 or more by default), named `name`.
     public init(fingers: ClosedRange<Int> = 1...Int.max, name: String = "pan") {
@@ -225,7 +225,7 @@ public final class SwipeGestureRecognizer: GestureRecognizer {
     private var start: GesturePoint?
     private var startTime: MonotonicInstant?
     private var lastLive = 0
-    private var tracker = VelocityTracker()
+    private let tracker = VelocityTracker()
 
     /// A swipe in `directions` with `fingers` fingers.
     public init(directions: Direction, fingers: Int = 1) {
@@ -275,6 +275,8 @@ public final class SwipeGestureRecognizer: GestureRecognizer {
     }
 
     public override var deadline: MonotonicInstant? { startTime.map { $0 + maximumDuration } }
+
+    override var reportedDirection: Direction? { recognizedDirection }
 
     public override func deadlineReached(at now: MonotonicInstant) {
         request(.failed, values)

@@ -52,8 +52,7 @@ public final class TapGestureRecognizer: GestureRecognizer {
             request(.failed, values)
             return
         }
-        let limit = allowableMovement.value(on: touches.surface)
-        for index in 0..<touches.count where touches[index].distanceMoved > limit {
+        if touches.largestMove > allowableMovement.value(on: touches.surface) {
             request(.failed, values)
             return
         }
@@ -162,7 +161,7 @@ public final class LongPressGestureRecognizer: GestureRecognizer {
                 request(.failed, values)
                 return
             }
-            for index in 0..<touches.count where touches[index].distanceMoved > limit {
+            if touches.largestMove > limit {
                 request(.failed, values)
                 return
             }
