@@ -65,5 +65,5 @@ package func bundledRecordingsFolder(_ explicit: String?) -> String? {
 /// The package's version, which `ringloop --version` and `ringloop-bench --version` print;
 /// CHANGELOG.md's newest entry names the same (a test checks).
 package enum PackageVersion {
-    package static let current = "0.3.0"
+    package static let current = "0.4.0"
 }

@@ -20,16 +20,16 @@ public struct GestureEvent: Sendable {
 /// A gesture recognizer over the digitizer stream of touchscreens and touchpads, with
 /// UIGestureRecognizer's state machine.
 ///
-/// Continuous gestures (pan, pinch, rotation, long press…) go ``State/possible`` →
-/// ``State/began`` → ``State/changed``… → ``State/ended`` (or ``State/cancelled``);
-/// discrete ones (tap, swipe) go ``State/possible`` → ``State/ended`` (recognized).
-/// Either may go to ``State/failed`` instead. Recognizers are evaluated in an observer at
+/// Continuous gestures (pan, pinch, rotation, long press…) go ``GestureRecognizer/State/possible`` →
+/// ``GestureRecognizer/State/began`` → ``GestureRecognizer/State/changed``… → ``GestureRecognizer/State/ended`` (or ``GestureRecognizer/State/cancelled``);
+/// discrete ones (tap, swipe) go ``GestureRecognizer/State/possible`` → ``GestureRecognizer/State/ended`` (recognized).
+/// Either may go to ``GestureRecognizer/State/failed`` instead. Recognizers are evaluated in an observer at
 /// BeforeWaiting (as UIKit's `_UIGestureRecognizerUpdateObserver`), and their actions run
 /// there; see ``HIDEventSystem/addGestureRecognizer(_:)``.
 ///
-/// Subclass to write your own: override ``touchesChanged(_:)`` (and ``deadline`` with
-/// ``deadlineReached(at:)`` for time-based steps, ``reset()`` to clear your state) and
-/// call ``request(_:_:)``. Recognizers live on the client loop's thread.
+/// Subclass to write your own: override ``GestureRecognizer/touchesChanged(_:)`` (and ``GestureRecognizer/deadline`` with
+/// ``GestureRecognizer/deadlineReached(at:)`` for time-based steps, ``GestureRecognizer/reset()`` to clear your state) and
+/// call ``GestureRecognizer/request(_:_:)``. Recognizers live on the client loop's thread.
 open class GestureRecognizer {
     /// UIGestureRecognizer's states.
     public enum State: String, Sendable, Hashable {
@@ -59,7 +59,7 @@ open class GestureRecognizer {
     /// (UIKit's `cancelsTouchesInView`).
     public var cancelsTouchesInHandlers = true
     /// Whether an event system that tracks interactions runs its loop in
-    /// ``RingRunLoop/Mode/tracking`` while this gesture is under way (pans and drags).
+    /// `RingRunLoop.Mode.tracking` while this gesture is under way (pans and drags).
     public var tracksInteraction = false
     // The fields the arena reads for every recognizer and frame are exempt from dynamic
     // exclusivity checks (about a third of the per-frame cost): they are touched on the
@@ -123,15 +123,15 @@ open class GestureRecognizer {
     /// tap's time limit); `nil` for none.
     open var deadline: MonotonicInstant? { nil }
 
-    /// Called once ``deadline`` has passed.
+    /// Called once ``GestureRecognizer/deadline`` has passed.
     open func deadlineReached(at now: MonotonicInstant) {}
 
-    /// Clears the recognizer's own state; called when it returns to ``State/possible``
+    /// Clears the recognizer's own state; called when it returns to ``GestureRecognizer/State/possible``
     /// after the touches are gone. Call `super.reset()`.
     open func reset() {}
 
-    /// Asks to enter `state` with `values`: ``State/began``, ``State/changed``,
-    /// ``State/ended``, ``State/cancelled`` or ``State/failed``. The event system applies
+    /// Asks to enter `state` with `values`: ``GestureRecognizer/State/began``, ``GestureRecognizer/State/changed``,
+    /// ``GestureRecognizer/State/ended``, ``GestureRecognizer/State/cancelled`` or ``GestureRecognizer/State/failed``. The event system applies
     /// it (or holds a begin until required recognizers fail, or fails it when another
     /// gesture already won) and reports it to the actions.
     public final func request(_ state: State, _ values: GestureValues) {

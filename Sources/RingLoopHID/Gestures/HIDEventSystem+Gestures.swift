@@ -60,6 +60,8 @@ extension HIDEventSystem {
     /// press, a tap's time limit). Recognizers that begin with
     /// ``GestureRecognizer/cancelsTouchesInHandlers`` make the handlers see their touches
     /// cancelled, and no more of them. Client loop thread; before or after ``start()``.
+    /// ``stop()`` cancels gestures under way and lets every recognizer go, as it does
+    /// handlers: add them again after a new start.
     public func addGestureRecognizer(_ recognizer: GestureRecognizer) {
         loop.preconditionOnLoopThread("HIDEventSystem.addGestureRecognizer")
         let machinery = gestureMachinery()
@@ -80,7 +82,7 @@ extension HIDEventSystem {
         (gestures?.arena.recognizers ?? []).filter { $0 !== gestures?.dragRecognizer }
     }
 
-    /// Whether the loop runs in ``RingRunLoop/Mode/tracking`` for a drag right now.
+    /// Whether the loop runs in `RingRunLoop.Mode.tracking` for a drag right now.
     public var isTracking: Bool { gestures?.inTrackingRun ?? false }
 
     func gestureMachinery() -> GestureMachinery {
@@ -131,10 +133,13 @@ extension HIDEventSystem {
         machinery.armedDeadline = nil
         machinery.trackingSource?.invalidate()
         machinery.trackingSource = nil
-        if let drag = machinery.dragRecognizer { machinery.arena.remove(drag) }
+        // Gestures under way end cancelled, and the recognizers go: a stopped system
+        // keeps nothing of its client's alive (an action that captures the system would
+        // otherwise keep it for ever).
+        for recognizer in machinery.arena.recognizers { machinery.arena.remove(recognizer) }
         machinery.dragRecognizer = nil
-        machinery.withheld.removeAll()
-        machinery.surfaces.removeAll()
+        deliverGestureOutput(machinery)
+        gestures = nil
     }
 
     // MARK: From dispatch
@@ -269,7 +274,7 @@ extension HIDEventSystem {
         }
     }
 
-    /// The tracking source's perform: runs the loop in ``RingRunLoop/Mode/tracking``
+    /// The tracking source's perform: runs the loop in `RingRunLoop.Mode.tracking`
     /// (nested) while a drag lasts, as a scroll view runs the main loop in
     /// `UITrackingRunLoopMode`: timers of the default mode wait, common ones go on.
     func runTrackingMode() {

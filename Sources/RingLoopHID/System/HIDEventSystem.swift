@@ -79,7 +79,7 @@ public final class HIDEventSystem {
         /// Putting it on the client loop's CPU turns the hand-off into a context switch
         /// instead of a wake-up of another CPU.
         public var eventThreadCPUs: [Int]?
-        /// Runs the client loop in ``RingRunLoop/Mode/tracking`` (nested, and marked
+        /// Runs the client loop in `RingRunLoop.Mode.tracking` (nested, and marked
         /// common) while the user drags on a touchscreen or touchpad, as a scroll view runs
         /// the main loop in `UITrackingRunLoopMode`: timers and sources of the default mode
         /// wait until the drag ends, those in the common modes go on. A drag is a pan of
