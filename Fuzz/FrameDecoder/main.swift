@@ -2,7 +2,8 @@
 // descriptions (the bundled and real recordings' devices). The first byte picks a
 // device; then each 7 bytes are one event: a type selector, a code (16 bits) and a value
 // (32 bits, little-endian). A byte 0xff as a type selector resyncs from a state made of
-// the next bytes. Nothing may trap. Build and run with tools/fuzz.
+// the next bytes. Nothing may trap, in the decoder or in the gesture recognizers its
+// digitizer frames are fed to. Build and run with tools/fuzz.
 import Glibc
 import RingLoop
 import RingLoopDevices
@@ -50,7 +51,9 @@ let types: [UInt16] = [Evdev.EV_SYN, Evdev.EV_KEY, Evdev.EV_REL, Evdev.EV_ABS, E
 public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: start, count: count)
     guard count >= 1 else { return 0 }
-    var decoder = FrameDecoder(info: devices[Int(bytes[0]) % devices.count])
+    let device = devices[Int(bytes[0]) % devices.count]
+    var decoder = FrameDecoder(info: device)
+    var gestureFrames: [(MonotonicInstant, DigitizerFrame)] = []
     var out: [HIDEvent] = []
     var index = 1
     var time = 0
@@ -75,8 +78,24 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         decoder.feed(
             InputEvent(
                 seconds: Int64(time / 1_000_000), microseconds: Int32(time % 1_000_000), type: type, code: code, value: value), into: &out)
-        if out.count > 4096 { out.removeAll(keepingCapacity: true) }
+        if out.count > 4096 {
+            for event in out {
+                if case .digitizer(let frame) = event.payload, gestureFrames.count < 512 {
+                    gestureFrames.append((event.timestamp, frame))
+                }
+            }
+            out.removeAll(keepingCapacity: true)
+        }
     }
     decoder.detach(at: MonotonicInstant(nanoseconds: UInt64(time + 1)), into: &out)
+    // The digitizer frames, through ten gesture recognizers: nothing may trap there either.
+    for event in out {
+        if case .digitizer(let frame) = event.payload, gestureFrames.count < 512 { gestureFrames.append((event.timestamp, frame)) }
+    }
+    if !gestureFrames.isEmpty {
+        _ = GestureThroughput.run(
+            frames: gestureFrames, surface: GestureSurface(device: device), warmRounds: 0, measuredRounds: 1,
+            beforeMeasured: {}, action: { _ in })
+    }
     return 0
 }

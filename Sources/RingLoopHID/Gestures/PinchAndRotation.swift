@@ -32,10 +32,12 @@ struct TwoFingerMeasure {
                 baseRotation = rotation
             }
             ids = (a.id, b.id)
-            startSpan = span
+            // Two fingers reported at one point (hostile or broken input) must not make the
+            // scale infinite or NaN.
+            startSpan = max(span, 1e-3)
             startAngle = angle
         }
-        scale = startSpan > 0 ? baseScale * span / startSpan : baseScale
+        scale = baseScale * span / startSpan
         var turned = angle - startAngle
         while turned > .pi { turned -= 2 * .pi }
         while turned < -.pi { turned += 2 * .pi }
