@@ -1,0 +1,89 @@
+import Foundation
+import RingLoop
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+/// README's gesture example, verbatim inside a function (its device folder a FUSE one,
+/// its endless run bounded), over recorded gestures: the README cannot rot.
+@Suite("README's gesture example", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct GestureReadmeTests {
+    @Test("The gesture example recognizes a double tap and a pinch with a rotation, as README says")
+    func gestureExample() throws {
+        let seen = try onFreshThread { () throws -> [GestureEvent] in
+            let path = "/tmp/ringloop-readme-\(getpid())"
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            var configuration = HIDEventSystem.Configuration(deviceDirectory: path)
+            configuration.tracksInteractions = true  // the loop runs in Mode.tracking during drags
+            let system = HIDEventSystem(configuration: configuration)
+            let tap = TapGestureRecognizer(taps: 1)
+            let doubleTap = TapGestureRecognizer(taps: 2)
+            tap.require(toFail: doubleTap)  // the single tap waits for the double tap to fail
+            doubleTap.addAction { event in print("double tap at", event.values.location, event.values.unit) }
+            let pinch = PinchGestureRecognizer()
+            let rotation = RotationGestureRecognizer()
+            pinch.recognizeSimultaneously { _, other in other === rotation }
+            pinch.addAction { event in print("pinch", event.state, event.values.scale) }
+            for recognizer in [tap, doubleTap, pinch, rotation] as [GestureRecognizer] { system.addGestureRecognizer(recognizer) }
+            try system.start()
+            // What the test adds: a record of every report, the recordings, a bounded run.
+            var reports: [GestureEvent] = []
+            for recognizer in system.gestureRecognizers { recognizer.addAction { reports.append($0) } }
+            for name in ["touchscreen-double-tap", "touchscreen-pinch-rotate"] {
+                let recording = try loadGestureRecording(name)
+                let node = try folder.addDevice(recording.description!, bufferSize: 16384, appliesFuzz: false)
+                let attached = system.devices.count + 1
+                #expect(runUntil(RingRunLoop.current) { system.devices.count == attached })
+                let finished = Atomic<Bool>(false)
+                let player = LoopThread(name: "replay")
+                let toPlay = UncheckedBox((recording, node))
+                let loop = RingRunLoop.current
+                player.perform {
+                    try? Replay.play(toPlay.value.0, to: toPlay.value.1, speed: .recorded)
+                    finished.store(true, ordering: .releasing)
+                    loop.wakeUp()
+                }
+                #expect(runUntil(loop) { finished.load(ordering: .acquiring) })
+                player.stopAndJoin()
+                let before = reports.filter { $0.state == .ended }.count
+                #expect(runUntil(loop) { reports.filter { $0.state == .ended }.count > before })
+                node.remove()
+                #expect(runUntil(loop) { system.devices.count == attached - 1 })
+            }
+            system.stop()
+            return reports
+        }
+        #expect(GestureRun.recognized(seen) == ["doubleTap 1", "pinch 2", "rotation 2"])
+        #expect(seen.first?.values.unit == .millimetres)
+    }
+
+    @Test("README's gesture example is the one this file runs")
+    func readmeMatches() throws {
+        let testFile = URL(fileURLWithPath: #filePath)
+        let root = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: testFile, encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## Gestures, the tracking mode and stalls").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```").dropFirst().first)
+        let ran = Set(source.split(separator: "\n").map(Self.normalized))
+        // Its own lines, except the device folder (FUSE here) and the endless run.
+        let checked = block.split(separator: "\n").dropFirst().map(Self.normalized).filter {
+            !$0.isEmpty && !$0.hasPrefix("var configuration") && !$0.hasPrefix("RingRunLoop.current.run()")
+        }
+        #expect(checked.count >= 12)
+        for line in checked {
+            let tested = ran.contains(line)
+            #expect(tested, "README line not in the tested example: \(line)")
+        }
+    }
+
+    /// A line without its comment and with runs of spaces collapsed.
+    static func normalized(_ line: Substring) -> String {
+        let code = line.range(of: "//").map { line[..<$0.lowerBound] } ?? line
+        return code.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+    }
+}
