@@ -81,4 +81,15 @@ static inline int ringloop_submit_and_wait_until(struct io_uring *ring, const st
 /// errno of the calling thread (Glibc's errno is a macro).
 static inline int ringloop_errno(void) { return errno; }
 
+/* IORING_OP_READ_MULTISHOT (Linux 6.7): reads into provided buffers each time the
+ * descriptor has data, one completion per read, until it fails or ends. The opcode is
+ * newer than this liburing and these kernel headers, so it is spelled out here; a kernel
+ * without it completes the request with -EINVAL. */
+#define RINGLOOP_OP_READ_MULTISHOT 49
+static inline void ringloop_prep_read_multishot(struct io_uring_sqe *sqe, int fd, unsigned short group) {
+    io_uring_prep_rw(RINGLOOP_OP_READ_MULTISHOT, sqe, fd, NULL, 0, (__u64)-1);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = group;
+}
+
 #endif

@@ -54,6 +54,9 @@ public struct IOOperation: Sendable, Hashable, CustomStringConvertible {
         /// Receives on a socket until cancelled or the peer ends the stream (multishot,
         /// into buffers the kernel picks from the channel's provided-buffer ring).
         case receive
+        /// Reads until cancelled or the end of the stream (multishot, into provided buffers):
+        /// ``LoopIOChannel/readStream(bufferCount:bufferSize:completion:)``.
+        case readStream
         /// `send` of the bytes given on a socket (all of them, or an error).
         case send
         /// Accepts connections on a listening socket until cancelled (multishot).

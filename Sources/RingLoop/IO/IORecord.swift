@@ -59,6 +59,9 @@ final class IORecord {
             case .receive:
                 guard let provided else { return .closed }
                 port = try core.startOperation { LoopIOChannel.prepareReceive($0, descriptor, provided) }
+            case .readStream:
+                guard let provided else { return .closed }
+                port = try core.startOperation { ringloop_prep_read_multishot($0, descriptor, provided.group) }
             case .accept:
                 port = try core.startOperation { LoopIOChannel.prepareAccept($0, descriptor) }
             default:

@@ -56,6 +56,11 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// Whether ``close()`` closes the descriptor.
     public let ownsDescriptor: Bool
     let handler: Handler?
+    /// Takes the bytes of each ``readStream(bufferCount:bufferSize:completion:)`` or
+    /// ``receive(bufferCount:bufferSize:completion:)`` completion in place, valid for the
+    /// call only, instead of the handler's array (no copy, no allocation per read). Set
+    /// before starting the operation; loop thread. Final completions still go to the handler.
+    package var rawBytesHandler: ((UnsafeRawBufferPointer) -> Void)?
 
     var inFlight: [UInt64: IORecord] = [:]
     /// Called once the channel has closed its descriptor (loop thread).
@@ -152,6 +157,30 @@ public final class LoopIOChannel: @unchecked Sendable {
         }
         return try start(.receive, requested: bufferSize, provided: provided, completion: completion) { sqe in
             Self.prepareReceive(sqe, fileDescriptor, provided)
+        }
+    }
+
+    /// Reads the descriptor each time it has data, until cancelled, the end of the
+    /// stream (``IOCompletion/Outcome/endOfFile``, a pipe's writer gone) or a failure: one
+    /// multishot read (Linux 6.7 and later) into `bufferCount` provided buffers of
+    /// `bufferSize` bytes, so a read costs no system call — the ring does it and the loop
+    /// takes the completion with its wait. For pollable descriptors (pipes, sockets,
+    /// character devices such as evdev nodes). A kernel without the operation ends it at
+    /// once with a failure (`EINVAL`), an unpollable descriptor with `EBADFD`: read it
+    /// another way then.
+    @discardableResult
+    public func readStream(
+        bufferCount: Int = 8, bufferSize: Int = 4096, completion: Handler? = nil
+    ) throws(IOFailure) -> IOOperation {
+        precondition(bufferCount > 0 && bufferSize > 0, "a read needs buffers, not \(bufferCount) × \(bufferSize)")
+        guard let core = loop.waitCore() else { throw .system(.notSupported) }
+        let provided: ProvidedBuffers
+        do { provided = try core.makeProvidedBuffers(count: bufferCount, size: bufferSize) } catch {
+            throw IOFailure(error)
+        }
+        let descriptor = fileDescriptor
+        return try start(.readStream, requested: bufferSize, provided: provided, completion: completion) { sqe in
+            ringloop_prep_read_multishot(sqe, descriptor, provided.group)
         }
     }
 

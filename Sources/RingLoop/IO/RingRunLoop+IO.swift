@@ -12,7 +12,7 @@ extension RingRunLoop {
         let bufferID = ProvidedBuffers.bufferID(of: flags)
         if let bufferID { record.provided?.taken(bufferID) }
         switch record.operation.kind {
-        case .receive, .accept:
+        case .receive, .accept, .readStream:
             if result > 0 || (result == 0 && record.operation.kind == .accept) {
                 let outcome: IOCompletion.Outcome = record.operation.kind == .accept ? .accepted(result) : .bytes([])
                 let received = bufferID.map { (id: $0, count: Int(result)) }
@@ -96,7 +96,14 @@ extension RingRunLoop {
         let record = pending.record
         var outcome = pending.outcome
         if let received = pending.received, let provided = record.provided {
-            if deliver { outcome = .bytes(Array(provided.bytes(received.id, length: received.count))) }
+            let bytes = provided.bytes(received.id, length: received.count)
+            if deliver, let take = record.channel.rawBytesHandler {
+                // In place, without a copy or an allocation (the input chain's reads).
+                Callout.tracked(calloutProbe, .port, record.channel.source) { Callout.toSource1Perform { take(bytes) } }
+                provided.recycle(received.id)
+                return rearmIfWaiting(record)
+            }
+            if deliver { outcome = .bytes(Array(bytes)) }
             provided.recycle(received.id)
         }
         if deliver, let handler = record.completion ?? record.channel.handler {
@@ -105,6 +112,12 @@ extension RingRunLoop {
             let channel = record.channel
             Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { handler(channel, completion) } }
         }
+        rearmIfWaiting(record)
+    }
+
+    /// Arms a multishot operation again that stopped because every buffer waited for a
+    /// callout, now that one came back.
+    private func rearmIfWaiting(_ record: IORecord) {
         if record.waitingForBuffers, !record.ended {
             record.waitingForBuffers = false
             if record.cancelled {

@@ -1,6 +1,10 @@
 import Dispatch
 import RingLoop
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where an event system's devices are read: a `DeviceMonitor` with its readers and
 /// decoders, on the client's loop or on an event-system thread. Both deliver decoded events
 /// toward the client's queue and report problems; the threaded one also hands over what it
@@ -12,6 +16,11 @@ protocol DeviceFeed: AnyObject {
     func stop()
     /// Raw evdev events read so far.
     var eventsRead: Int { get }
+    /// Attaches a stream of `input_event` records as a device (see
+    /// ``HIDEventSystem/attachStream(fileDescriptor:description:)``).
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID
+    /// How each device is read.
+    func readPaths() -> [HIDDeviceID: DeviceReadPath]
 }
 
 /// The `.clientLoop` shape: devices are read on the client's own loop, and decoded events
@@ -30,6 +39,10 @@ final class LocalDeviceFeed: DeviceFeed {
     func start() throws(HIDError) { try monitor.start() }
     func stop() { monitor.stop() }
     var eventsRead: Int { monitor.totalEventsRead }
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID {
+        monitor.attachStream(fd: fd, description: description)
+    }
+    func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
 }
 
 /// The `.dedicatedThread` shape: an event-system thread (`hid-events`) reads the devices
@@ -97,6 +110,33 @@ final class ThreadedDeviceFeed: DeviceFeed {
             forwarder.flush()
         }
         thread.stopAndJoin()
+    }
+
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID {
+        let forwarder = forwarder
+        let answer = ThreadLock<HIDDeviceID?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        thread.perform {
+            let id = forwarder.monitor?.attachStream(fd: fd, description: description)
+            if id == nil { close(fd) }
+            answer.withLock { $0 = id }
+            forwarder.flush()
+            answered.signal()
+        }
+        answered.wait()
+        return answer.withLock { $0 } ?? HIDDeviceID(rawValue: 0)
+    }
+
+    func readPaths() -> [HIDDeviceID: DeviceReadPath] {
+        let forwarder = forwarder
+        let answer = ThreadLock<[HIDDeviceID: DeviceReadPath]>([:])
+        let answered = DispatchSemaphore(value: 0)
+        thread.perform {
+            answer.withLock { $0 = forwarder.monitor?.readPaths ?? [:] }
+            answered.signal()
+        }
+        answered.wait()
+        return answer.withLock { $0 }
     }
 
     /// Takes the client-side port source off the loop (after the last batch was taken).

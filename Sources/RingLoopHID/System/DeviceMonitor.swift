@@ -20,6 +20,9 @@ final class DeviceMonitor {
         var openAttempts: Int
         var retryInterval: Duration
         var nodeNames: Set<String>?
+        var readPath: DeviceReadPath = .ring
+        /// Counts the readers' `read(2)` calls.
+        var readCalls = ReadCallCounter()
     }
 
     private let settings: Settings
@@ -148,13 +151,39 @@ final class DeviceMonitor {
                     Self.logger.warning("\(path): could not grab (errno \(errno)); reading shared")
                 }
             }
-            let reader = DeviceReader(info: info, fd: fd, sink: sink) { [unowned self] reader in
+            let reader = DeviceReader(info: info, fd: fd, readCalls: settings.readCalls, sink: sink) { [unowned self] reader in
                 self.remove(name, reader: reader)
             }
             readers[name] = reader
             onDevicesChanged(devices)
-            reader.attach(to: loop)
+            reader.attach(to: loop, preferred: settings.readPath)
         }
+    }
+
+    /// Attaches a stream of `struct input_event` records (a pipe, a socket) as a device
+    /// described by `description`; the reader owns `fd` from here. The end of the stream
+    /// is the device's removal.
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID {
+        let id = HIDDeviceID(rawValue: nextID)
+        nextID += 1
+        var info = description
+        info.id = id
+        info.path = "stream:\(id.rawValue)"
+        let name = "stream \(id.rawValue)"
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        let reader = DeviceReader(info: info, fd: fd, readCalls: settings.readCalls, sink: sink) { [unowned self] reader in
+            self.remove(name, reader: reader)
+        }
+        readers[name] = reader
+        onDevicesChanged(devices)
+        reader.attach(to: loop, preferred: settings.readPath)
+        return id
+    }
+
+    /// How each attached device is read, by device.
+    var readPaths: [HIDDeviceID: DeviceReadPath] {
+        Dictionary(uniqueKeysWithValues: readers.values.map { ($0.info.id, $0.path) })
     }
 
     private func scheduleRetry(_ name: String) -> Bool {

@@ -2,13 +2,31 @@ import CLibEvdev
 import Logging
 import RingLoop
 import RingLoopEvdev
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Reads one device on a loop: readiness through the ring, every pending event drained
-/// per wake-up, decoded frame by frame into HID events handed to `sink`.
+/// The `read(2)` calls an event system's readers made, on whatever thread they run.
+final class ReadCallCounter: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// How a device's events come off its descriptor.
+public enum DeviceReadPath: String, Sendable, CaseIterable {
+    /// A multishot read on the loop's ring into provided buffers (Linux 6.7 and later):
+    /// the kernel reads when the device has data and the loop takes the bytes with its
+    /// wait, so a frame costs no system call of its own.
+    case ring
+    /// A multishot poll on the ring, then `read(2)` until the device is drained: one system
+    /// call per wake-up (the way for descriptors the ring cannot read multishot).
+    case poll
+}
+
+/// Reads one device on a loop, every pending event per wake-up, decoded frame by frame
+/// into HID events handed to `sink`: through the ring (``DeviceReadPath/ring``) where the
+/// kernel and the descriptor allow it, else by poll then read.
 ///
 /// Thread rules: created, used and closed on the loop's thread.
 final class DeviceReader {
@@ -16,17 +34,30 @@ final class DeviceReader {
     let fd: Int32
     private var decoder: FrameDecoder
     private var source: LoopPortSource?
+    private var channel: LoopIOChannel?
     private let buffer: UnsafeMutableRawPointer
     private static let batch = 256
     private static var recordSize: Int { InputEvent.size }
+    /// A record split between two reads (a stream's writer may split one), kept whole.
+    private var carry: [UInt8] = []
     private var output: [HIDEvent] = []
     private let sink: (HIDEvent) -> Void
     private let onGone: (DeviceReader) -> Void
     private(set) var isAttached = false
     /// Events read from the kernel so far.
     private(set) var eventsRead = 0
+    /// The path in use.
+    private(set) var path: DeviceReadPath = .poll
+    private var loop: RingRunLoop?
 
-    init(info: HIDDeviceInfo, fd: Int32, sink: @escaping (HIDEvent) -> Void, onGone: @escaping (DeviceReader) -> Void) {
+    /// Counts the `read(2)` calls of the event system's readers (the ring path makes none).
+    private let readCalls: ReadCallCounter
+
+    init(
+        info: HIDDeviceInfo, fd: Int32, readCalls: ReadCallCounter, sink: @escaping (HIDEvent) -> Void,
+        onGone: @escaping (DeviceReader) -> Void
+    ) {
+        self.readCalls = readCalls
         self.info = info
         self.fd = fd
         self.decoder = FrameDecoder(info: info)
@@ -34,6 +65,7 @@ final class DeviceReader {
         self.onGone = onGone
         buffer = .allocate(byteCount: Self.batch * Self.recordSize, alignment: 8)
         output.reserveCapacity(64)
+        carry.reserveCapacity(Self.recordSize)
     }
 
     deinit {
@@ -41,18 +73,66 @@ final class DeviceReader {
         if fd >= 0 { close(fd) }
     }
 
-    /// Starts watching on `loop` (its thread) in the common modes.
-    func attach(to loop: RingRunLoop) {
+    /// Starts watching on `loop` (its thread) in the common modes, through the ring when
+    /// `preferred` is ``DeviceReadPath/ring`` (falling back to poll where it cannot).
+    func attach(to loop: RingRunLoop, preferred: DeviceReadPath = .ring) {
+        self.loop = loop
+        isAttached = true
+        sink(HIDEvent(device: info.id, timestamp: .now, payload: .deviceAdded))
+        if preferred == .ring, startRing(on: loop) { return }
+        startPoll(on: loop)
+    }
+
+    private func startPoll(on loop: RingRunLoop) {
+        path = .poll
         let reader = UnownedLoopReference(self, loop: loop)
         let source = LoopPortSource(fileDescriptor: fd, events: Int16(POLLIN)) { events in
             reader.value.readable(events)
         }
         self.source = source
         loop.add(source, to: .common)
-        isAttached = true
-        sink(HIDEvent(device: info.id, timestamp: .now, payload: .deviceAdded))
         // Whatever was queued before the poll was armed is read at once.
         readable(Int16(POLLIN))
+    }
+
+    /// Arms the multishot read; returns `false` when the ring cannot take it at all.
+    private func startRing(on loop: RingRunLoop) -> Bool {
+        let reader = UnownedLoopReference(self, loop: loop)
+        let channel = LoopIOChannel(fileDescriptor: fd, loop: loop, ownsDescriptor: false) { _, completion in
+            guard completion.isFinal else { return }
+            reader.value.streamEnded(completion.outcome)
+        }
+        channel.rawBytesHandler = { bytes in reader.value.consume(bytes) }
+        loop.add(channel.source, to: .common)
+        do {
+            // 8 buffers of 128 records: a burst the size of the kernel's default evdev
+            // buffer fits without the read stopping for want of buffers.
+            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize)
+        } catch {
+            channel.source.invalidate()
+            return false
+        }
+        self.channel = channel
+        path = .ring
+        return true
+    }
+
+    /// The multishot read ended: the device went away (end of stream, `ENODEV`), it was
+    /// cancelled by ``detach()``, or the ring cannot read this descriptor (an older
+    /// kernel, a descriptor that cannot be polled): then poll takes over.
+    private func streamEnded(_ outcome: IOCompletion.Outcome) {
+        guard isAttached, let loop else { return }
+        channel?.source.invalidate()
+        channel = nil
+        switch outcome {
+        case .failed(.system(let errno))
+        where eventsRead == 0 && (errno == .invalidArgument || errno.rawValue == EBADFD || errno == .notSupported):
+            startPoll(on: loop)
+        case .failed(.cancelled):
+            break
+        default:
+            onGone(self)
+        }
     }
 
     /// Stops watching, releases held keys, cancels live touches and reports removal.
@@ -61,13 +141,41 @@ final class DeviceReader {
         isAttached = false
         source?.invalidate()
         source = nil
+        if let channel {
+            channel.close()
+            channel.source.invalidate()
+        }
+        channel = nil
         decoder.detach(at: .now, into: &output)
         flushOutput()
     }
 
+    /// Ring path: the bytes of one read, in place.
+    private func consume(_ bytes: UnsafeRawBufferPointer) {
+        guard isAttached, let base = bytes.baseAddress else { return }
+        var offset = 0
+        if !carry.isEmpty {
+            let needed = min(Self.recordSize - carry.count, bytes.count)
+            carry.append(contentsOf: UnsafeRawBufferPointer(start: base, count: needed))
+            offset = needed
+            guard carry.count == Self.recordSize else { return }
+            let record = carry.withUnsafeBytes { InputEvent(bytes: $0.baseAddress!) }
+            carry.removeAll(keepingCapacity: true)
+            take(record)
+        }
+        let records = (bytes.count - offset) / Self.recordSize
+        for index in 0..<records { take(InputEvent(bytes: base + offset + index * Self.recordSize)) }
+        eventsRead += records
+        let rest = offset + records * Self.recordSize
+        if rest < bytes.count { carry.append(contentsOf: UnsafeRawBufferPointer(start: base + rest, count: bytes.count - rest)) }
+        flushOutput()
+    }
+
+    /// Poll path: the device is readable; read until it is drained.
     private func readable(_ events: Int16) {
         guard isAttached else { return }
         while true {
+            readCalls.count.add(1, ordering: .relaxed)
             let count = read(fd, buffer, Self.batch * Self.recordSize)
             if count < 0 {
                 switch errno {
@@ -77,22 +185,28 @@ final class DeviceReader {
                 }
                 break
             }
-            if count == 0 { break }
+            if count == 0 {
+                // A stream's writer is gone (an evdev node never reads 0 bytes).
+                if events & Int16(POLLHUP) != 0 { onGone(self) }
+                break
+            }
             let records = count / Self.recordSize
             eventsRead += records
-            for index in 0..<records {
-                let raw = InputEvent(bytes: buffer + index * Self.recordSize)
-                let wasResyncing = decoder.isResyncing
-                decoder.feed(raw, into: &output)
-                if wasResyncing, !decoder.isResyncing {
-                    // The dropped frame ended: read the device's state back.
-                    decoder.resync(from: snapshot(), at: raw.instant, into: &output)
-                }
-            }
+            for index in 0..<records { take(InputEvent(bytes: buffer + index * Self.recordSize)) }
             flushOutput()
             if records < Self.batch { break }
         }
         if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { onGone(self) }
+    }
+
+    @inline(__always)
+    private func take(_ raw: InputEvent) {
+        let wasResyncing = decoder.isResyncing
+        decoder.feed(raw, into: &output)
+        if wasResyncing, !decoder.isResyncing {
+            // The dropped frame ended: read the device's state back.
+            decoder.resync(from: snapshot(), at: raw.instant, into: &output)
+        }
     }
 
     private func flushOutput() {

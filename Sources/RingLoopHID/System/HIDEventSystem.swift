@@ -86,14 +86,19 @@ public final class HIDEventSystem {
         /// any number of fingers (or any recognizer whose
         /// ``GestureRecognizer/tracksInteraction`` is set) from when it begins until it ends.
         public var tracksInteractions: Bool
+        /// How devices are read: through the ring (``DeviceReadPath/ring``, the default,
+        /// falling back to poll per device where the kernel or the descriptor cannot), or
+        /// by poll then read.
+        public var readPath: DeviceReadPath
 
         public init(
             deviceDirectory: String = "/dev/input", shape: Shape = .clientLoop, queueCapacity: Int = 1024,
             grabDevices: Bool = false, lateThreshold: Duration = .milliseconds(50), openAttempts: Int = 10,
             retryInterval: Duration = .milliseconds(50), nodeNames: Set<String>? = nil,
             keyRepeat: (delay: Duration, interval: Duration)? = nil, coalesceMotion: Bool = false,
-            eventThreadCPUs: [Int]? = nil, tracksInteractions: Bool = false
+            eventThreadCPUs: [Int]? = nil, tracksInteractions: Bool = false, readPath: DeviceReadPath = .ring
         ) {
+            self.readPath = readPath
             self.tracksInteractions = tracksInteractions
             self.eventThreadCPUs = eventThreadCPUs
             self.coalesceMotion = coalesceMotion
@@ -135,6 +140,10 @@ public final class HIDEventSystem {
     var dispatching = false
     var lastLateLog = MonotonicInstant(nanoseconds: 0)
     let deviceTable = DeviceTable()
+    /// The readers' `read(2)` calls (the ring path makes none), on any thread.
+    let readCalls = ReadCallCounter()
+    /// `read(2)` calls made to take events off devices so far: 0 on the ring path. Any thread.
+    package var readSystemCalls: Int { readCalls.count.load(ordering: .relaxed) }
     static let logger = Logger(label: "RingLoop.HID")
 
     // Resync after a loss: what the events taken in say about each device (the truth:
@@ -210,7 +219,7 @@ public final class HIDEventSystem {
         let settings = DeviceMonitor.Settings(
             directory: configuration.deviceDirectory, grab: configuration.grabDevices,
             openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval,
-            nodeNames: configuration.nodeNames)
+            nodeNames: configuration.nodeNames, readPath: configuration.readPath, readCalls: readCalls)
         switch configuration.shape {
         case .clientLoop:
             let feed = LocalDeviceFeed(
@@ -236,6 +245,33 @@ public final class HIDEventSystem {
                 throw error
             }
         }
+    }
+
+    /// Attaches a device whose events arrive as `struct input_event` records on a stream
+    /// (a pipe, a socket pair), exactly as an evdev node delivers them, described by
+    /// `description` (``HIDDeviceInfo/describing(id:path:name:busType:vendor:product:version:codes:axes:properties:)``,
+    /// or a recording's). The chain reads it as it reads a node — in the ring, decoded,
+    /// queued, dispatched — without FUSE or uinput: for latency measurements, tests and
+    /// programs that get input from another process. The system owns `fileDescriptor`
+    /// from here (it is made non-blocking); the end of the stream is the device's
+    /// removal. There is no state to read back after a loss (no ioctls): the decoder's
+    /// own view is the truth. Client loop thread, while started.
+    @discardableResult
+    public func attachStream(fileDescriptor: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
+        loop.preconditionOnLoopThread("HIDEventSystem.attachStream")
+        guard let feed else {
+            close(fileDescriptor)
+            throw .configuration("attachStream: the event system is not started")
+        }
+        let id = feed.attachStream(fd: fileDescriptor, description: description)
+        takeForwarded()
+        return id
+    }
+
+    /// How each attached device is read (the ring, or poll then read). Client loop thread.
+    public var readPaths: [HIDDeviceID: DeviceReadPath] {
+        loop.preconditionOnLoopThread("HIDEventSystem.readPaths")
+        return feed?.readPaths() ?? [:]
     }
 
     /// The CPUs the event-system thread may run on (`dedicatedThread` shape, while

@@ -1,0 +1,132 @@
+import Glibc
+import RingLoop
+import RingLoopEvdev
+import Synchronization
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+/// A recording's device description as the chain takes it.
+func deviceInfo(of recording: Recording) -> HIDDeviceInfo {
+    let description = recording.description!
+    return HIDDeviceInfo.describing(
+        name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties)
+}
+
+/// Writes `events` to `fd` as `struct input_event` records, a frame per write (as evdev
+/// hands a reader whole frames).
+func writeFrames(_ events: [InputEvent], to fd: Int32, eachFrame: () -> Void = {}) {
+    var frame: [UInt8] = []
+    for event in events {
+        frame.append(contentsOf: withUnsafeBytes(of: event.kernelEvent) { Array($0) })
+        guard event.isSynReport else { continue }
+        frame.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 { offset += written } else if errno != EINTR && errno != EAGAIN { return }
+            }
+        }
+        frame.removeAll(keepingCapacity: true)
+        eachFrame()
+    }
+}
+
+/// Devices fed through a pipe: the chain above the descriptor cannot tell them from
+/// evdev nodes, and needs neither FUSE nor uinput.
+@Suite("Stream devices (pipes) and reads in the ring")
+struct StreamDeviceTests {
+    @Test(
+        "a pipe carries a recording into the chain: the events are the decoder's, the end of the stream removes the device",
+        arguments: HIDEventSystem.Shape.allCases, ["touchscreen-multitouch", "keyboard", "mouse-hires-wheel"])
+    func pipeDevice(shape: HIDEventSystem.Shape, name: String) throws {
+        let recording = try loadRecording(name)
+        var expected: [HIDEvent] = []
+        var decoder = FrameDecoder(info: deviceInfo(of: recording))
+        for event in recording.events { decoder.feed(event, into: &expected) }
+        let (events, path) = try onFreshThread { () throws -> ([HIDEvent], DeviceReadPath?) in
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: "/tmp", shape: shape, nodeNames: []), loop: loop)
+            var events: [HIDEvent] = []
+            system.addHandler { event in
+                events.append(event)
+                return .pass
+            }
+            try system.start()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            let id = try system.attachStream(fileDescriptor: ends[0], description: deviceInfo(of: recording))
+            let path = system.readPaths[id]
+            let writer = ThreadBody { writeFrames(recording.events, to: ends[1]) }
+            writer.runAndJoin()
+            close(ends[1])
+            #expect(runUntil(loop) { events.contains { $0.kind == .deviceRemoved } })
+            system.stop()
+            return (events, path)
+        }
+        #expect(path == .ring)
+        #expect(events.first?.kind == .deviceAdded)
+        #expect(events.last?.kind == .deviceRemoved)
+        let decoded = events.filter { $0.kind != .deviceAdded && $0.kind != .deviceRemoved }
+        #expect(decoded.map(summary) == expected.map(summary))
+    }
+
+    @Test(
+        "through the ring a frame costs no read(2) and one io_uring_enter (the wait); by poll, a read each",
+        arguments: DeviceReadPath.allCases)
+    func systemCallsPerFrame(path: DeviceReadPath) throws {
+        let recording = try loadRecording("mouse-hires-wheel")
+        let frames = recording.events.filter(\.isSynReport).count
+        let (enters, handled, reads) = try onFreshThread { () throws -> (UInt64, Int, Int) in
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: "/tmp", nodeNames: [], readPath: path), loop: loop)
+            let handledFrames = Atomic<Int>(0)
+            system.addHandler { event in
+                if event.kind != .deviceAdded && event.kind != .deviceRemoved { handledFrames.add(1, ordering: .releasing) }
+                return .pass
+            }
+            try system.start()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            try system.attachStream(fileDescriptor: ends[0], description: deviceInfo(of: recording))
+            #expect(system.readPaths.values.first == path)
+            // One frame at a time, each once the last was handled: the loop sleeps between.
+            let writer = LoopThread(name: "writer")
+            let done = Atomic<Bool>(false)
+            let writeEnd = ends[1]
+            let events = UncheckedBox(recording.events)
+            let readsBefore = system.readSystemCalls
+            let entersBefore = loop.enterCount
+            writer.perform {
+                var expected = 0
+                writeFrames(events.value, to: writeEnd) {
+                    expected += 1
+                    let limit = MonotonicInstant.now + .seconds(10)
+                    // Each frame of this mouse yields at least one event.
+                    while handledFrames.load(ordering: .acquiring) < expected && MonotonicInstant.now < limit { sched_yield() }
+                }
+                done.store(true, ordering: .releasing)
+                loop.wakeUp()
+            }
+            #expect(runUntil(loop) { done.load(ordering: .acquiring) })
+            let enters = loop.enterCount - entersBefore
+            let reads = system.readSystemCalls - readsBefore
+            writer.stopAndJoin()
+            close(writeEnd)
+            #expect(runUntil(loop) { system.devices.isEmpty })
+            system.stop()
+            return (enters, handledFrames.load(ordering: .acquiring), reads)
+        }
+        print("\(path): \(frames) frames, \(enters) io_uring_enter, \(reads) read(2)")
+        #expect(handled >= frames)
+        switch path {
+        case .ring:
+            #expect(reads == 0, "read(2) calls on the ring path")
+            #expect(enters <= UInt64(frames) + 8, "\(enters) io_uring_enter calls for \(frames) frames")
+        case .poll:
+            #expect(reads >= frames, "one read per wake-up at least")
+        }
+    }
+}
