@@ -294,11 +294,12 @@ extension CommandTests {
             for required in [
                 "wake.busy.p50_us", "wake.busy.p99_us", "wake.idle.p50_us", "wake.idle.p99_us", "source0.per_s",
                 "timer.lateness.p99_us", "timer.lateness.precise.p99_us", "timers.schedule.s", "timers.bytes_each",
-                "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.p99_us", "enter.per_pass.source0", "blocks.per_s",
+                "idle.wakeups_per_s", "hid.decode.events_per_s", "hid.e2e.fuse.p99_us", "enter.per_pass.source0", "blocks.per_s",
                 "executor.hop.per_s", "executor.jobs.per_s", "clock.sleep.lateness.p50_us", "clock.sleep.lateness.p99_us",
                 "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each", "io.echo.pingpong.p50_us",
                 "io.echo.pingpong.p99_us", "io.echo.throughput.bytes_per_s", "ports.named.roundtrip.thread.p50_us",
-                "ports.named.roundtrip.process.p50_us", "gestures.ns_per_frame", "gestures.allocs_per_frame",
+                "ports.named.roundtrip.process.p50_us", "gestures.ns_per_frame",
+                "hid.e2e.pipe.p50_us", "hid.e2e.pipe.p99_us", "hid.e2e.pipe.thread.p99_us", "hid.syscalls_per_frame",
             ] {
                 #expect(names.contains(required), "missing \(required)")
             }

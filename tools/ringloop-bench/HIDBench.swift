@@ -164,8 +164,81 @@ enum HIDBench {
         }
     }
 
+    /// Device → handler latency without FUSE: a pipe carries `input_event` records exactly
+    /// as an evdev node delivers them, stamped with CLOCK_MONOTONIC at the write, as the
+    /// kernel stamps an event; frames 1 ms apart (the loop sleeps between). Also counts
+    /// the system calls the client loop made per frame besides its one wait (`read(2)`
+    /// calls, and `io_uring_enter` calls beyond one per frame), client-loop shape.
+    static func endToEndPipe(quick: Bool, shape: HIDEventSystem.Shape) -> (latencies: [Double], syscallsPerFrame: Double?) {
+        let samples = BenchSize.of(quick ? 300 : 2000)
+        let mouse = HIDDeviceInfo.describing(
+            name: "Bench Mouse", codes: [Evdev.EV_KEY: [Evdev.BTN_LEFT, Evdev.BTN_RIGHT], Evdev.EV_REL: [Evdev.REL_X, Evdev.REL_Y]],
+            axes: [:], properties: [])
+        return onFreshThread {
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: "/tmp", shape: shape, nodeNames: []), loop: loop)
+            var latencies: [Double] = []
+            latencies.reserveCapacity(samples)
+            system.addHandler(kinds: [.pointerMotion]) { event in
+                latencies.append(Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000)
+                return .pass
+            }
+            var ends: [Int32] = [0, 0]
+            guard (try? system.start()) != nil, pipe(&ends) == 0,
+                (try? system.attachStream(fileDescriptor: ends[0], description: mouse)) != nil
+            else { return ([], nil) }
+            let writeEnd = ends[1]
+            let entersBefore = loop.enterCount
+            let readsBefore = system.readSystemCalls
+            let sender = Thread {
+                for index in 0..<samples {
+                    let now = MonotonicInstant.now.nanoseconds
+                    let seconds = Int64(now / 1_000_000_000)
+                    let microseconds = Int32(now % 1_000_000_000 / 1000)
+                    let frame = [
+                        InputEvent(
+                            seconds: seconds, microseconds: microseconds, type: Evdev.EV_REL, code: Evdev.REL_X,
+                            value: index % 2 == 0 ? 1 : -1),
+                        InputEvent(seconds: seconds, microseconds: microseconds, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0),
+                    ].map(\.kernelEvent)
+                    _ = frame.withUnsafeBytes { write(writeEnd, $0.baseAddress, $0.count) }
+                    usleep(1000)
+                }
+            }
+            sender.start()
+            let limit = MonotonicInstant.now + .seconds(30)
+            while latencies.count < samples && MonotonicInstant.now < limit {
+                loop.run(mode: .default, for: .milliseconds(50))
+            }
+            let frames = Double(max(1, latencies.count))
+            let enters = Double(loop.enterCount - entersBefore)
+            let reads = Double(system.readSystemCalls - readsBefore)
+            close(writeEnd)
+            system.stop()
+            let perFrame = shape == .clientLoop ? (reads + max(0, enters - frames)) / frames : nil
+            return (latencies, perFrame)
+        }
+    }
+
     static func endToEndResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
         var results: [BenchResult] = []
+        for shape in HIDEventSystem.Shape.allCases {
+            var p50: [Double] = []
+            var p99: [Double] = []
+            var calls: [Double] = []
+            for _ in 0..<(quick ? 1 : rounds) {
+                let (latencies, perFrame) = endToEndPipe(quick: quick, shape: shape)
+                guard !latencies.isEmpty else { continue }
+                p50.append(percentile(latencies, 0.5))
+                p99.append(percentile(latencies, 0.99))
+                if let perFrame { calls.append(perFrame) }
+            }
+            guard !p50.isEmpty else { continue }
+            let prefix = shape == .clientLoop ? "hid.e2e.pipe" : "hid.e2e.pipe.thread"
+            results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
+            results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
+            if !calls.isEmpty { results.append(BenchResult("hid.syscalls_per_frame", "calls", ours: median(calls))) }
+        }
         for pinned in [false, true] {
             for shape in HIDEventSystem.Shape.allCases {
                 var p50: [Double] = []
@@ -175,7 +248,8 @@ enum HIDBench {
                     p50.append(percentile(latencies, 0.5))
                     p99.append(percentile(latencies, 0.99))
                 }
-                let prefix = (shape == .clientLoop ? "hid.e2e" : "hid.e2e.thread") + (pinned ? ".one_cpu" : "")
+                // Through a FUSE node: the test rig's own round trips are in these figures.
+                let prefix = (shape == .clientLoop ? "hid.e2e.fuse" : "hid.e2e.fuse.thread") + (pinned ? ".one_cpu" : "")
                 results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
                 results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
             }

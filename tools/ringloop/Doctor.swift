@@ -37,6 +37,9 @@ struct Doctor: ParsableCommand {
         var fuse: String
         var uinput: String
         var cpuIdle: String
+        /// How the input chain reads devices here: `ring` (a multishot read in the loop's
+        /// ring, no system call per frame) or `poll` (poll, then read), with the reason.
+        var deviceReads: String
     }
 
     func run() throws {
@@ -47,6 +50,7 @@ struct Doctor: ParsableCommand {
         do { try loop.prepare() } catch { waitCoreError = "\(error)" }
 
         let (dispatchRan, actorRan) = Self.checkMainQueue(loop)
+        let deviceReads = Self.probeReadStream(loop)
         let order = Self.mainLoopOrder(loop)
 
         let inputDirectory = "/dev/input"
@@ -65,7 +69,8 @@ struct Doctor: ParsableCommand {
             inputDirectory: inputDirectory,
             fuse: Self.nodeStatus("/dev/fuse"),
             uinput: Self.nodeStatus("/dev/uinput"),
-            cpuIdle: IdleCPUSetting.current().summary
+            cpuIdle: IdleCPUSetting.current().summary,
+            deviceReads: deviceReads
         )
         if json {
             let encoder = JSONEncoder()
@@ -82,8 +87,39 @@ struct Doctor: ParsableCommand {
             print("FUSE              \(report.fuse)")
             print("uinput            \(report.uinput)")
             print("CPU idle          \(report.cpuIdle)")
+            print("device reads      \(report.deviceReads)")
         }
         if waitCoreError != nil || !dispatchRan || !actorRan { throw ExitCode(1) }
+    }
+
+    /// Whether the ring reads a pollable descriptor multishot (IORING_OP_READ_MULTISHOT):
+    /// a record written to a pipe, read back through `LoopIOChannel.readStream`.
+    static func probeReadStream(_ loop: RingRunLoop) -> String {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return "poll (no pipe to probe with: errno \(errno))" }
+        defer { close(ends[1]) }
+        let outcome = LoopBound<IOCompletion.Outcome?>(nil, loop: loop)
+        let channel = LoopIOChannel(fileDescriptor: ends[0], loop: loop) { _, completion in
+            if outcome.value == nil { outcome.value = completion.outcome }
+        }
+        loop.add(channel.source, to: .common)
+        defer {
+            channel.close()
+            channel.source.invalidate()
+        }
+        var record = [UInt8](repeating: 7, count: 24)
+        _ = write(ends[1], &record, record.count)
+        do { try channel.readStream(bufferCount: 1, bufferSize: 64) } catch { return "poll (\(error))" }
+        let limit = MonotonicInstant.now + .seconds(2)
+        while outcome.value == nil && MonotonicInstant.now < limit {
+            loop.run(mode: .default, for: .milliseconds(20), returnAfterSourceHandled: true)
+        }
+        switch outcome.value {
+        case .bytes(let bytes) where bytes.count == 24: return "ring (multishot read into provided buffers; no system call per frame)"
+        case .failed(let failure): return "poll then read (the ring cannot read multishot here: \(failure))"
+        case .some(let other): return "poll then read (the probe read \(other))"
+        case nil: return "poll then read (the probe's read never completed)"
+        }
     }
 
     /// Runs the main loop until a `DispatchQueue.main.async` block and a `@MainActor`
