@@ -59,7 +59,7 @@ struct Bench: ParsableCommand {
     )
 
     static let all = [
-        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "hid.e2e",
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "hid.e2e", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "ports.named",
     ]
 
@@ -110,6 +110,7 @@ struct Bench: ParsableCommand {
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
         if selected("gestures") { emit(try HIDBench.gestures(quick: quick, rounds: rounds)) }
         if selected("hid.e2e") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
+        if selected("hid.scale") { emit(ScaleBench.results(quick: quick, rounds: rounds)) }
         if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
         if selected("executor.hop") { emit(ExecutorBench.hops(quick: quick, rounds: rounds)) }
         if selected("executor.jobs") { emit(ExecutorBench.jobs(quick: quick, rounds: rounds)) }
