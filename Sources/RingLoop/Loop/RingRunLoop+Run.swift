@@ -97,7 +97,11 @@ extension RingRunLoop {
                 if let timer = nextTimerDeadline(state), timer < wakeAt.nanoseconds {
                     wakeAt = MonotonicInstant(nanoseconds: timer)
                 }
-                try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds)
+                if try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds), wakeAt != .distantFuture {
+                    // Slept to the deadline: how late the wake-up came, for precise timers.
+                    let now = MonotonicInstant.now.nanoseconds
+                    wakeLateness.record(now > wakeAt.nanoseconds ? now - wakeAt.nanoseconds : 0)
+                }
             }
             consecutiveWaitFailures = 0
         } catch {
@@ -175,7 +179,10 @@ extension RingRunLoop {
         if let fire = state.timers.preciseFire(before: now &+ preciseSpinWindowNanoseconds, isLive: state.isLive),
             fire > now
         {
+            let started = now
             now = spinUntil(fire)
+            preciseSpin.nanoseconds &+= now &- started
+            preciseSpin.fires &+= 1
         }
         var due = timerScratch
         timerScratch = []

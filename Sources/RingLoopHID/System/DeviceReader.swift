@@ -17,7 +17,8 @@ final class ReadCallCounter: Sendable {
 public enum DeviceReadPath: String, Sendable, CaseIterable {
     /// A multishot read on the loop's ring into provided buffers (Linux 6.7 and later):
     /// the kernel reads when the device has data and the loop takes the bytes with its
-    /// wait, so a frame costs no system call of its own.
+    /// wait, so a frame costs no system call of its own. Used for stream devices (pipes
+    /// and sockets); device nodes are read by ``poll`` (see ``HIDEventSystem/Configuration/readPath``).
     case ring
     /// A multishot poll on the ring, then `read(2)` until the device is drained: one system
     /// call per wake-up (the way for descriptors the ring cannot read multishot).
@@ -79,8 +80,19 @@ final class DeviceReader {
         self.loop = loop
         isAttached = true
         sink(HIDEvent(device: info.id, timestamp: .now, payload: .deviceAdded))
-        if preferred == .ring, startRing(on: loop) { return }
+        if preferred == .ring, Self.ringReads(fd), startRing(on: loop) { return }
         startPoll(on: loop)
+    }
+
+    /// Whether the ring's multishot read is proven on this kind of descriptor: pipes and
+    /// sockets (non-blocking reads of their own). Not nodes: on a FUSE node (a regular
+    /// file) it lost frames here now and then, and an evdev character device could not
+    /// be tried on the machines this was built on; they keep poll then read.
+    static func ringReads(_ fd: Int32) -> Bool {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return false }
+        let kind = info.st_mode & S_IFMT
+        return kind == S_IFIFO || kind == S_IFSOCK
     }
 
     private func startPoll(on loop: RingRunLoop) {

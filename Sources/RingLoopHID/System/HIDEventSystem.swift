@@ -86,9 +86,10 @@ public final class HIDEventSystem {
         /// any number of fingers (or any recognizer whose
         /// ``GestureRecognizer/tracksInteraction`` is set) from when it begins until it ends.
         public var tracksInteractions: Bool
-        /// How devices are read: through the ring (``DeviceReadPath/ring``, the default,
-        /// falling back to poll per device where the kernel or the descriptor cannot), or
-        /// by poll then read.
+        /// How devices are read: through the ring (``DeviceReadPath/ring``, the default)
+        /// where that is proven — stream devices, pipes and sockets — and by poll then
+        /// read for device nodes and wherever the kernel cannot (it falls back per
+        /// device); ``DeviceReadPath/poll`` reads everything by poll then read.
         public var readPath: DeviceReadPath
 
         public init(
