@@ -22,9 +22,24 @@ enum TimerBench {
             }
             loop.add(timer, to: .default)
             loop.run(mode: .default, for: .milliseconds(fires * 2 + 1000))
+            if precise {
+                // What precise mode cost: the early wake it settled on, the spin per fire.
+                let spin = loop.preciseSpin
+                preciseCosts.append(
+                    (
+                        window: Double(loop.preciseSpinWindow.nanosecondsValue) / 1000,
+                        spinPerFire: Double(spin.nanoseconds) / Double(max(1, spin.fires)) / 1000,
+                        observed99: Double(loop.observedWakeLateness99.nanosecondsValue) / 1000
+                    ))
+            }
             return samples.value
         }
     }
+
+    /// Precise mode's cost per run: its early wake, spin per fire and the wake-up
+    /// lateness the loop observed (µs). Filled by `oursLateness` on the bench's threads,
+    /// one at a time.
+    nonisolated(unsafe) static var preciseCosts: [(window: Double, spinPerFire: Double, observed99: Double)] = []
 
     /// Lateness (µs) of each fire of a 1 kHz repeating Foundation `Timer`.
     static func foundationLateness(fires: Int) -> [Double] {
@@ -87,9 +102,19 @@ enum TimerBench {
                     "\(name).max_us", "µs", ours: median(mine.map(maximum)), foundation: median(theirs.map(maximum))),
             ]
         }
+        let costs = preciseCosts
+        preciseCosts = []
+        let cost =
+            costs.isEmpty
+            ? []
+            : [
+                BenchResult("timer.precise.window_us", "µs", ours: median(costs.map(\.window))),
+                BenchResult("timer.precise.spin_us_per_fire", "µs", ours: median(costs.map(\.spinPerFire))),
+                BenchResult("timer.precise.observed_wake_p99_us", "µs", ours: median(costs.map(\.observed99))),
+            ]
         return figures("timer.lateness", ours, foundation)
             + figures("timer.lateness.precise", precise, foundation)
-            + figures("timer.lateness.loaded", oursLoaded, foundationLoaded)
+            + figures("timer.lateness.loaded", oursLoaded, foundationLoaded) + cost
     }
 
     /// Runs `body` while another thread spins, keeping the machine's other core busy.
