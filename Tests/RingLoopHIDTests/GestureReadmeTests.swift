@@ -65,15 +65,10 @@ struct GestureReadmeTests {
 
     @Test("README's gesture example is the one this file runs")
     func readmeMatches() throws {
-        let testFile = URL(fileURLWithPath: #filePath)
-        let root = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: testFile, encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "## Gestures, the tracking mode and stalls").dropFirst().first)
-        let block = try #require(section.components(separatedBy: "```").dropFirst().first)
-        let ran = Set(source.split(separator: "\n").map(Self.normalized))
+        let lines = try #require(ReadmeExample.lines(after: "## Gestures, the tracking mode and stalls"))
+        let ran = ReadmeExample.sourceLines(#filePath)
         // Its own lines, except the device folder (FUSE here) and the endless run.
-        let checked = block.split(separator: "\n").dropFirst().map(Self.normalized).filter {
+        let checked = lines.filter {
             !$0.isEmpty && !$0.hasPrefix("var configuration") && !$0.hasPrefix("RingRunLoop.current.run()")
         }
         #expect(checked.count >= 12)
@@ -81,11 +76,5 @@ struct GestureReadmeTests {
             let tested = ran.contains(line)
             #expect(tested, "README line not in the tested example: \(line)")
         }
-    }
-
-    /// A line without its comment and with runs of spaces collapsed.
-    static func normalized(_ line: Substring) -> String {
-        let code = line.range(of: "//").map { line[..<$0.lowerBound] } ?? line
-        return code.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
     }
 }

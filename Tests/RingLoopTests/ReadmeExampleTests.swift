@@ -1,4 +1,5 @@
 import Foundation
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoop
@@ -31,14 +32,8 @@ struct ReadmeExampleTests {
 extension ReadmeExampleTests {
     @Test("README's ten-line example is the one this file runs")
     func readmeMatches() throws {
-        let testFile = URL(fileURLWithPath: #filePath)
-        let root = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: testFile, encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "## A loop in ten lines").dropFirst().first)
-        let block = try #require(section.components(separatedBy: "```").dropFirst().first)
-        let ran = Set(source.split(separator: "\n").map(Self.normalized))
-        let lines = block.split(separator: "\n").dropFirst().map(Self.normalized)
+        let lines = try #require(ReadmeExample.lines(after: "## A loop in ten lines"))
+        let ran = ReadmeExample.sourceLines(#filePath)
         // The example's own lines, except its import and its final print of the result.
         let checked = lines.filter { !$0.isEmpty && !$0.hasPrefix("import ") && !$0.hasPrefix("print(loop.run") }
         #expect(checked.count >= 9)
@@ -46,11 +41,5 @@ extension ReadmeExampleTests {
             let tested = ran.contains(line)
             #expect(tested, "README line not in the tested example: \(line)")
         }
-    }
-
-    /// A line without its comment and with runs of spaces collapsed.
-    static func normalized(_ line: Substring) -> String {
-        let code = line.range(of: "//").map { line[..<$0.lowerBound] } ?? line
-        return code.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
     }
 }

@@ -149,15 +149,17 @@ public final class LoopIOChannel: @unchecked Sendable {
     public func receive(
         bufferCount: Int = 16, bufferSize: Int = 16_384, completion: Handler? = nil
     ) throws(IOFailure) -> IOOperation {
-        precondition(bufferCount > 0 && bufferSize > 0, "a receive needs buffers, not \(bufferCount) × \(bufferSize)")
-        guard let core = loop.waitCore() else { throw .system(.notSupported) }
-        let provided: ProvidedBuffers
-        do { provided = try core.makeProvidedBuffers(count: bufferCount, size: bufferSize) } catch {
-            throw IOFailure(error)
-        }
+        let provided = try providedBuffers(bufferCount, bufferSize)
         return try start(.receive, requested: bufferSize, provided: provided, completion: completion) { sqe in
             Self.prepareReceive(sqe, fileDescriptor, provided)
         }
+    }
+
+    /// A provided-buffer ring for a multishot operation of this channel.
+    private func providedBuffers(_ count: Int, _ size: Int) throws(IOFailure) -> ProvidedBuffers {
+        precondition(count > 0 && size > 0, "a multishot operation needs buffers, not \(count) × \(size)")
+        guard let core = loop.waitCore() else { throw .system(.notSupported) }
+        do { return try core.makeProvidedBuffers(count: count, size: size) } catch { throw IOFailure(error) }
     }
 
     /// Reads the descriptor each time it has data, until cancelled, the end of the
@@ -172,12 +174,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     public func readStream(
         bufferCount: Int = 8, bufferSize: Int = 4096, completion: Handler? = nil
     ) throws(IOFailure) -> IOOperation {
-        precondition(bufferCount > 0 && bufferSize > 0, "a read needs buffers, not \(bufferCount) × \(bufferSize)")
-        guard let core = loop.waitCore() else { throw .system(.notSupported) }
-        let provided: ProvidedBuffers
-        do { provided = try core.makeProvidedBuffers(count: bufferCount, size: bufferSize) } catch {
-            throw IOFailure(error)
-        }
+        let provided = try providedBuffers(bufferCount, bufferSize)
         let descriptor = fileDescriptor
         return try start(.readStream, requested: bufferSize, provided: provided, completion: completion) { sqe in
             ringloop_prep_read_multishot(sqe, descriptor, provided.group)

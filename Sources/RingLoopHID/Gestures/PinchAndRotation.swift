@@ -61,6 +61,31 @@ struct TwoFingerMeasure {
     mutating func reset() { self = TwoFingerMeasure() }
 }
 
+extension GestureRecognizer {
+    /// The steps two-finger gestures share: measure the frame; with fewer than two fingers
+    /// left, end a gesture that began, or fail one that never did once every finger is up;
+    /// otherwise begin once `ready` says so, then report changes.
+    func followTwoFingers(
+        _ measure: inout TwoFingerMeasure, _ touches: GestureTouches, began: inout Bool, ready: (TwoFingerMeasure) -> Bool,
+        report: (TwoFingerMeasure) -> GestureValues
+    ) {
+        guard measure.update(touches) else {
+            if began {
+                request(.ended, report(measure))
+            } else if touches.liveCount == 0 {
+                request(.failed, values)
+            }
+            return
+        }
+        if began {
+            request(.changed, report(measure))
+        } else if ready(measure) {
+            began = true
+            request(.began, report(measure))
+        }
+    }
+}
+
 /// A pinch: two fingers moving apart or together (continuous, as
 /// `UIPinchGestureRecognizer`). Begins once the span between them has changed by
 /// ``threshold``; reports the scale (span over the span at touch-down) and its velocity;
@@ -99,25 +124,15 @@ public final class PinchGestureRecognizer: GestureRecognizer {
             request(.failed, values)
             return
         }
-        guard measure.update(touches) else {
-            if began {
-                request(.ended, report(fingers: fingers))
-            } else if touches.liveCount == 0 {
-                request(.failed, values)
-            }
-            return
-        }
-        if !began {
-            let spun = rotationThreshold.map { !touches.surface.isBoundingBox && abs(measure.rotation) >= $0 } ?? false
-            guard measure.spanChange >= threshold.value(on: touches.surface) || spun else { return }
-            began = true
-            request(.began, report(fingers: fingers))
-        } else {
-            request(.changed, report(fingers: fingers))
-        }
+        let span = threshold.value(on: touches.surface)
+        let turn = touches.surface.isBoundingBox ? nil : rotationThreshold
+        followTwoFingers(
+            &measure, touches, began: &began,
+            ready: { measure in measure.spanChange >= span || turn.map { abs(measure.rotation) >= $0 } ?? false },
+            report: { measure in self.report(measure, fingers: fingers) })
     }
 
-    private func report(fingers: Int) -> GestureValues {
+    private func report(_ measure: TwoFingerMeasure, fingers: Int) -> GestureValues {
         var values = GestureValues()
         values.fingers = max(2, fingers)
         values.location = measure.location
@@ -159,24 +174,12 @@ public final class RotationGestureRecognizer: GestureRecognizer {
             request(.failed, values)
             return
         }
-        guard measure.update(touches) else {
-            if began {
-                request(.ended, report())
-            } else if touches.liveCount == 0 {
-                request(.failed, values)
-            }
-            return
-        }
-        if !began {
-            guard abs(measure.rotation) >= threshold else { return }
-            began = true
-            request(.began, report())
-        } else {
-            request(.changed, report())
-        }
+        let threshold = self.threshold
+        followTwoFingers(
+            &measure, touches, began: &began, ready: { abs($0.rotation) >= threshold }, report: Self.report)
     }
 
-    private func report() -> GestureValues {
+    private static func report(_ measure: TwoFingerMeasure) -> GestureValues {
         var values = GestureValues()
         values.fingers = 2
         values.location = measure.location
