@@ -21,7 +21,7 @@ enum LoopBench {
     /// (``RingRunLoop/spinBeforeSleeping``); `busy` is the share of the run the receiving
     /// thread spent on a CPU.
     static func oursWake(
-        samples: Int, gap: Duration, pollBeforeSleeping: Duration = .zero
+        samples: Int, gap: Duration, pollBeforeSleeping: Duration = .zero, adaptive: (Duration, Double)? = nil
     ) -> (
         latency: [Double], cost: [Double], busy: Double
     ) {
@@ -32,6 +32,7 @@ enum LoopBench {
         let receiver = Thread {
             let loop = RingRunLoop.current
             loop.spinBeforeSleeping = pollBeforeSleeping
+            loop.adaptiveSpinBeforeSleeping = adaptive.map { (window: $0.0, cpuBudget: $0.1) }
             var reserved: [Double] = []
             reserved.reserveCapacity(samples)
             let local = LoopBound(reserved, loop: loop)
@@ -152,12 +153,18 @@ enum LoopBench {
         for (regime, gap) in [("busy", Duration.microseconds(50)), ("idle", Duration.microseconds(300))] {
             var ours: [(latency: [Double], cost: [Double], busy: Double)] = []
             var spinning: [(latency: [Double], cost: [Double], busy: Double)] = []
+            // The adaptive policy at two budgets: 10 % and 50 % of a core.
+            var adaptive: [Int: [(latency: [Double], cost: [Double], busy: Double)]] = [10: [], 50: []]
             var foundation: [(latency: [Double], cost: [Double])] = []
             var floor: [WakeUpBenchmark.Result] = []
             for _ in 0..<rounds {
                 ours.append(oursWake(samples: samples, gap: gap))
                 foundation.append(foundationWake(samples: samples, gap: gap))
-                if regime == "busy" { spinning.append(oursWake(samples: samples, gap: gap, pollBeforeSleeping: .microseconds(100))) }
+                spinning.append(oursWake(samples: samples, gap: gap, pollBeforeSleeping: .microseconds(100)))
+                for budget in [10, 50] {
+                    adaptive[budget]!.append(
+                        oursWake(samples: samples, gap: gap, adaptive: (.microseconds(100), Double(budget) / 100)))
+                }
                 floor.append(try WakeUpBenchmark.run(.futex, samples: samples, gap: gap))
             }
             for (label, fraction) in [("p50", 0.5), ("p99", 0.99)] {
@@ -198,6 +205,18 @@ enum LoopBench {
                         foundation: nil))
                 results.append(
                     BenchResult("wake.\(regime).receiver_cpu_percent", "%", ours: median(ours.map { $0.busy * 100 })))
+            }
+            // Opt-in: polling 100 µs only while work arrives faster, within a CPU budget.
+            for budget in [10, 50] {
+                let runs = adaptive[budget]!
+                let name = "wake.\(regime).adaptive\(budget)"
+                for (label, fraction) in [("p50", 0.5), ("p99", 0.99)] {
+                    results.append(
+                        BenchResult(
+                            "\(name).\(label)_us", "µs", ours: median(runs.map { percentile($0.latency, fraction) }),
+                            foundation: median(foundation.map { percentile($0.latency, fraction) })))
+                }
+                results.append(BenchResult("\(name).receiver_cpu_percent", "%", ours: median(runs.map { $0.busy * 100 })))
             }
         }
         return results

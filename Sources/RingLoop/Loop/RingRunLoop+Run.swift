@@ -97,10 +97,18 @@ extension RingRunLoop {
                 if let timer = nextTimerDeadline(state), timer < wakeAt.nanoseconds {
                     wakeAt = MonotonicInstant(nanoseconds: timer)
                 }
-                if try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds), wakeAt != .distantFuture {
+                let started = MonotonicInstant.now.nanoseconds
+                let spin = adaptiveSpin?.spin(at: started) ?? spinBeforeSleepingNanoseconds
+                let hitsBefore = core.spinHits
+                let timedOut = try core.wait(until: wakeAt, spin: spin)
+                let now = MonotonicInstant.now.nanoseconds
+                if timedOut, wakeAt != .distantFuture {
                     // Slept to the deadline: how late the wake-up came, for precise timers.
-                    let now = MonotonicInstant.now.nanoseconds
                     wakeLateness.record(now > wakeAt.nanoseconds ? now - wakeAt.nanoseconds : 0)
+                }
+                if adaptiveSpin != nil {
+                    let hit = core.spinHits != hitsBefore
+                    adaptiveSpin!.record(spun: hit ? now &- started : min(spin, now &- started), found: !timedOut, at: now)
                 }
             }
             consecutiveWaitFailures = 0

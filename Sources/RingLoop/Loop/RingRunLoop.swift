@@ -169,6 +169,26 @@ public final class RingRunLoop: @unchecked Sendable {
     }
     var spinBeforeSleepingNanoseconds: UInt64 = 0
 
+    /// Polls before sleeping only while it pays: up to `window`, only while work has been
+    /// arriving less than `window` apart (a running average of the gaps between wake-ups
+    /// that found work), and spending at most `cpuBudget` of a core per second polling
+    /// (0.1: 100 ms a second). Replaces ``spinBeforeSleeping`` while set; `nil` (the
+    /// default) turns it off. A steady stream gets the spinning loop's latency, an idle or
+    /// sparse one costs nothing, a flood is capped by the budget. Loop thread.
+    public var adaptiveSpinBeforeSleeping: (window: Duration, cpuBudget: Double)? {
+        get {
+            preconditionOnLoopThread("adaptiveSpinBeforeSleeping")
+            return adaptiveSpin.map { (.nanoseconds(Int64(clamping: $0.window)), $0.budget) }
+        }
+        set {
+            preconditionOnLoopThread("adaptiveSpinBeforeSleeping")
+            adaptiveSpin = newValue.map {
+                AdaptiveSpin(window: UInt64(max(0, $0.window.nanosecondsClamped)), budget: min(1, max(0, $0.cpuBudget)))
+            }
+        }
+    }
+    var adaptiveSpin: AdaptiveSpin?
+
     /// Passes through the loop since it was created (loop thread).
     public var passCount: UInt64 {
         preconditionOnLoopThread("passCount")

@@ -273,7 +273,7 @@ package final class WaitCore {
     }
 
     /// Waits that found work while polling before sleeping (see ``wait(until:spin:)``).
-    private(set) var spinHits: UInt64 = 0
+    package private(set) var spinHits: UInt64 = 0
 
     /// Stable name for profiles: time here is time asleep.
     @inline(never)

@@ -1,0 +1,77 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RingLoop
+
+@Suite("Adaptive spin before sleeping")
+struct AdaptiveSpinTests {
+    @Test("sparse work (a 1 kHz timer, no other work) never makes the loop poll")
+    func sparseWorkDoesNotSpin() {
+        let spent = Atomic<UInt64>(.max)
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            loop.adaptiveSpinBeforeSleeping = (window: .microseconds(100), cpuBudget: 0.5)
+            let fires = LoopBound(0, loop: loop)
+            let timer = LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1)) { timer in
+                fires.value += 1
+                if fires.value == 100 { timer.invalidate() }
+            }
+            loop.add(timer, to: .default)
+            loop.run(mode: .default, for: .seconds(5))
+            spent.store(loop.adaptiveSpin?.totalSpent ?? .max, ordering: .relaxed)
+        }
+        let total = spent.load(ordering: .relaxed)
+        #expect(total == 0, "polled \(total) ns with nothing arriving faster than the window")
+    }
+
+    @Test("work arriving faster than the window is caught by polling, and polling stays within its budget")
+    func streamWithinBudget() {
+        let result = ThreadLock<(hits: UInt64, spent: UInt64, elapsed: UInt64, performed: Int)?>(nil)
+        let stop = Atomic<Bool>(false)
+        let handoff = ThreadLock<(RingRunLoop, LoopSource)?>(nil)
+        let receiver = PosixThread.start(name: "adaptive") {
+            let loop = RingRunLoop.current
+            let budget = 0.05
+            loop.adaptiveSpinBeforeSleeping = (window: .microseconds(200), cpuBudget: budget)
+            let performed = LoopBound(0, loop: loop)
+            let source = LoopSource { performed.value += 1 }
+            loop.add(source, to: .default)
+            try? loop.prepare()
+            handoff.withLock { $0 = (loop, source) }
+            let hitsBefore = loop.core?.spinHits ?? 0
+            let started = MonotonicInstant.now
+            while !stop.load(ordering: .acquiring) { loop.run(mode: .default, for: .milliseconds(100)) }
+            let elapsed = UInt64((MonotonicInstant.now - started).nanosecondsClamped)
+            result.withLock {
+                $0 = ((loop.core?.spinHits ?? 0) - hitsBefore, loop.adaptiveSpin?.totalSpent ?? 0, elapsed, performed.value)
+            }
+            source.invalidate()
+        }
+        var target: (RingRunLoop, LoopSource)?
+        while target == nil {
+            target = handoff.withLock { $0 }
+            sched_yield()
+        }
+        let (loop, source) = target!
+        // Work every 50 µs for 1.5 s, from this thread.
+        let end = MonotonicInstant.now + .milliseconds(1500)
+        while MonotonicInstant.now < end {
+            source.signal()
+            loop.wakeUp()
+            let next = MonotonicInstant.now + .microseconds(50)
+            while MonotonicInstant.now < next {}
+        }
+        stop.store(true, ordering: .releasing)
+        loop.wakeUp()
+        receiver.join()
+        let (hits, spent, elapsed, performed) = result.withLock { $0! }
+        #expect(performed > 1000)
+        #expect(hits > 0, "no work was caught while polling")
+        // At most the budget per second begun, plus one window at each second's edge.
+        let seconds = elapsed / 1_000_000_000 + 1
+        let allowed = seconds * (50_000_000 + 200_000)
+        #expect(spent <= allowed, "polled \(spent) ns in \(elapsed) ns, budget \(allowed) ns")
+        #expect(spent > 0)
+    }
+}
