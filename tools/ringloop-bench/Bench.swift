@@ -59,7 +59,8 @@ struct Bench: ParsableCommand {
     )
 
     static let all = [
-        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "hid.e2e", "hid.scale",
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "hid.e2e.pipe",
+        "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "ports.named",
     ]
 
@@ -109,7 +110,8 @@ struct Bench: ParsableCommand {
         if selected("idle") { emit(TimerBench.idle(quick: quick)) }
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
         if selected("gestures") { emit(try HIDBench.gestures(quick: quick, rounds: rounds)) }
-        if selected("hid.e2e") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
+        if selected("hid.e2e.pipe") { emit(HIDBench.pipeResults(quick: quick, rounds: rounds)) }
+        if selected("hid.e2e.fuse") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("hid.scale") { emit(ScaleBench.results(quick: quick, rounds: rounds)) }
         if selected("wakecore") { emit(try WakeCoreBench.run(quick: quick, rounds: rounds)) }
         if selected("executor.hop") { emit(ExecutorBench.hops(quick: quick, rounds: rounds)) }

@@ -220,7 +220,7 @@ enum HIDBench {
         }
     }
 
-    static func endToEndResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
+    static func pipeResults(quick: Bool, rounds: Int) -> [BenchResult] {
         var results: [BenchResult] = []
         for shape in HIDEventSystem.Shape.allCases {
             var p50: [Double] = []
@@ -239,6 +239,11 @@ enum HIDBench {
             results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
             if !calls.isEmpty { results.append(BenchResult("hid.syscalls_per_frame", "calls", ours: median(calls))) }
         }
+        return results
+    }
+
+    static func endToEndResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        var results: [BenchResult] = []
         for pinned in [false, true] {
             for shape in HIDEventSystem.Shape.allCases {
                 var p50: [Double] = []
