@@ -172,7 +172,8 @@ public final class LoopStallWatchdog: Sendable {
     /// Stalls seen so far (reported or suppressed). Any thread.
     public var stallCount: Int { watch.stalls.load(ordering: .relaxed) }
 
-    /// Stops watching and joins the watchdog's thread. Any thread but the watchdog's own.
+    /// Stops watching and joins the watchdog's thread. Any thread but the watchdog's own:
+    /// not from inside the report closure, which runs on that thread.
     public func stop() {
         guard !watch.stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         observer.invalidate()
