@@ -31,9 +31,7 @@ struct GestureRun {
     var cancellations: [(HIDDeviceID, Int32)] = []
 
     init(_ recording: Recording, recognizers: [GestureRecognizer], removeAt cutoff: Int? = nil) {
-        let description = recording.description!
-        let info = HIDDeviceInfo.describing(
-            name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties)
+        let info = deviceInfo(of: recording)
         let surface = GestureSurface(device: info)
         let arena = GestureArena()
         for recognizer in recognizers { arena.add(recognizer) }
@@ -99,6 +97,13 @@ struct GestureRun {
         }
         return out
     }
+}
+
+/// A recording's device description as the chain takes it.
+func deviceInfo(of recording: Recording) -> HIDDeviceInfo {
+    let description = recording.description!
+    return HIDDeviceInfo.describing(
+        name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties)
 }
 
 let gesturesFolder = devicesFolder + "/gestures"

@@ -7,13 +7,6 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
-/// A recording's device description as the chain takes it.
-func deviceInfo(of recording: Recording) -> HIDDeviceInfo {
-    let description = recording.description!
-    return HIDDeviceInfo.describing(
-        name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties)
-}
-
 /// Writes `events` to `fd` as `struct input_event` records, a frame per write (as evdev
 /// hands a reader whole frames).
 func writeFrames(_ events: [InputEvent], to fd: Int32, eachFrame: () -> Void = {}) {

@@ -191,17 +191,10 @@ enum HIDBench {
             let entersBefore = loop.enterCount
             let readsBefore = system.readSystemCalls
             let sender = Thread {
+                let frame = UnsafeMutableRawPointer.allocate(byteCount: 2 * InputEvent.size, alignment: 8)
+                defer { frame.deallocate() }
                 for index in 0..<samples {
-                    let now = MonotonicInstant.now.nanoseconds
-                    let seconds = Int64(now / 1_000_000_000)
-                    let microseconds = Int32(now % 1_000_000_000 / 1000)
-                    let frame = [
-                        InputEvent(
-                            seconds: seconds, microseconds: microseconds, type: Evdev.EV_REL, code: Evdev.REL_X,
-                            value: index % 2 == 0 ? 1 : -1),
-                        InputEvent(seconds: seconds, microseconds: microseconds, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0),
-                    ].map(\.kernelEvent)
-                    _ = frame.withUnsafeBytes { write(writeEnd, $0.baseAddress, $0.count) }
+                    ScaleBench.writeMotion(to: writeEnd, value: index % 2 == 0 ? 1 : -1, through: frame)
                     usleep(1000)
                 }
             }

@@ -43,31 +43,18 @@ enum ScaleBench {
             let finished = Atomic<Bool>(false)
             let descriptors = writeEnds
             let period = 1_000_000_000 / UInt64(rate)
-            let cpuBefore = threadCPUNanoseconds()
+            let cpuBefore = LoopBench.threadCPUNanoseconds()
             let writer = Thread {
                 var start = timespec()
                 clock_gettime(CLOCK_MONOTONIC, &start)
                 var next = UInt64(start.tv_sec) * 1_000_000_000 + UInt64(start.tv_nsec)
-                let size = InputEvent.size
-                let frame = UnsafeMutableRawPointer.allocate(byteCount: 2 * size, alignment: 8)
+                let frame = UnsafeMutableRawPointer.allocate(byteCount: 2 * InputEvent.size, alignment: 8)
                 defer { frame.deallocate() }
                 for tick in 0..<ticks {
                     next += period
                     var until = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
                     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
-                    for fd in descriptors {
-                        let now = MonotonicInstant.now.nanoseconds
-                        let seconds = Int64(now / 1_000_000_000)
-                        let microseconds = Int32(now % 1_000_000_000 / 1000)
-                        InputEvent(
-                            seconds: seconds, microseconds: microseconds, type: Evdev.EV_REL, code: Evdev.REL_X,
-                            value: tick % 2 == 0 ? 1 : -1
-                        ).store(to: frame)
-                        InputEvent(
-                            seconds: seconds, microseconds: microseconds, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0
-                        ).store(to: frame + size)
-                        _ = write(fd, frame, 2 * size)
-                    }
+                    for fd in descriptors { writeMotion(to: fd, value: tick % 2 == 0 ? 1 : -1, through: frame) }
                 }
                 finished.store(true, ordering: .releasing)
                 loop.wakeUp()
@@ -80,7 +67,7 @@ enum ScaleBench {
             {
                 loop.run(mode: .default, for: .milliseconds(20))
             }
-            let cpu = threadCPUNanoseconds() - cpuBefore
+            let cpu = LoopBench.threadCPUNanoseconds() - cpuBefore
             let received = latencies.count
             for fd in writeEnds { close(fd) }
             _ = loop.run(mode: .default, for: .milliseconds(50))
@@ -114,10 +101,17 @@ enum ScaleBench {
         return results
     }
 
-    /// CPU time of the calling thread.
-    static func threadCPUNanoseconds() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    /// Writes one mouse frame (REL_X `value`, SYN_REPORT) to `fd` as an evdev node hands it
+    /// out, stamped with CLOCK_MONOTONIC now as the kernel stamps events; `buffer` holds
+    /// two records.
+    static func writeMotion(to fd: Int32, value: Int32, through buffer: UnsafeMutableRawPointer) {
+        let now = MonotonicInstant.now.nanoseconds
+        let seconds = Int64(now / 1_000_000_000)
+        let microseconds = Int32(now % 1_000_000_000 / 1000)
+        InputEvent(seconds: seconds, microseconds: microseconds, type: Evdev.EV_REL, code: Evdev.REL_X, value: value)
+            .store(to: buffer)
+        InputEvent(seconds: seconds, microseconds: microseconds, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0)
+            .store(to: buffer + InputEvent.size)
+        _ = write(fd, buffer, 2 * InputEvent.size)
     }
 }

@@ -97,19 +97,7 @@ extension RingRunLoop {
                 if let timer = nextTimerDeadline(state), timer < wakeAt.nanoseconds {
                     wakeAt = MonotonicInstant(nanoseconds: timer)
                 }
-                let started = MonotonicInstant.now.nanoseconds
-                let spin = adaptiveSpin?.spin(at: started) ?? spinBeforeSleepingNanoseconds
-                let hitsBefore = core.spinHits
-                let timedOut = try core.wait(until: wakeAt, spin: spin)
-                let now = MonotonicInstant.now.nanoseconds
-                if timedOut, wakeAt != .distantFuture {
-                    // Slept to the deadline: how late the wake-up came, for precise timers.
-                    wakeLateness.record(now > wakeAt.nanoseconds ? now - wakeAt.nanoseconds : 0)
-                }
-                if adaptiveSpin != nil {
-                    let hit = core.spinHits != hitsBefore
-                    adaptiveSpin!.record(spun: hit ? now &- started : min(spin, now &- started), found: !timedOut, at: now)
-                }
+                try sleep(core, until: wakeAt)
             }
             consecutiveWaitFailures = 0
         } catch {
@@ -122,6 +110,32 @@ extension RingRunLoop {
             }
         }
         while let event = core.nextEvent() { route(event) }
+    }
+
+    /// The wait itself, with what it teaches: how late a sleep to its deadline ended
+    /// (precise timers' early wake) and, under the adaptive policy, what polling found.
+    /// Reads the clock only for those.
+    private func sleep(_ core: WaitCore, until wakeAt: MonotonicInstant) throws(RingError) {
+        guard adaptiveSpin != nil else {
+            if try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds), wakeAt != .distantFuture {
+                recordWakeLateness(after: wakeAt)
+            }
+            return
+        }
+        let started = MonotonicInstant.now.nanoseconds
+        let spin = adaptiveSpin!.spin(at: started)
+        let hitsBefore = core.spinHits
+        let timedOut = try core.wait(until: wakeAt, spin: spin)
+        if timedOut, wakeAt != .distantFuture { recordWakeLateness(after: wakeAt) }
+        let now = MonotonicInstant.now.nanoseconds
+        let hit = core.spinHits != hitsBefore
+        adaptiveSpin!.record(spun: hit ? now &- started : min(spin, now &- started), found: !timedOut, at: now)
+    }
+
+    /// A sleep ended at its deadline: how late the wake-up came, for precise timers.
+    private func recordWakeLateness(after deadline: MonotonicInstant) {
+        let now = MonotonicInstant.now.nanoseconds
+        wakeLateness.record(now > deadline.nanoseconds ? now - deadline.nanoseconds : 0)
     }
 
     // MARK: Source0

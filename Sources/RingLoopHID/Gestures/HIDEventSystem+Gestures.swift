@@ -150,10 +150,12 @@ extension HIDEventSystem {
     func gestureTap(_ event: HIDEvent, _ machinery: GestureMachinery) -> HIDEvent? {
         switch event.payload {
         case .digitizer(let frame):
-            if machinery.surface(of: event.device) == nil, let info = device(event.device) {
+            var known = machinery.surface(of: event.device) != nil
+            if !known, let info = device(event.device) {
                 machinery.surfaces.append((event.device, GestureSurface(device: info)))
+                known = true
             }
-            if machinery.surface(of: event.device) != nil {
+            if known {
                 machinery.pending.append(.frame(event.device, event.timestamp, frame))
                 if machinery.pending.count >= GestureMachinery.passCapacity { evaluateGestures() }
             }

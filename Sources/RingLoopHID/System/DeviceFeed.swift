@@ -18,7 +18,7 @@ protocol DeviceFeed: AnyObject {
     var eventsRead: Int { get }
     /// Attaches a stream of `input_event` records as a device (see
     /// ``HIDEventSystem/attachStream(fileDescriptor:description:)``).
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID?
     /// How each device is read.
     func readPaths() -> [HIDDeviceID: DeviceReadPath]
 }
@@ -39,7 +39,7 @@ final class LocalDeviceFeed: DeviceFeed {
     func start() throws(HIDError) { try monitor.start() }
     func stop() { monitor.stop() }
     var eventsRead: Int { monitor.totalEventsRead }
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID {
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID? {
         monitor.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
@@ -112,7 +112,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
         thread.stopAndJoin()
     }
 
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID {
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID? {
         let forwarder = forwarder
         let answer = ThreadLock<HIDDeviceID?>(nil)
         let answered = DispatchSemaphore(value: 0)
@@ -124,7 +124,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
             answered.signal()
         }
         answered.wait()
-        return answer.withLock { $0 } ?? HIDDeviceID(rawValue: 0)
+        return answer.withLock { $0 }
     }
 
     func readPaths() -> [HIDDeviceID: DeviceReadPath] {

@@ -197,11 +197,9 @@ final class DeviceReader {
                 }
                 break
             }
-            if count == 0 {
-                // A stream's writer is gone (an evdev node never reads 0 bytes).
-                if events & Int16(POLLHUP) != 0 { onGone(self) }
-                break
-            }
+            // 0: a stream's writer is gone (an evdev node never reads 0 bytes); its POLLHUP
+            // ends the device below.
+            if count == 0 { break }
             let records = count / Self.recordSize
             eventsRead += records
             for index in 0..<records { take(InputEvent(bytes: buffer + index * Self.recordSize)) }

@@ -264,7 +264,9 @@ public final class HIDEventSystem {
             close(fileDescriptor)
             throw .configuration("attachStream: the event system is not started")
         }
-        let id = feed.attachStream(fd: fileDescriptor, description: description)
+        guard let id = feed.attachStream(fd: fileDescriptor, description: description) else {
+            throw .configuration("attachStream: the event system's thread is not reading devices")
+        }
         takeForwarded()
         return id
     }
