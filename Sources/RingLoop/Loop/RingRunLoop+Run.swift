@@ -122,14 +122,10 @@ extension RingRunLoop {
             }
             return
         }
-        let started = MonotonicInstant.now.nanoseconds
-        let spin = adaptiveSpin!.spin(at: started)
-        let hitsBefore = core.spinHits
+        let spin = adaptiveSpin!.spin(at: MonotonicInstant.now.nanoseconds)
         let timedOut = try core.wait(until: wakeAt, spin: spin)
         if timedOut, wakeAt != .distantFuture { recordWakeLateness(after: wakeAt) }
-        let now = MonotonicInstant.now.nanoseconds
-        let hit = core.spinHits != hitsBefore
-        adaptiveSpin!.record(spun: hit ? now &- started : min(spin, now &- started), found: !timedOut, at: now)
+        adaptiveSpin!.record(spun: core.lastSpin, found: !timedOut, at: MonotonicInstant.now.nanoseconds)
     }
 
     /// A sleep ended at its deadline: how late the wake-up came, for precise timers.

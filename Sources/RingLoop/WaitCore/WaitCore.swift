@@ -236,6 +236,7 @@ package final class WaitCore {
             try poll()
             return false
         }
+        lastSpin = 0
         if spin > 0, spinUntilSomethingArrives(before: deadline, window: spin) {
             spinHits &+= 1
             try poll()
@@ -260,17 +261,25 @@ package final class WaitCore {
         let start = MonotonicInstant.now.nanoseconds
         let end = min(deadline.nanoseconds, start &+ window)
         var now = start
+        defer { lastSpin = now &- start }
         while now < end {
             if signal.isPending {
                 signal.didWake()
+                now = MonotonicInstant.now.nanoseconds
                 return true
             }
-            if ring.hasPendingCompletions { return true }
+            if ring.hasPendingCompletions {
+                now = MonotonicInstant.now.nanoseconds
+                return true
+            }
             ringloop_cpu_relax()
             now = MonotonicInstant.now.nanoseconds
         }
         return false
     }
+
+    /// How long the last wait polled before it found something or slept (nanoseconds).
+    package private(set) var lastSpin: UInt64 = 0
 
     /// Waits that found work while polling before sleeping (see ``wait(until:spin:)``).
     package private(set) var spinHits: UInt64 = 0
