@@ -28,8 +28,8 @@ struct AdaptiveSpin {
         return min(window, allowance - spentThisSecond)
     }
 
-    /// A wait that polled for `spun` nanoseconds (as the wait core measured it) and then
-    /// ended at `now`, with work (`found`) or not.
+    /// A wait that polled for `spun` nanoseconds of CPU time (as the wait core measured
+    /// it) and then ended at `now`, with work (`found`) or not.
     mutating func record(spun: UInt64, found: Bool, at now: UInt64) {
         spentThisSecond &+= spun
         totalSpent &+= spun

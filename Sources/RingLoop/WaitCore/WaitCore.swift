@@ -261,7 +261,10 @@ package final class WaitCore {
         let start = MonotonicInstant.now.nanoseconds
         let end = min(deadline.nanoseconds, start &+ window)
         var now = start
-        defer { lastSpin = now &- start }
+        // CPU time, not wall time: a poll the scheduler interrupted did not use the CPU
+        // while it waited (the adaptive policy's budget is a share of a core).
+        let cpuStart = Self.threadCPUNanoseconds()
+        defer { lastSpin = Self.threadCPUNanoseconds() &- cpuStart }
         while now < end {
             if signal.isPending {
                 signal.didWake()
@@ -278,8 +281,15 @@ package final class WaitCore {
         return false
     }
 
-    /// How long the last wait polled before it found something or slept (nanoseconds).
+    /// The CPU time the last wait spent polling before it found something or slept
+    /// (nanoseconds).
     package private(set) var lastSpin: UInt64 = 0
+
+    private static func threadCPUNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
 
     /// Waits that found work while polling before sleeping (see ``wait(until:spin:)``).
     package private(set) var spinHits: UInt64 = 0
