@@ -1,6 +1,7 @@
 import Glibc
 import RingLoop
 import RingLoopEvdev
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -121,5 +122,62 @@ struct StreamDeviceTests {
         case .poll:
             #expect(reads >= frames, "one read per wake-up at least")
         }
+    }
+}
+
+/// Virtual devices (FUSE nodes) are read by poll then read, the way that costs their
+/// server least (see `DeviceReader.ringReads`).
+@Suite("Reading virtual devices", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct VirtualDeviceReadTests {
+    @Test("a FUSE node is read by poll even when the ring is preferred: per frame one poll request, one read, one read(2)")
+    func nodeReadByPoll() throws {
+        let recording = try loadRecording("mouse-hires-wheel")
+        let frames = recording.events.split(whereSeparator: \.isSynReport).map { Array($0) }
+        let (path, served, readCalls, handled) = try onFreshThread {
+            () throws -> (DeviceReadPath?, FUSEEvdevNode.ServedRequests, Int, Int) in
+            _ = MountLeakCheck.armed
+            let folderPath = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let folder = try FUSEDeviceFolder(path: folderPath)
+            defer { folder.close() }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: folderPath, readPath: .ring), loop: loop)
+            let handled = Atomic<Int>(0)
+            var added: HIDDeviceID?
+            system.addHandler { event in
+                if event.kind == .deviceAdded { added = event.device } else { handled.add(1, ordering: .releasing) }
+                return .pass
+            }
+            try system.start()
+            defer { system.stop() }
+            let node = try folder.addDevice(recording.description!, appliesFuzz: false)
+            #expect(runUntil(loop) { added != nil })
+            let before = node.servedRequests
+            let readsBefore = system.readSystemCalls
+            // One frame at a time, each once the last was handled: the loop sleeps between.
+            let sender = LoopThread(name: "sender")
+            let done = Atomic<Bool>(false)
+            let toSend = UncheckedBox(frames)
+            sender.perform {
+                let limit = MonotonicInstant.now + .seconds(20)
+                for (index, frame) in toSend.value.enumerated() {
+                    try? node.send(frame.map { ($0.type, $0.code, $0.value) } + [(0, 0, 0)])
+                    while handled.load(ordering: .acquiring) <= index && MonotonicInstant.now < limit { sched_yield() }
+                }
+                done.store(true, ordering: .releasing)
+                loop.wakeUp()
+            }
+            #expect(runUntil(loop) { done.load(ordering: .acquiring) })
+            sender.stopAndJoin()
+            return (
+                added.flatMap { system.readPaths[$0] }, node.servedRequests - before, system.readSystemCalls - readsBefore,
+                handled.load(ordering: .acquiring)
+            )
+        }
+        #expect(path == .poll)
+        #expect(handled >= frames.count)
+        #expect(served.polls >= frames.count && served.polls <= frames.count + 4, "\(served)")
+        #expect(served.reads >= frames.count && served.reads <= frames.count + 4, "\(served)")
+        #expect(served.pollNotifications >= frames.count - 2, "\(served)")
+        #expect(readCalls >= frames.count)
     }
 }

@@ -108,22 +108,37 @@ enum HIDBench {
         return results
     }
 
+    /// Where the threads of a FUSE measurement run.
+    enum Placement {
+        /// Wherever the scheduler puts them.
+        case free
+        /// Every thread (the FUSE server, the loops, the sender) on one CPU: hand-offs
+        /// become context switches on that CPU instead of wake-ups of the other, halted
+        /// vCPU. It separates the chain's own latency from the machine's cross-CPU
+        /// wake-up cost (which a kernel evdev device pays once, a FUSE node's reader five
+        /// times per frame).
+        case oneCPU
+        /// The FUSE server on the reading loop's CPU (``FUSEDeviceFolder/init(path:serverCPUs:)``),
+        /// the sender on the other: the reader's poll and read requests switch to the
+        /// server on its own CPU instead of waking the other.
+        case serverWithLoop
+    }
+
     /// Device → handler latency: frames sent to a FUSE node one at a time; the handler
-    /// measures now − the kernel-style timestamp the node stamped at sending.
-    ///
-    /// With `pinned`, every thread of the measurement (the FUSE server, the loops, the
-    /// sender) runs on one CPU: hand-offs become context switches on that CPU instead of
-    /// wake-ups of the other, halted vCPU. It separates the chain's own latency from the
-    /// machine's cross-CPU wake-up cost (which a kernel evdev device pays once, FUSE four
-    /// times per frame).
-    static func endToEnd(quick: Bool, shape: HIDEventSystem.Shape, pinned: Bool = false) throws -> [Double] {
+    /// measures now − the kernel-style timestamp the node stamped at sending. Also what
+    /// the node's server answered per frame.
+    static func endToEnd(
+        quick: Bool, shape: HIDEventSystem.Shape, placement: Placement = .free
+    ) throws -> (latencies: [Double], served: FUSEEvdevNode.ServedRequests, frames: Int) {
         let savedCPUs = CPUAffinity.allowedCPUs()
+        let first = savedCPUs.first ?? 0
+        let others = savedCPUs.count > 1 ? Array(savedCPUs.dropFirst()) : savedCPUs
         // The lowest CPU this thread may use; threads created from here inherit it.
-        if pinned, let first = savedCPUs.first { try? CPUAffinity.restrictCurrentThread(to: [first]) }
-        defer { if pinned, !savedCPUs.isEmpty { try? CPUAffinity.restrictCurrentThread(to: savedCPUs) } }
+        if placement != .free { try? CPUAffinity.restrictCurrentThread(to: [first]) }
+        defer { if placement != .free, !savedCPUs.isEmpty { try? CPUAffinity.restrictCurrentThread(to: savedCPUs) } }
         let samples = BenchSize.of(quick ? 300 : 2000)
         let path = "/tmp/ringloop-bench-\(getpid())-\(shape.rawValue)"
-        let folder = try FUSEDeviceFolder(path: path)
+        let folder = try FUSEDeviceFolder(path: path, serverCPUs: placement == .free ? nil : [first])
         defer { folder.close() }
         let mouse = InputDeviceDescription(
             name: "Bench Mouse", codes: [Evdev.EV_KEY: [Evdev.BTN_LEFT, Evdev.BTN_RIGHT], Evdev.EV_REL: [Evdev.REL_X, Evdev.REL_Y]])
@@ -145,9 +160,11 @@ enum HIDBench {
             }
             try? system.start()
             while !attached { loop.run(mode: .default, for: .milliseconds(10)) }
+            let servedBefore = node.servedRequests
             // A sender thread paces frames 1 ms apart; the loop handles them as they come.
             let sent = Atomic<Int>(0)
             let sender = Thread {
+                if placement == .serverWithLoop { try? CPUAffinity.restrictCurrentThread(to: others) }
                 for index in 0..<samples {
                     try? node.send([(Evdev.EV_REL, Evdev.REL_X, Int32(index % 2 == 0 ? 1 : -1)), (Evdev.EV_SYN, Evdev.SYN_REPORT, 0)])
                     sent.add(1, ordering: .relaxed)
@@ -160,7 +177,7 @@ enum HIDBench {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
             system.stop()
-            return latencies
+            return (latencies, node.servedRequests - servedBefore, sent.load(ordering: .relaxed))
         }
     }
 
@@ -237,19 +254,32 @@ enum HIDBench {
 
     static func endToEndResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
         var results: [BenchResult] = []
-        for pinned in [false, true] {
-            for shape in HIDEventSystem.Shape.allCases {
-                var p50: [Double] = []
-                var p99: [Double] = []
-                for _ in 0..<(quick ? 1 : rounds) {
-                    let latencies = try endToEnd(quick: quick, shape: shape, pinned: pinned)
-                    p50.append(percentile(latencies, 0.5))
-                    p99.append(percentile(latencies, 0.99))
+        let runs: [(HIDEventSystem.Shape, Placement)] = [
+            (.clientLoop, .free), (.dedicatedThread, .free), (.clientLoop, .oneCPU), (.dedicatedThread, .oneCPU),
+            (.clientLoop, .serverWithLoop),
+        ]
+        for (shape, placement) in runs {
+            var p50: [Double] = []
+            var p99: [Double] = []
+            var requests: [Double] = []
+            for _ in 0..<(quick ? 1 : rounds) {
+                let (latencies, served, frames) = try endToEnd(quick: quick, shape: shape, placement: placement)
+                p50.append(percentile(latencies, 0.5))
+                p99.append(percentile(latencies, 0.99))
+                requests.append(Double(served.polls + served.reads) / Double(max(1, frames)))
+            }
+            // Through a FUSE node: the test rig's own round trips are in these figures.
+            let suffix =
+                switch placement {
+                case .free: ""
+                case .oneCPU: ".one_cpu"
+                case .serverWithLoop: ".server_with_loop"
                 }
-                // Through a FUSE node: the test rig's own round trips are in these figures.
-                let prefix = (shape == .clientLoop ? "hid.e2e.fuse" : "hid.e2e.fuse.thread") + (pinned ? ".one_cpu" : "")
-                results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
-                results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
+            let prefix = (shape == .clientLoop ? "hid.e2e.fuse" : "hid.e2e.fuse.thread") + suffix
+            results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
+            results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
+            if shape == .clientLoop, placement == .free {
+                results.append(BenchResult("\(prefix).requests_per_frame", "requests", ours: median(requests)))
             }
         }
         return results

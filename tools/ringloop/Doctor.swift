@@ -117,7 +117,7 @@ struct Doctor: ParsableCommand {
         switch outcome.value {
         case .bytes(let bytes) where bytes.count == 24:
             return
-                "ring for stream devices (multishot read into provided buffers; no system call per frame), poll then read for device nodes"
+                "ring for evdev nodes and stream devices (multishot read into provided buffers; no system call per frame), poll then read for virtual (FUSE) nodes"
         case .failed(let failure): return "poll then read (the ring cannot read multishot here: \(failure))"
         case .some(let other): return "poll then read (the probe read \(other))"
         case nil: return "poll then read (the probe's read never completed)"

@@ -22,6 +22,8 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
     case noBackend(String)
     /// A uinput call failed.
     case uinput(operation: String, errno: Errno)
+    /// The server thread cannot run on the CPUs asked for.
+    case placement(CPUAffinityError)
 
     public var description: String {
         switch self {
@@ -30,6 +32,7 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
         case .removed(let path): "\(path): the device was removed"
         case .noBackend(let reason): reason
         case .uinput(let operation, let errno): "uinput \(operation) failed: \(String(cString: strerror(errno.rawValue)))"
+        case .placement(let error): "serverCPUs: \(error)"
         }
     }
 }
@@ -64,6 +67,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
 
     /// Where the nodes appear.
     public let path: String
+    /// The CPUs the serving thread was placed on (`nil`: not placed).
+    public let serverCPUs: [Int]?
     fileprivate let session: OpaquePointer
     /// The serving thread, started once the callbacks can find this folder.
     private var thread: PosixThread?
@@ -75,8 +80,22 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     static let logger = Logger(label: "RingLoop.FUSEDeviceFolder")
 
     /// Mounts a new folder at `path` (created if missing) and starts serving it.
-    public init(path: String) throws(VirtualDeviceError) {
+    ///
+    /// - Parameters:
+    ///   - path: Where the nodes appear.
+    ///   - serverCPUs: The CPUs the serving thread runs on (any of ``CPUAffinity/onlineCPUs()``;
+    ///     `nil`: wherever the creating thread may run). The server answers readers'
+    ///     opens, polls, ioctls and reads that find data waiting; reads that wait for a
+    ///     frame are answered by the thread that sends it. A benchmark places the server
+    ///     to measure the chain with it on the reader's CPU or away from it.
+    public init(path: String, serverCPUs: [Int]? = nil) throws(VirtualDeviceError) {
         self.path = path
+        if let serverCPUs {
+            do { try CPUAffinity.validate(cpus: serverCPUs) } catch {
+                throw .placement(error)
+            }
+        }
+        self.serverCPUs = serverCPUs
         try Self.prepareMountPoint(path)
         var ops = fuse_lowlevel_ops()
         FUSEOperations.install(&ops)
@@ -118,6 +137,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         // answered later), so more threads would add nothing but cancellation at exit.
         let sessionAddress = UInt(bitPattern: session)
         thread = PosixThread.start(name: "fuse-evdev") {
+            // Validated above; a cpuset that changed since then leaves the thread where it was.
+            if let serverCPUs { try? CPUAffinity.restrictCurrentThread(to: serverCPUs) }
             _ = fuse_session_loop(OpaquePointer(bitPattern: sessionAddress))
         }
     }

@@ -28,6 +28,38 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     var grabbedBy: UInt64?
     var removed = false
     let bufferSize: Int
+    var served = ServedRequests()
+
+    /// What the node's server has answered so far: how its readers reach their events,
+    /// and what each frame costs them in round trips to this process.
+    ///
+    /// A reader that polls pays a poll request per wake-up besides its read (FUSE's poll
+    /// notification carries no events, so the woken poller asks again); a reader whose
+    /// read waits here (a blocking read, or the input chain's read through the ring) is
+    /// answered by the thread that sends the frame, with no round trip of its own.
+    public struct ServedRequests: Sendable, Hashable {
+        /// `FUSE_POLL` requests: a poller asking whether there is data.
+        public var polls = 0
+        /// `FUSE_READ` requests.
+        public var reads = 0
+        /// Reads that waited for a frame and were answered by its sending.
+        public var readsAnsweredAtSending = 0
+        /// Poll notifications sent to wake pollers.
+        public var pollNotifications = 0
+
+        /// What was served between an earlier reading and this one.
+        public static func - (later: ServedRequests, earlier: ServedRequests) -> ServedRequests {
+            var difference = ServedRequests()
+            difference.polls = later.polls - earlier.polls
+            difference.reads = later.reads - earlier.reads
+            difference.readsAnsweredAtSending = later.readsAnsweredAtSending - earlier.readsAnsweredAtSending
+            difference.pollNotifications = later.pollNotifications - earlier.pollNotifications
+            return difference
+        }
+    }
+
+    /// The requests served so far, counted from the node's creation.
+    public var servedRequests: ServedRequests { lockedPerform { served } }
 
     struct Client {
         var buffer: EvdevClientBuffer
@@ -35,7 +67,6 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         var pollHandle: OpaquePointer?
         var pendingReads: [(request: fuse_req_t, size: Int)] = []
         var revoked = false
-        let nonblocking: Bool
     }
 
     /// A libfuse reply to make once the lock is released.
@@ -119,11 +150,13 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             if removed || clients[id]!.revoked {
                 replies.append(.error(read.request, ENODEV))
             } else {
+                served.readsAnsweredAtSending += 1
                 replies.append(.data(read.request, takeEvents(id, maximumBytes: read.size)))
             }
         }
         if let handle = clients[id]!.pollHandle {
             clients[id]!.pollHandle = nil
+            served.pollNotifications += 1
             replies.append(.notifyPoll(handle))
         }
     }
@@ -206,11 +239,11 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         }
     }
 
-    func openClient(nonblocking: Bool) -> UInt64 {
+    func openClient() -> UInt64 {
         lockedPerform {
             let id = nextClient
             nextClient += 1
-            clients[id] = Client(buffer: EvdevClientBuffer(capacity: bufferSize), nonblocking: nonblocking)
+            clients[id] = Client(buffer: EvdevClientBuffer(capacity: bufferSize))
             return id
         }
     }
@@ -226,16 +259,17 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         perform(replies)
     }
 
-    func read(req: fuse_req_t?, client id: UInt64, size: Int) {
+    func read(req: fuse_req_t?, client id: UInt64, size: Int, nonblocking: Bool) {
         guard let req else { return }
         var replies: [Reply] = []
         lockedPerform {
+            served.reads += 1
             guard clients[id] != nil else { return replies.append(.error(req, EBADF)) }
             if removed || clients[id]!.revoked { return replies.append(.error(req, ENODEV)) }
             if size < InputEvent.size { return replies.append(.error(req, EINVAL)) }
             if clients[id]!.buffer.hasReadableEvents {
                 replies.append(.data(req, takeEvents(id, maximumBytes: size)))
-            } else if clients[id]!.nonblocking {
+            } else if nonblocking {
                 replies.append(.error(req, EAGAIN))
             } else {
                 clients[id]!.pendingReads.append((req, size))
@@ -274,6 +308,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     func poll(client id: UInt64, handle: OpaquePointer?) -> UInt32 {
         lockedPerform {
+            served.polls += 1
             guard clients[id] != nil else { return UInt32(POLLERR | POLLHUP) }
             if let handle {
                 if removed || clients[id]!.revoked {

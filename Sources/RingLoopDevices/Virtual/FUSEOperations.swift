@@ -26,6 +26,11 @@ enum FUSEOperations {
         } else {
             info.st_mode = S_IFREG | 0o660
             info.st_nlink = 1
+            // A node is a stream with no size, but the kernel's asynchronous direct-I/O
+            // read (the one io_uring makes of a FUSE file) is cut short at the file's
+            // size — at 0 bytes it reads nothing, as if at its end. Past any offset a
+            // stream reaches, the size never cuts a read.
+            info.st_size = 1 << 62
         }
         info.st_uid = getuid()
         info.st_gid = getgid()
@@ -139,8 +144,7 @@ enum FUSEOperations {
                 fuse_reply_err(req, inode == 1 ? EISDIR : ENODEV)
                 return
             }
-            let nonblocking = info.pointee.flags & O_NONBLOCK != 0
-            info.pointee.fh = node.openClient(nonblocking: nonblocking)
+            info.pointee.fh = node.openClient()
             ringloop_fuse_file_info_set_stream(info)
             fuse_reply_open(req, info)
         }
@@ -156,7 +160,10 @@ enum FUSEOperations {
                 fuse_reply_err(req, ENODEV)
                 return
             }
-            node.read(req: req, client: info.pointee.fh, size: size)
+            // Non-blocking as the reading file is now (the kernel passes its flags with
+            // each read), as evdev decides at each read.
+            let nonblocking = info.pointee.flags & O_NONBLOCK != 0
+            node.read(req: req, client: info.pointee.fh, size: size, nonblocking: nonblocking)
         }
         ops.write = { req, inode, buffer, size, _, info in
             guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode), let buffer else {

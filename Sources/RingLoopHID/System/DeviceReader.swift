@@ -17,8 +17,9 @@ final class ReadCallCounter: Sendable {
 public enum DeviceReadPath: String, Sendable, CaseIterable {
     /// A multishot read on the loop's ring into provided buffers (Linux 6.7 and later):
     /// the kernel reads when the device has data and the loop takes the bytes with its
-    /// wait, so a frame costs no system call of its own. Used for stream devices (pipes
-    /// and sockets); device nodes are read by ``poll`` (see ``HIDEventSystem/Configuration/readPath``).
+    /// wait, so a frame costs no system call of its own. Used for evdev nodes and stream
+    /// devices (pipes and sockets); virtual devices (FUSE nodes) are read by ``poll``,
+    /// which costs their server fewer round trips.
     case ring
     /// A multishot poll on the ring, then `read(2)` until the device is drained: one system
     /// call per wake-up (the way for descriptors the ring cannot read multishot).
@@ -84,15 +85,22 @@ final class DeviceReader {
         startPoll(on: loop)
     }
 
-    /// Whether the ring's multishot read is proven on this kind of descriptor: pipes and
-    /// sockets (non-blocking reads of their own). Not nodes: on a FUSE node (a regular
-    /// file) it lost frames here now and then, and an evdev character device could not
-    /// be tried on the machines this was built on; they keep poll then read.
+    /// Whether the ring reads this kind of descriptor: pipes, sockets and character
+    /// devices (evdev nodes), opened non-blocking, which io_uring reads without polling
+    /// first (a read that finds nothing arms a poll; the device's wake-up then reads).
+    ///
+    /// Not FUSE files (virtual devices, regular files): io_uring asks a file that
+    /// neither is non-blocking-capable (`FMODE_NOWAIT`) nor was opened `O_NONBLOCK`
+    /// whether it is readable before each read, and FUSE's poll notification carries no
+    /// events, so each wake-up asks the server again. Measured per frame on a FUSE node
+    /// (`hid.e2e.fuse.requests_per_frame`, 1 ms apart): poll then read 2 requests to the
+    /// server, a multishot read 3, a read issued to wait in the server 5 (it is polled
+    /// before being sent, so it never waits there). Nodes keep poll then read.
     static func ringReads(_ fd: Int32) -> Bool {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return false }
         let kind = info.st_mode & S_IFMT
-        return kind == S_IFIFO || kind == S_IFSOCK
+        return kind == S_IFIFO || kind == S_IFSOCK || kind == S_IFCHR
     }
 
     private func startPoll(on loop: RingRunLoop) {

@@ -87,9 +87,10 @@ public final class HIDEventSystem {
         /// ``GestureRecognizer/tracksInteraction`` is set) from when it begins until it ends.
         public var tracksInteractions: Bool
         /// How devices are read: through the ring (``DeviceReadPath/ring``, the default)
-        /// where that is proven — stream devices, pipes and sockets — and by poll then
-        /// read for device nodes and wherever the kernel cannot (it falls back per
-        /// device); ``DeviceReadPath/poll`` reads everything by poll then read.
+        /// for evdev nodes and stream devices (pipes and sockets), and by poll then read
+        /// for virtual devices (FUSE nodes, where it costs their server fewer round trips)
+        /// and wherever the kernel cannot (it falls back per device, as when the kernel
+        /// predates multishot reads); ``DeviceReadPath/poll`` reads everything by poll then read.
         public var readPath: DeviceReadPath
 
         public init(
