@@ -83,7 +83,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - path: Where the nodes appear.
-    ///   - serverCPUs: The CPUs the serving thread runs on (any of ``CPUAffinity/onlineCPUs()``;
+    ///   - serverCPUs: The CPUs the serving thread runs on (any of `CPUAffinity.onlineCPUs()`;
     ///     `nil`: wherever the creating thread may run). The server answers readers'
     ///     opens, polls, ioctls and reads that find data waiting; reads that wait for a
     ///     frame are answered by the thread that sends it. A benchmark places the server
