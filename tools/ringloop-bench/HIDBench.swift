@@ -44,13 +44,13 @@ enum HIDBench {
                         before = ringloop_malloc_count()
                     }
                 ) { event in sink &+= Int(event.timestamp.nanoseconds & 1) }
-                let measured = raw.count
+                let measured = raw.count * (repeats - 1)
                 elapsed += (MonotonicInstant.now - start).secondsValue
                 allocated += ringloop_malloc_count() - before
                 events += measured
                 if sink == -1 { print(sink) }
             }
-            // The measured round is the last one of each device (warm).
+            // Every round but each device's first (the warm-up) is measured.
             perSecond.append(Double(events) / elapsed)
             allocations.append(Double(allocated) / Double(events))
         }

@@ -110,7 +110,7 @@ extension FrameDecoder {
             absolute[Int(code)] = value
             switch absoluteRoutes[Int(code)] {
             case .gamepad:
-                let range = info.axes[code] ?? AbsoluteAxis(minimum: 0, maximum: 1, resolution: 0)
+                let range = axisRanges[Int(code)] ?? AbsoluteAxis(minimum: 0, maximum: 1, resolution: 0)
                 let normalized =
                     range.minimum < 0
                     ? Double(value) / Double(max(-Int64(range.minimum), Int64(range.maximum), 1))
@@ -120,7 +120,7 @@ extension FrameDecoder {
             case .touch: touchAxisChanged = true
             case .pointer: pointerChanged = true
             case .axisEvent:
-                let normalized = info.axes[code].flatMap { $0.maximum > $0.minimum ? $0.normalized(value) : nil }
+                let normalized = axisRanges[Int(code)].flatMap { $0.maximum > $0.minimum ? $0.normalized(value) : nil }
                 out.append(event(time, .axis(AxisEvent(source: .absolute, code: code, value: value, normalized: normalized))))
             }
         }
@@ -135,7 +135,7 @@ extension FrameDecoder {
         } else if isSingleTouch, touchAxisChanged || digitizerChanged {
             emitSingleTouchFrame(at: time, into: &out)
         }
-        if pointerChanged, let rangeX = info.axes[0], let rangeY = info.axes[1] {
+        if pointerChanged, let rangeX = axisRanges[0], let rangeY = axisRanges[1] {
             let x = absolute[Int(Evdev.ABS_X)]
             let y = absolute[Int(Evdev.ABS_Y)]
             out.append(

@@ -6,12 +6,13 @@ extension FrameDecoder {
     func penEvent() -> PenEvent {
         let x = absolute[Int(Evdev.ABS_X)]
         let y = absolute[Int(Evdev.ABS_Y)]
-        let rangeX = info.axes[Evdev.ABS_X] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        let rangeY = info.axes[Evdev.ABS_Y] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        let pressureRange = info.axes[Evdev.ABS_PRESSURE] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let none = AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeX = axisRanges[Int(Evdev.ABS_X)] ?? none
+        let rangeY = axisRanges[Int(Evdev.ABS_Y)] ?? none
+        let pressureRange = axisRanges[Int(Evdev.ABS_PRESSURE)] ?? none
         func tilt(_ code: UInt16) -> Double {
             let value = Double(absolute[Int(code)])
-            guard let range = info.axes[code], range.resolution > 0 else { return value }
+            guard let range = axisRanges[Int(code)], range.resolution > 0 else { return value }
             return value / Double(range.resolution) * 180 / Double.pi  // units per radian → degrees
         }
         return PenEvent(

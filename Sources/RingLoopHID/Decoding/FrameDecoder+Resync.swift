@@ -33,14 +33,14 @@ extension FrameDecoder {
         if info.isProtocolA && !previousProtocolA.isEmpty {
             // A protocol-A device keeps no contact state to read back: the contacts seen
             // before the loss are cancelled, and the next frame begins those still down.
-            var frame = DigitizerFrame()
+            var frame = newDigitizerFrame()
             for old in previousProtocolA {
                 var cancelled = old
                 cancelled.phase = .cancelled
                 frame.append(cancelled)
             }
             previousProtocolA.removeAll(keepingCapacity: true)
-            out.append(event(time, .digitizer(frame)))
+            emitDigitizer(frame, at: time, into: &out)
         }
     }
 
@@ -62,7 +62,7 @@ extension FrameDecoder {
         clickDown = false
         let hadPen = penTool != nil
         finishFrame(at: time, into: &out)
-        var frame = DigitizerFrame()
+        var frame = newDigitizerFrame()
         for index in slots.indices where slots[index].reportedID != -1 {
             let slot = slots[index]
             frame.append(contact(slot: index, id: slot.reportedID, phase: .cancelled, x: slot.x, y: slot.y, pressure: 0, size: 0))
@@ -75,7 +75,7 @@ extension FrameDecoder {
             frame.append(cancelled)
         }
         previousProtocolA.removeAll()
-        if frame.count > 0 { out.append(event(time, .digitizer(frame))) }
+        if frame.count > 0 { emitDigitizer(frame, at: time, into: &out) } else { keep(frame.buffer) }
         if hadPen {
             penTool = nil
             penTouching = false

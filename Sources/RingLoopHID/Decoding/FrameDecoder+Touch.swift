@@ -18,8 +18,8 @@ extension FrameDecoder {
     func contact(
         slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32, from state: SlotState?
     ) -> Contact {
-        let rangeX = info.axes[Evdev.ABS_MT_POSITION_X] ?? info.axes[Evdev.ABS_X] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        let rangeY = info.axes[Evdev.ABS_MT_POSITION_Y] ?? info.axes[Evdev.ABS_Y] ?? AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        let rangeX = touchRangeX
+        let rangeY = touchRangeY
         return Contact(
             slot: Int16(slot), trackingID: id, phase: phase, x: x, y: y, normalizedX: rangeX.normalized(x),
             normalizedY: rangeY.normalized(y), millimetresX: rangeX.millimetres(x), millimetresY: rangeY.millimetres(y),
@@ -29,7 +29,7 @@ extension FrameDecoder {
 
     /// Protocol B: one contact per slot with a tracking id, and ended ones.
     mutating func emitSlotFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
-        var frame = DigitizerFrame()
+        var frame = newDigitizerFrame()
         frame.isBoundingBox = info.isSemiMultitouch
         frame.buttonDown = clickDown
         var live = 0
@@ -51,12 +51,12 @@ extension FrameDecoder {
             slots[index].changed = false
         }
         frame.fingerCount = toolFingers > 0 ? toolFingers : live
-        out.append(event(time, .digitizer(frame)))
+        emitDigitizer(frame, at: time, into: &out)
     }
 
     /// A single-touch screen (ABS_X/ABS_Y with BTN_TOUCH): one contact.
     mutating func emitSingleTouchFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
-        var frame = DigitizerFrame()
+        var frame = newDigitizerFrame()
         let x = absolute[Int(Evdev.ABS_X)]
         let y = absolute[Int(Evdev.ABS_Y)]
         let wasTouching = slots.isEmpty && previousProtocolA.count == 1
@@ -71,17 +71,17 @@ extension FrameDecoder {
             frame.append(contact(slot: 0, id: previousProtocolA[0].trackingID, phase: .ended, x: x, y: y, pressure: 0, size: 0))
             previousProtocolA.removeAll(keepingCapacity: true)
         } else {
-            return
+            return keep(frame.buffer)
         }
         frame.fingerCount = touching ? 1 : 0
-        out.append(event(time, .digitizer(frame)))
+        emitDigitizer(frame, at: time, into: &out)
     }
 
     /// Protocol A: contacts carry no ids; match them to the previous frame's by
     /// distance, closest pairs first (as mtdev matches by least movement), to assign
     /// slots and tracking ids. Allocation-free once warm.
     mutating func emitProtocolAFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
-        var frame = DigitizerFrame()
+        var frame = newDigitizerFrame()
         frame.buttonDown = clickDown
         let reported = min(protocolAContacts.count, DigitizerFrame.capacity)
         matchedPrevious.removeAll(keepingCapacity: true)
@@ -146,7 +146,7 @@ extension FrameDecoder {
         }
         for contact in currentProtocolA { frame.append(contact) }
         frame.fingerCount = toolFingers > 0 ? toolFingers : currentProtocolA.count
-        if frame.count > 0 || !previousProtocolA.isEmpty { out.append(event(time, .digitizer(frame))) }
+        if frame.count > 0 || !previousProtocolA.isEmpty { emitDigitizer(frame, at: time, into: &out) } else { keep(frame.buffer) }
         swap(&previousProtocolA, &currentProtocolA)
         protocolAContacts.removeAll(keepingCapacity: true)
     }

@@ -91,6 +91,16 @@ public struct FrameDecoder {
     var nextTrackingID: Int32 = 1
     var dropping = false
     var frameTouchedSlots = false
+    /// Contact buffers of frames this decoder emitted, reused once no event holds them
+    /// (so a warm decoder allocates nothing, however long events wait in a queue, up to
+    /// this many frames held at once).
+    var frameBuffers: [ContactStorage] = []
+    static let frameBufferLimit = 32
+    /// The touch position axes (multitouch where the device has them), looked up once.
+    let touchRangeX: AbsoluteAxis
+    let touchRangeY: AbsoluteAxis
+    /// Each absolute axis's range by code (`info.axes` without a hash per lookup).
+    let axisRanges: [AbsoluteAxis?]
 
     struct SlotState {
         var trackingID: Int32 = -1
@@ -109,6 +119,10 @@ public struct FrameDecoder {
     public init(info: HIDDeviceInfo) {
         self.info = info
         self.deviceID = info.id
+        let none = AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
+        touchRangeX = info.axes[Evdev.ABS_MT_POSITION_X] ?? info.axes[Evdev.ABS_X] ?? none
+        touchRangeY = info.axes[Evdev.ABS_MT_POSITION_Y] ?? info.axes[Evdev.ABS_Y] ?? none
+        axisRanges = (0..<64).map { info.axes[UInt16($0)] }
         let keys = info.codes[Evdev.EV_KEY] ?? []
         let pen = info.deviceClass != .tabletPad && (keys.contains(Evdev.BTN_TOOL_PEN) || keys.contains(Evdev.BTN_STYLUS))
         let multitouch = info.slotCount > 0 || info.isProtocolA
@@ -242,11 +256,12 @@ public struct FrameDecoder {
     }
 
     mutating func clearPending() {
-        pendingKeys.removeAll(keepingCapacity: true)
-        pendingAbsolute.removeAll(keepingCapacity: true)
-        pendingSwitches.removeAll(keepingCapacity: true)
-        pendingRelative.removeAll(keepingCapacity: true)
-        protocolAContacts.removeAll(keepingCapacity: true)
+        // Most frames leave most of these empty; emptying an empty array is not free.
+        if !pendingKeys.isEmpty { pendingKeys.removeAll(keepingCapacity: true) }
+        if !pendingAbsolute.isEmpty { pendingAbsolute.removeAll(keepingCapacity: true) }
+        if !pendingSwitches.isEmpty { pendingSwitches.removeAll(keepingCapacity: true) }
+        if !pendingRelative.isEmpty { pendingRelative.removeAll(keepingCapacity: true) }
+        if !protocolAContacts.isEmpty { protocolAContacts.removeAll(keepingCapacity: true) }
         protocolAHasPending = false
         relX = 0
         relY = 0
@@ -282,5 +297,34 @@ struct BitSet768 {
             for bit in 0..<64 where words[word] & (1 << UInt64(bit)) != 0 { codes.append(UInt16(word * 64 + bit)) }
         }
         return codes
+    }
+}
+
+// Digitizer frames on reused buffers.
+extension FrameDecoder {
+    /// An empty frame on a buffer no event holds any more, or on a new one.
+    mutating func newDigitizerFrame() -> DigitizerFrame {
+        var index = frameBuffers.count - 1
+        while index >= 0 {
+            if isKnownUniquelyReferenced(&frameBuffers[index]) {
+                frameBuffers.swapAt(index, frameBuffers.count - 1)
+                return DigitizerFrame(reusing: frameBuffers.removeLast())
+            }
+            index -= 1
+        }
+        return DigitizerFrame()
+    }
+
+    /// Emits `frame` and keeps its buffer to reuse once the event is gone.
+    mutating func emitDigitizer(_ frame: DigitizerFrame, at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        keep(frame.buffer)
+        out.append(event(time, .digitizer(frame)))
+    }
+
+    /// Keeps `buffer` among those to reuse (a frame not emitted gives its buffer back).
+    mutating func keep(_ buffer: ContactStorage) {
+        guard frameBuffers.count < Self.frameBufferLimit, buffer !== ContactStorage.empty else { return }
+        if frameBuffers.capacity < Self.frameBufferLimit { frameBuffers.reserveCapacity(Self.frameBufferLimit) }
+        frameBuffers.append(buffer)
     }
 }

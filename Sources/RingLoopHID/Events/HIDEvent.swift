@@ -147,11 +147,16 @@ public struct Contact: Sendable, Hashable {
     public var toolType: Int32 = 0
 }
 
-/// All contacts of one multitouch frame, inline.
+/// All contacts of one multitouch frame.
+///
+/// The contacts live in a buffer the frame shares when copied (copy on write), so an
+/// event carrying a frame is as cheap to queue and hand over as any other: 16 contacts
+/// inline made every `HIDEvent` 1.5 KB, copied at each step of the chain. The decoder
+/// reuses buffers no event holds any more, so decoding allocates nothing once warm.
 public struct DigitizerFrame: Sendable {
     /// Contacts a frame holds; further slots of larger devices are not reported.
     public static let capacity = 16
-    private var storage = InlineArray<16, Contact>(repeating: Contact())
+    private var storage: ContactStorage
     /// Contacts in the frame.
     public private(set) var count = 0
     /// Fingers on the surface (BTN_TOOL_* counts on touchpads; contacts otherwise).
@@ -162,35 +167,79 @@ public struct DigitizerFrame: Sendable {
     /// Whether the physical button of a clickpad is down.
     public var buttonDown = false
 
-    public init() {}
+    /// An empty frame (it takes a buffer of its own at its first contact).
+    public init() { storage = ContactStorage.empty }
+
+    /// An empty frame writing into `storage`, which the caller hands over unshared (the
+    /// decoder's reused buffers).
+    init(reusing storage: consuming ContactStorage) { self.storage = storage }
+
+    /// The frame's buffer, for the decoder to take back once no event holds it.
+    var buffer: ContactStorage { storage }
 
     /// Appends a contact (ignored past ``capacity``).
     public mutating func append(_ contact: Contact) {
         guard count < Self.capacity else { return }
-        storage[count] = contact
+        makeUnique()
+        storage.contacts[count] = contact
         count += 1
     }
 
     public subscript(index: Int) -> Contact {
         precondition(index >= 0 && index < count, "contact index out of range")
-        return storage[index]
+        return storage.contacts[index]
     }
 
     /// Replaces the contact at `index`.
     mutating func replace(at index: Int, with contact: Contact) {
         precondition(index >= 0 && index < count, "contact index out of range")
-        storage[index] = contact
+        makeUnique()
+        storage.contacts[index] = contact
     }
 
     /// Removes the contact with `trackingID`, if there is one (order kept).
     mutating func remove(trackingID: Int32) {
-        guard let index = (0..<count).first(where: { storage[$0].trackingID == trackingID }) else { return }
-        for next in (index + 1)..<max(index + 1, count) { storage[next - 1] = storage[next] }
+        guard let index = (0..<count).first(where: { storage.contacts[$0].trackingID == trackingID }) else { return }
+        makeUnique()
+        for next in (index + 1)..<max(index + 1, count) { storage.contacts[next - 1] = storage.contacts[next] }
         count -= 1
     }
 
     /// The contacts as an array (allocates; for convenience outside hot paths).
-    public var contacts: [Contact] { (0..<count).map { storage[$0] } }
+    public var contacts: [Contact] { (0..<count).map { storage.contacts[$0] } }
+
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy(count: count) }
+    }
+}
+
+/// The contacts of a ``DigitizerFrame``: a fixed buffer of ``DigitizerFrame/capacity``
+/// contacts, written only through a frame that holds it unshared.
+final class ContactStorage: @unchecked Sendable {
+    // @unchecked: written only by the one frame holding the only reference (checked
+    // with isKnownUniquelyReferenced before each write); read-only once shared.
+    let contacts: UnsafeMutablePointer<Contact>
+
+    /// The buffer of empty frames: always shared (this reference holds it), so the first
+    /// contact appended copies it out and making an empty frame allocates nothing.
+    static let empty = ContactStorage()
+
+    init() {
+        contacts = .allocate(capacity: DigitizerFrame.capacity)
+        contacts.initialize(repeating: Contact(), count: DigitizerFrame.capacity)
+    }
+
+    deinit {
+        contacts.deinitialize(count: DigitizerFrame.capacity)
+        contacts.deallocate()
+    }
+
+    /// A new buffer holding the first `count` contacts.
+    func copy(count: Int) -> ContactStorage {
+        let copy = ContactStorage()
+        copy.contacts.update(from: contacts, count: count)
+        return copy
+    }
 }
 
 /// A pen (stylus or eraser) over or on a tablet.

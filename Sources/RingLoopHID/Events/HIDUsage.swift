@@ -26,6 +26,20 @@ public struct HIDUsage: Hashable, Sendable, CustomStringConvertible {
     /// the consumer page as USB keyboards send them, and power, sleep and wake use the
     /// generic desktop page's system controls.
     public static func forLinuxKey(_ code: UInt16) -> HIDUsage? {
+        if Int(code) < byLinuxKey.count {
+            let packed = byLinuxKey[Int(code)]
+            return packed == 0 ? nil : HIDUsage(page: UInt16(packed >> 16), usage: UInt16(truncatingIfNeeded: packed))
+        }
+        return lookUp(code)
+    }
+
+    /// The tables below folded into one array by key code (page << 16 | usage, 0: none):
+    /// one load per key event instead of up to three hashed lookups.
+    private static let byLinuxKey: [UInt32] = (0..<768).map { code in
+        lookUp(UInt16(code)).map { UInt32($0.page) << 16 | UInt32($0.usage) } ?? 0
+    }
+
+    private static func lookUp(_ code: UInt16) -> HIDUsage? {
         if let usage = consumer[code] { return HIDUsage(page: consumerPage, usage: usage) }
         if let usage = system[code] { return HIDUsage(page: genericDesktopPage, usage: usage) }
         if let usage = keyboard[code] { return HIDUsage(page: keyboardPage, usage: usage) }

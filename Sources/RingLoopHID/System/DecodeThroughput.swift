@@ -8,7 +8,7 @@ import RingLoopEvdev
 /// would cross a module boundary the product never crosses.
 package enum DecodeThroughput {
     /// Feeds `events` `rounds` times; returns HID events dispatched, and calls
-    /// `beforeMeasuredRound` before the last round (after warming).
+    /// `beforeMeasuredRound` after the first round (the warm-up): the rest are measured.
     package static func run(
         info: HIDDeviceInfo, events: [InputEvent], rounds: Int, beforeMeasuredRound: () -> Void,
         handler: (HIDEvent) -> Void
@@ -19,7 +19,7 @@ package enum DecodeThroughput {
         output.reserveCapacity(256)
         var dispatched = 0
         for round in 0..<rounds {
-            if round == rounds - 1 { beforeMeasuredRound() }
+            if round == 1 { beforeMeasuredRound() }
             for event in events {
                 decoder.feed(event, into: &output)
                 if !output.isEmpty {
