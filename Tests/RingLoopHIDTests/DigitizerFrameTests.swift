@@ -28,6 +28,13 @@ struct DigitizerFrameTests {
         #expect(full.contacts.map(\.trackingID) == (0..<Int32(DigitizerFrame.capacity)).map { $0 })
     }
 
+    @Test("an event stays small: the chain copies it at every step (decoder, queue, handler)")
+    func eventSize() {
+        print("HIDEvent: \(MemoryLayout<HIDEvent>.size) bytes, DigitizerFrame: \(MemoryLayout<DigitizerFrame>.size)")
+        #expect(MemoryLayout<HIDEvent>.size <= 128, "HIDEvent is \(MemoryLayout<HIDEvent>.size) bytes")
+        #expect(MemoryLayout<DigitizerFrame>.size <= 48)
+    }
+
     @Test(
         "events held while decoding goes on keep their contacts (more held than the decoder keeps buffers for)",
         arguments: ["touchscreen-multitouch", "touchpad", "touchpad-protocol-a"])
