@@ -10,8 +10,9 @@ public struct HIDDeviceID: Hashable, Sendable, CustomStringConvertible {
 /// One HID event decoded from an evdev frame, with its device and the kernel's
 /// `CLOCK_MONOTONIC` timestamp of the frame.
 ///
-/// A value type of fixed size, so the event queue holds events without allocating:
-/// multitouch frames carry their contacts inline (up to ``DigitizerFrame/capacity``).
+/// A small value type of fixed size (81 bytes), so the event queue holds events without
+/// allocating and copying one is cheap: a multitouch frame's contacts (up to
+/// ``DigitizerFrame/capacity``) are in a buffer the frame shares (copy on write).
 public struct HIDEvent: Sendable {
     /// The device that sent it.
     public var device: HIDDeviceID
@@ -181,65 +182,51 @@ public struct DigitizerFrame: Sendable {
     public mutating func append(_ contact: Contact) {
         guard count < Self.capacity else { return }
         makeUnique()
-        storage.contacts[count] = contact
+        storage.items[count] = contact
         count += 1
     }
 
     public subscript(index: Int) -> Contact {
         precondition(index >= 0 && index < count, "contact index out of range")
-        return storage.contacts[index]
+        return storage.items[index]
     }
 
     /// Replaces the contact at `index`.
     mutating func replace(at index: Int, with contact: Contact) {
         precondition(index >= 0 && index < count, "contact index out of range")
         makeUnique()
-        storage.contacts[index] = contact
+        storage.items[index] = contact
     }
 
     /// Removes the contact with `trackingID`, if there is one (order kept).
     mutating func remove(trackingID: Int32) {
-        guard let index = (0..<count).first(where: { storage.contacts[$0].trackingID == trackingID }) else { return }
+        guard let index = (0..<count).first(where: { storage.items[$0].trackingID == trackingID }) else { return }
         makeUnique()
-        for next in (index + 1)..<max(index + 1, count) { storage.contacts[next - 1] = storage.contacts[next] }
+        for next in (index + 1)..<max(index + 1, count) { storage.items[next - 1] = storage.items[next] }
         count -= 1
     }
 
     /// The contacts as an array (allocates; for convenience outside hot paths).
-    public var contacts: [Contact] { (0..<count).map { storage.contacts[$0] } }
+    public var contacts: [Contact] { (0..<count).map { storage.items[$0] } }
 
     private mutating func makeUnique() {
         if !isKnownUniquelyReferenced(&storage) { storage = storage.copy(count: count) }
     }
 }
 
-/// The contacts of a ``DigitizerFrame``: a fixed buffer of ``DigitizerFrame/capacity``
-/// contacts, written only through a frame that holds it unshared.
-final class ContactStorage: @unchecked Sendable {
-    // @unchecked: written only by the one frame holding the only reference (checked
-    // with isKnownUniquelyReferenced before each write); read-only once shared.
-    let contacts: UnsafeMutablePointer<Contact>
+/// The contacts of a ``DigitizerFrame``.
+typealias ContactStorage = FixedBuffer<Contact>
+
+extension FixedBuffer where Element == Contact {
+    /// A buffer of ``DigitizerFrame/capacity`` contacts.
+    convenience init() { self.init(capacity: DigitizerFrame.capacity, repeating: Contact()) }
 
     /// The buffer of empty frames: always shared (this reference holds it), so the first
     /// contact appended copies it out and making an empty frame allocates nothing.
     static let empty = ContactStorage()
 
-    init() {
-        contacts = .allocate(capacity: DigitizerFrame.capacity)
-        contacts.initialize(repeating: Contact(), count: DigitizerFrame.capacity)
-    }
-
-    deinit {
-        contacts.deinitialize(count: DigitizerFrame.capacity)
-        contacts.deallocate()
-    }
-
     /// A new buffer holding the first `count` contacts.
-    func copy(count: Int) -> ContactStorage {
-        let copy = ContactStorage()
-        copy.contacts.update(from: contacts, count: count)
-        return copy
-    }
+    func copy(count: Int) -> ContactStorage { copy(count: count, rest: Contact()) }
 }
 
 /// A pen (stylus or eraser) over or on a tablet.

@@ -129,22 +129,11 @@ public struct GestureTouch: Hashable, Sendable {
     public var distanceMoved: Double { (location - startLocation).length }
 }
 
-/// Room for ``GestureTouches/capacity`` touches, shared by copies of a ``GestureTouches``
-/// until one of them changes (copy on write). Reads are loads through its pointer: a
-/// struct of inline storage would be copied whole (over a kilobyte) for each element read
-/// wherever it cannot be addressed, as for a parameter.
-final class GestureTouchStorage {
-    let items: UnsafeMutablePointer<GestureTouch>
+/// Room for ``GestureTouches/capacity`` touches (see ``FixedBuffer``).
+typealias GestureTouchStorage = FixedBuffer<GestureTouch>
 
-    init() {
-        items = .allocate(capacity: GestureTouches.capacity)
-        items.initialize(repeating: GestureTouch(), count: GestureTouches.capacity)
-    }
-
-    deinit {
-        items.deinitialize(count: GestureTouches.capacity)
-        items.deallocate()
-    }
+extension FixedBuffer where Element == GestureTouch {
+    convenience init() { self.init(capacity: GestureTouches.capacity, repeating: GestureTouch()) }
 }
 
 /// The touches on one device after a frame: the live ones, and those that ended or were
@@ -153,9 +142,7 @@ final class GestureTouchStorage {
 public struct GestureTouches: Sendable {
     /// Touches one value holds (those beyond it are not tracked).
     public static let capacity = DigitizerFrame.capacity
-    // Sendable: the storage is never written while shared (copy on write), and a value
-    // handed to another thread is a copy whose storage no one writes.
-    private nonisolated(unsafe) var storage = GestureTouchStorage()
+    private var storage = GestureTouchStorage()
     /// Touches in this value (live, ended and cancelled).
     public private(set) var count = 0
     /// The device.
@@ -187,9 +174,7 @@ public struct GestureTouches: Sendable {
 
     private mutating func makeUnique() {
         guard !isKnownUniquelyReferenced(&storage) else { return }
-        let copy = GestureTouchStorage()
-        copy.items.update(from: storage.items, count: count)
-        storage = copy
+        storage = storage.copy(count: count, rest: GestureTouch())
     }
 
     mutating func append(_ touch: GestureTouch) {
