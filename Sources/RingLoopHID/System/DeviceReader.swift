@@ -89,13 +89,15 @@ final class DeviceReader {
     /// devices (evdev nodes), opened non-blocking, which io_uring reads without polling
     /// first (a read that finds nothing arms a poll; the device's wake-up then reads).
     ///
-    /// Not FUSE files (virtual devices, regular files): io_uring asks a file that
-    /// neither is non-blocking-capable (`FMODE_NOWAIT`) nor was opened `O_NONBLOCK`
-    /// whether it is readable before each read, and FUSE's poll notification carries no
-    /// events, so each wake-up asks the server again. Measured per frame on a FUSE node
-    /// (`hid.e2e.fuse.requests_per_frame`, 1 ms apart): poll then read 2 requests to the
-    /// server, a multishot read 3, a read issued to wait in the server 5 (it is polled
-    /// before being sent, so it never waits there). Nodes keep poll then read.
+    /// Not FUSE files (virtual devices, regular files), where each way through the ring
+    /// costs the node's server more round trips than poll then read: FUSE's poll
+    /// notification carries no events, so a woken poll asks the server again
+    /// (`FUSE_POLL`); a multishot read of a non-blocking node also reads once more each
+    /// time it re-arms and finds nothing (a `FUSE_READ` answered `EAGAIN`); and a
+    /// blocking read is polled before each attempt (FUSE files have no `FMODE_NOWAIT`),
+    /// so it never waits in the server. Measured per frame, frames 1 ms apart
+    /// (`hid.e2e.fuse.requests_per_frame`): poll then read 2 requests, a multishot read
+    /// 3, a blocking read issued to wait in the server 5. Nodes keep poll then read.
     static func ringReads(_ fd: Int32) -> Bool {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return false }
