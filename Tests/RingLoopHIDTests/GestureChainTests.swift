@@ -42,6 +42,25 @@ struct GestureChainTests {
         #expect(gestures.allSatisfy { $0.surface.unit == .millimetres })
     }
 
+    @Test(
+        "a loop that falls behind still sees a double tap: deadlines pass in the frames' time, not the wall clock's",
+        arguments: HIDEventSystem.Shape.allCases)
+    func laggingLoop(shape: HIDEventSystem.Shape) throws {
+        // Once the first frame is handled, the loop's thread is busy for 400 ms: the
+        // second tap (stamped ~150 ms after the first) reaches the recognizers long after
+        // the double tap's interval has passed on the wall clock, as under heavy load.
+        let stalled = Atomic<Bool>(false)
+        let (gestures, _) = try Self.recognize("touchscreen-double-tap", shape: shape) { system, _ in
+            system.addHandler(kinds: [.digitizer]) { _ in
+                if !stalled.exchange(true, ordering: .relaxed) { usleep(400_000) }
+                return .pass
+            }
+        }
+        let didStall = stalled.load(ordering: .relaxed)
+        #expect(didStall)
+        #expect(GestureRun.recognized(gestures) == ["doubleTap 1"])
+    }
+
     @Test("a drag cut short by the device's removal is cancelled", arguments: HIDEventSystem.Shape.allCases)
     func removalMidGesture(shape: HIDEventSystem.Shape) throws {
         var recording = try loadGestureRecording("touchscreen-slow-drag")

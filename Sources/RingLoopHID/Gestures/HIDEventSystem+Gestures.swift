@@ -23,6 +23,14 @@ final class GestureMachinery {
     var observer: LoopObserver?
     var timer: LoopTimer?
     var armedDeadline: MonotonicInstant?
+    /// How far behind the frames the loop was at its last frame (now − the kernel's stamp
+    /// of it), 0 to ``maximumLag``. Deadlines pass this much after they are due, so that
+    /// frames stamped before a deadline but still on their way (a loop busy for a while,
+    /// a queue behind) are seen first, as libinput reads its devices before its timers.
+    var inputLag: Duration = .zero
+    /// Lags beyond this are taken as clocks that cannot be compared (a device stamping
+    /// on another clock), not as a loop that far behind.
+    static let maximumLag: Duration = .seconds(2)
     var evaluating = false
     /// The recognizer behind tracking (any drag), when the configuration asks for it.
     var dragRecognizer: PanGestureRecognizer?
@@ -194,11 +202,14 @@ extension HIDEventSystem {
         machinery.evaluating = true
         defer { machinery.evaluating = false }
         let arena = machinery.arena
+        let now = MonotonicInstant.now
         if !machinery.pending.isEmpty {
             for entry in machinery.pending {
                 switch entry {
                 case .frame(let device, let time, let frame):
                     guard let surface = machinery.surface(of: device) else { continue }
+                    let lag = now - time
+                    machinery.inputLag = lag >= .zero && lag <= GestureMachinery.maximumLag ? lag : .zero
                     // Deadlines that passed before this frame first, as they happened.
                     arena.advance(to: time)
                     arena.process(frame, device: device, at: time, surface: surface)
@@ -209,9 +220,10 @@ extension HIDEventSystem {
             }
             machinery.pending.removeAll(keepingCapacity: true)
         }
-        arena.advance(to: .now)
+        // As far as the frames are known to have come: now, less the chain's lag.
+        arena.advance(to: now.advanced(by: .zero - machinery.inputLag))
         deliverGestureOutput(machinery)
-        let deadline = arena.nextDeadline
+        let deadline = arena.nextDeadline.map { $0 + machinery.inputLag }
         if deadline != machinery.armedDeadline, let timer = machinery.timer {
             machinery.armedDeadline = deadline
             timer.nextFireDate = deadline ?? .distantFuture
