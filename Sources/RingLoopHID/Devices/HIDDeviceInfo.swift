@@ -67,53 +67,25 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     public var properties: Set<UInt16>
 
     public func has(type: UInt16, code: UInt16) -> Bool { codes[type]?.contains(code) ?? false }
+}
 
+extension HIDDeviceInfo {
     /// Reads the description through libevdev from an open node.
     static func read(fd: Int32, id: HIDDeviceID, path: String) -> Result<HIDDeviceInfo, HIDError> {
-        var handle: OpaquePointer?
-        let result = libevdev_new_from_fd(fd, &handle)
-        guard result == 0, let device = handle else {
-            return .failure(.describe(path: path, errno: Errno(rawValue: -result)))
+        let read = LibevdevDescription.read(fileDescriptor: fd) { description, device in
+            HIDDeviceInfo(id: id, path: path, description, slots: libevdev_get_num_slots(device))
         }
-        defer { libevdev_free(device) }
-        var codes: [UInt16: Set<UInt16>] = [:]
-        var axes: [UInt16: AbsoluteAxis] = [:]
-        for type in Evdev.maskTypes where type != Evdev.EV_SYN && libevdev_has_event_type(device, UInt32(type)) == 1 {
-            var set = Set<UInt16>()
-            for code in 0...Evdev.maximumCode(ofType: type)! where libevdev_has_event_code(device, UInt32(type), UInt32(code)) == 1 {
-                set.insert(code)
-                if type == Evdev.EV_ABS, let info = libevdev_get_abs_info(device, UInt32(code))?.pointee {
-                    axes[code] = AbsoluteAxis(info)
-                }
-            }
-            codes[type] = set
-        }
-        var properties = Set<UInt16>()
-        for property in UInt16(0)...Evdev.INPUT_PROP_MAX where libevdev_has_property(device, UInt32(property)) == 1 {
-            properties.insert(property)
-        }
-        let name = libevdev_get_name(device).map { String(cString: $0) } ?? ""
-        let fakeMultitouch =
-            codes[Evdev.EV_ABS]?.contains(Evdev.ABS_RESERVED) == true && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) == true
-        // libevdev reports -1 slots for a device with ABS_RESERVED; never more than the
-        // decoder keeps per frame is used, but the count is the device's.
-        let slots =
-            fakeMultitouch || codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_SLOT) != true ? 0 : max(0, Int(libevdev_get_num_slots(device)))
-        var info = HIDDeviceInfo(
-            id: id, path: path, name: name, busType: UInt16(truncatingIfNeeded: libevdev_get_id_bustype(device)),
-            vendor: UInt16(truncatingIfNeeded: libevdev_get_id_vendor(device)),
-            product: UInt16(truncatingIfNeeded: libevdev_get_id_product(device)),
-            version: UInt16(truncatingIfNeeded: libevdev_get_id_version(device)), deviceClass: .other, axes: axes,
-            slotCount: slots,
-            isProtocolA: slots == 0 && !fakeMultitouch && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_X) == true
-                && codes[Evdev.EV_ABS]?.contains(Evdev.ABS_MT_POSITION_Y) == true,
-            isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT),
-            hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
-            hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true,
-            leds: codes[Evdev.EV_LED] ?? [], codes: codes, properties: properties)
-        info.deviceClass = classify(info)
-        info.roles = roles(codes: codes, properties: properties)
-        return .success(info)
+        return read.mapError { .describe(path: path, errno: Errno(rawValue: $0.errno)) }
+    }
+
+    /// `slots` is libevdev's count, which is -1 for a device with `ABS_RESERVED` ("fake
+    /// MT"); never more than the decoder keeps per frame is used, but the count is the
+    /// device's.
+    private init(id: HIDDeviceID, path: String, _ description: LibevdevDescription, slots: Int32) {
+        self.init(
+            id: id, path: path, name: description.name, busType: description.busType, vendor: description.vendor,
+            product: description.product, version: description.version, codes: description.codes,
+            axes: description.absoluteAxes, properties: description.properties, slots: max(0, Int(slots)))
     }
 
     /// A device described in code rather than read from a node: for decoders fed from
@@ -125,28 +97,36 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
         codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>
     ) -> HIDDeviceInfo {
-        let absolute = codes[Evdev.EV_ABS] ?? []
-        let fakeMultitouch = absolute.contains(Evdev.ABS_RESERVED) && absolute.contains(Evdev.ABS_MT_SLOT)
         var slots = 0
-        if !fakeMultitouch, absolute.contains(Evdev.ABS_MT_SLOT), let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0,
-            range.maximum >= 0,
-            Int(range.maximum) < Evdev.maximumSlotCount
-        {
+        if let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0, Int(range.maximum) < Evdev.maximumSlotCount {
             slots = Int(range.maximum) + 1
         }
-        var info = HIDDeviceInfo(
+        return HIDDeviceInfo(
             id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
-            deviceClass: .other, axes: axes, slotCount: slots,
-            isProtocolA: slots == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X)
+            codes: codes, axes: axes, properties: properties, slots: slots)
+    }
+
+    /// The one place a description's derived fields are worked out, for nodes and for
+    /// devices described in code: the slots count only with `ABS_MT_SLOT` and without
+    /// "fake MT"; protocol A is multitouch positions without slots.
+    private init(
+        id: HIDDeviceID, path: String, name: String, busType: UInt16, vendor: UInt16, product: UInt16, version: UInt16,
+        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>, slots: Int
+    ) {
+        let absolute = codes[Evdev.EV_ABS] ?? []
+        let fakeMultitouch = absolute.contains(Evdev.ABS_RESERVED) && absolute.contains(Evdev.ABS_MT_SLOT)
+        let slotCount = fakeMultitouch || !absolute.contains(Evdev.ABS_MT_SLOT) ? 0 : slots
+        self.init(
+            id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
+            deviceClass: .other, axes: axes, slotCount: slotCount,
+            isProtocolA: slotCount == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X)
                 && absolute.contains(Evdev.ABS_MT_POSITION_Y),
             isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT),
             hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
             hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true,
-            leds: codes[Evdev.EV_LED] ?? [], codes: codes,
-            properties: properties)
-        info.deviceClass = classify(codes: codes, properties: properties)
-        info.roles = roles(codes: codes, properties: properties)
-        return info
+            leds: codes[Evdev.EV_LED] ?? [], codes: codes, properties: properties)
+        deviceClass = Self.classify(codes: codes, properties: properties)
+        roles = Self.roles(codes: codes, properties: properties)
     }
 
     /// Classifies like udev's `input_id` builtin (and so libinput): tablets have a pen
@@ -154,10 +134,6 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     /// touchpads indirect finger surfaces, touchscreens direct or touch surfaces, pointers
     /// relative motion with mouse buttons (or absolute axes with mouse buttons and no touch,
     /// as virtual machines' tablets), then gamepads, joysticks, keyboards, switches.
-    static func classify(_ info: HIDDeviceInfo) -> HIDDeviceClass {
-        classify(codes: info.codes, properties: info.properties)
-    }
-
     /// Classifies from capabilities alone (codes per type and properties).
     public static func classify(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) -> HIDDeviceClass {
         DeviceRoles(codes: codes, properties: properties).primary
