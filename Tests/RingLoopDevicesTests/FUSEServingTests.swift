@@ -89,7 +89,7 @@ struct FUSEServingTests {
         // The serving thread is the process's thread named fuse-evdev whose set is the one asked for.
         let node = try folder.addDevice(testMouse)  // the server has answered: it is running
         #expect(node.clientCount == 0)
-        let placed = Self.threads(named: "fuse-evdev").map { Self.allowedCPUList(of: $0) }
+        let placed = ProcessThreads.named("fuse-evdev").map { Self.allowedCPUList(of: $0) }
         #expect(placed.contains("\(chosen[0])"), "fuse-evdev threads allowed on \(placed)")
         do {
             _ = try FUSEDeviceFolder(path: path + "-x", serverCPUs: [4096])
@@ -100,18 +100,6 @@ struct FUSEServingTests {
                 return
             }
             #expect("\(error)".contains("4096") && "\(error)".contains("available"), "\(reason)")
-        }
-    }
-
-    static func threads(named name: String) -> [String] {
-        let tasks = (directoryEntries("/proc/self/task") ?? []).map(\.name)
-        return tasks.filter { task in
-            guard let file = fopen("/proc/self/task/\(task)/comm", "r") else { return false }
-            defer { fclose(file) }
-            var buffer = [CChar](repeating: 0, count: 64)
-            guard fgets(&buffer, 64, file) != nil else { return false }
-            let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return text.split(separator: "\n").first.map(String.init) == name
         }
     }
 

@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -34,6 +35,22 @@ struct RunLoopTests {
         #expect(received.load(ordering: .relaxed) == total)
         #expect(outOfOrder.load(ordering: .relaxed) == 0)
         #expect(!worker.port.send(1), "a stopped thread's port refuses messages")
+    }
+
+    @Test("stopAndJoin() from a block on the thread's own loop returns, and the thread ends once the block has")
+    func stopFromOwnThread() {
+        let worker = LoopThread(name: "stops itself")
+        let thread = Atomic<Int32>(0)
+        let returned = Atomic<Bool>(false)
+        worker.perform {
+            thread.store(ProcessThreads.currentID, ordering: .releasing)
+            worker.stopAndJoin()
+            returned.store(true, ordering: .releasing)
+        }
+        #expect(waitUntil { returned.load(ordering: .acquiring) }, "stopAndJoin() on its own thread returned")
+        let id = thread.load(ordering: .acquiring)
+        #expect(id != 0 && waitUntil { !ProcessThreads.isRunning(id) }, "the thread ended")
+        worker.stopAndJoin()
     }
 
     @Test("Blocks performed from several threads all run, FIFO per thread")

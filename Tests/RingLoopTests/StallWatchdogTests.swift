@@ -1,4 +1,5 @@
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -109,5 +110,41 @@ struct StallWatchdogTests {
         let report = log.all.first
         #expect(report?.mode == RingRunLoop.Mode("modal"))
         #expect(report?.item == "modal work")
+    }
+
+    @Test("stop() from inside the report closure returns, no report follows, and the watchdog's thread ends")
+    func stopFromReport() {
+        let reporter = Atomic<Int32>(0)
+        let returned = Atomic<Bool>(false)
+        let current = ThreadLock<LoopStallWatchdog?>(nil)
+        onFreshLoopThread {
+            let loop = RingRunLoop.current
+            let watchdog = LoopStallWatchdog(loop: loop, threshold: .milliseconds(40), minimumInterval: .zero) { _ in
+                reporter.store(ProcessThreads.currentID, ordering: .releasing)
+                current.withLock { $0 }?.stop()
+                returned.store(true, ordering: .releasing)
+            }
+            current.withLock { $0 = watchdog }
+            // Two stalls, each held until the report closure has returned (bounded): the
+            // second must not be seen, the watchdog having been stopped by the first.
+            let slow = LoopSource(label: "slow") {
+                let limit = MonotonicInstant.now + .seconds(10)
+                while !returned.load(ordering: .acquiring) && MonotonicInstant.now < limit { usleep(1000) }
+                usleep(100_000)
+            }
+            loop.add(slow, to: .default)
+            for _ in 0..<2 {
+                slow.signal()
+                loop.run(mode: .default, for: .milliseconds(10), returnAfterSourceHandled: true)
+            }
+            let stopReturned = returned.load(ordering: .acquiring)
+            #expect(stopReturned, "stop() inside the report returned")
+            #expect(watchdog.stallCount == 1)
+            let thread = reporter.load(ordering: .acquiring)
+            #expect(thread != 0 && waitUntil { !ProcessThreads.isRunning(thread) }, "the watchdog's thread ended")
+            watchdog.stop()
+            current.withLock { $0 = nil }
+            slow.invalidate()
+        }
     }
 }

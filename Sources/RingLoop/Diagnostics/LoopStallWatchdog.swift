@@ -172,8 +172,9 @@ public final class LoopStallWatchdog: Sendable {
     /// Stalls seen so far (reported or suppressed). Any thread.
     public var stallCount: Int { watch.stalls.load(ordering: .relaxed) }
 
-    /// Stops watching and joins the watchdog's thread. Any thread but the watchdog's own:
-    /// not from inside the report closure, which runs on that thread.
+    /// Stops watching and joins the watchdog's thread, from any thread. From inside the
+    /// report closure, which runs on that thread, it does not wait: no report follows,
+    /// and the thread ends when the closure returns.
     public func stop() {
         guard !watch.stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         observer.invalidate()

@@ -92,7 +92,9 @@ public final class LoopThread: Sendable {
     }
 
     /// Ends the loop's runs and waits for the thread to finish. Blocks performed before
-    /// this call run first. Later calls return at once.
+    /// this call run first. Later calls return at once. Called on the thread itself (from a
+    /// block or callout of its loop), it cannot wait: the loop stops after the callout
+    /// returns and the thread ends on its own.
     ///
     /// End the async work that lives on the loop first (cancel its tasks and await them):
     /// a task still suspended on the loop — sleeping on its clock, awaiting one of its

@@ -33,6 +33,15 @@ package final class PosixThread: @unchecked Sendable {
         return thread
     }
 
-    /// Waits for the thread to finish.
-    package func join() { pthread_join(handle, nil) }
+    /// Waits for the thread to finish. Called on the thread itself (an owner stopped from
+    /// a callback that runs there), it cannot wait for itself: it detaches the thread
+    /// instead, so the system frees it when its body returns, rather than leaving it
+    /// joinable and never joined.
+    package func join() {
+        if pthread_equal(pthread_self(), handle) != 0 {
+            pthread_detach(handle)
+        } else {
+            pthread_join(handle, nil)
+        }
+    }
 }
