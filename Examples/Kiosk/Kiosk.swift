@@ -1,5 +1,6 @@
 // kiosk: a headless kiosk's main loop — a touchscreen and a keyboard through the HID
-// chain, a 60 Hz timer driving the display, SIGTERM ending it cleanly.
+// chain, gestures on the touchscreen (tap, two-finger scroll in the tracking mode, pinch
+// to zoom), a 60 Hz timer driving the display in every mode, SIGTERM ending it cleanly.
 //
 //   swift run kiosk                      # the bundled recordings, hosted and replayed
 //   swift run kiosk --devices /dev/input # real devices, until SIGINT or SIGTERM
@@ -64,13 +65,17 @@ if let deviceFolder {
 
 struct Counts {
     var frames = 0
+    /// Display frames drawn while the loop ran in the tracking mode (during a scroll).
+    var framesWhileTracking = 0
     var keys = 0
     var touchFrames = 0
+    var gestures: [String: Int] = [:]
 }
 let counts = LoopBound(Counts(), loop: loop)
 
 let system = HIDEventSystem(
-    configuration: .init(deviceDirectory: folder, shape: .dedicatedThread, nodeNames: names), loop: loop)
+    configuration: .init(deviceDirectory: folder, shape: .dedicatedThread, nodeNames: names, tracksInteractions: true),
+    loop: loop)
 system.addHandler(kinds: [.key], deviceClasses: [.keyboard]) { event in
     guard case .key(let key) = event.payload, key.state != .repeat else { return .pass }
     counts.value.keys += 1
@@ -85,10 +90,38 @@ system.addHandler(kinds: [.digitizer], deviceClasses: [.touchscreen]) { event in
     }
     return .consumed
 }
+
+// Gestures, as a kiosk's screens use them: a tap selects, a two-finger drag scrolls (the
+// loop runs in the tracking mode meanwhile, as UIKit's main loop does under a scroll
+// view), a pinch zooms. The touch handler above still gets every frame.
+let tap = TapGestureRecognizer(taps: 1, fingers: 1, name: "tap")
+let scroll = PanGestureRecognizer(fingers: 2...2, name: "scroll")
+scroll.tracksInteraction = true
+let zoom = PinchGestureRecognizer(name: "zoom")
+for recognizer in [tap, scroll, zoom] as [GestureRecognizer] {
+    recognizer.surfaces = [.touchscreen]
+    recognizer.cancelsTouchesInHandlers = false
+    recognizer.addAction { event in
+        guard event.state == .ended else { return }
+        counts.value.gestures[event.gesture, default: 0] += 1
+        let values = event.values
+        let unit = values.unit == .millimetres ? "mm" : "device units"
+        switch event.gesture {
+        case "tap": say("tap at \(values.location) \(unit)")
+        case "scroll": say("scrolled by \(values.translation) \(unit)")
+        default: say("zoomed to \((values.scale * 100).rounded() / 100)x")
+        }
+    }
+    system.addGestureRecognizer(recognizer)
+}
 try system.start()
 
-// The display: a 60 Hz timer in the common modes, so it keeps running in any mode.
-let display = LoopTimer(after: .zero, repeating: .nanoseconds(16_666_667)) { _ in counts.value.frames += 1 }
+// The display: a 60 Hz timer in the common modes, so it keeps running in any mode, the
+// tracking mode included.
+let display = LoopTimer(after: .zero, repeating: .nanoseconds(16_666_667)) { _ in
+    counts.value.frames += 1
+    if loop.currentMode == .tracking { counts.value.framesWhileTracking += 1 }
+}
 loop.add(display, to: .common)
 
 Task(executorPreference: loop) {
@@ -130,7 +163,11 @@ display.invalidate()
 system.stop()
 for (_, device) in replays { device.remove() }
 host?.close()
-say("kiosk: \(counts.value.frames) frames at 60 Hz, \(counts.value.keys) keys, \(counts.value.touchFrames) touch frames")
+let final = counts.value
+let gestures = final.gestures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+say(
+    "kiosk: \(final.frames) frames at 60 Hz (\(final.framesWhileTracking) while scrolling), \(final.keys) keys, "
+        + "\(final.touchFrames) touch frames, gestures: \(gestures.isEmpty ? "none" : gestures)")
 
 /// The replay pairs, handed to the replay thread once (not touched here after).
 final class UncheckedReplays: @unchecked Sendable {

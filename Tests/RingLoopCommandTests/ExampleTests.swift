@@ -64,24 +64,31 @@ struct ExampleTests {
     }
 
     @Test(
-        "kiosk: touches and keys of the hosted recordings reach its handlers while its 60 Hz timer runs; SIGTERM ends it cleanly",
+        "kiosk: touches, keys and gestures of the hosted recordings reach it while its 60 Hz timer runs, in the tracking mode too; SIGTERM ends it cleanly",
         .enabled(if: FUSEHere.usable, FUSEHere.missing))
     func kiosk() throws {
         let run = try Spawned(Self.example("kiosk"), [], directory: repository)
         #expect(run.finish(timeout: .seconds(60)) == 0, "\(run.error)")
         let lines = run.output.split(separator: "\n").map(String.init)
         #expect(lines.contains("touch 100 began at (1600, 900)") && lines.contains("key KEY_H down"), "\(run.output)")
+        // The recording's gestures: a tap, a two-finger drag up the screen, a pinch out.
+        #expect(
+            lines.contains("tap at (123.08, 69.23) mm") && lines.contains("scrolled by (0.0, -69.23) mm")
+                && lines.contains("zoomed to 6.5x"), "\(run.output)")
         let summary = try #require(lines.last)
-        #expect(summary.hasSuffix("frames at 60 Hz, 22 keys, 68 touch frames"), "\(summary)")
-        let frames = Int(summary.split(separator: " ")[1]) ?? 0
+        #expect(summary.hasSuffix("22 keys, 68 touch frames, gestures: scroll 1, tap 1, zoom 1"), "\(summary)")
+        let words = summary.split(separator: " ")
+        let frames = Int(words[1]) ?? 0
         #expect(frames > 30, "the display timer ran (\(frames) frames)")
+        let whileScrolling = Int(words[6].dropFirst()) ?? 0
+        #expect(whileScrolling > 0, "the display timer ran in the tracking mode, during the scroll: \(summary)")
 
         let waiting = try Spawned(Self.example("kiosk"), ["--until-signal"], directory: repository)
         #expect(waiting.waitFor("replay done", timeout: .seconds(60)), "\(waiting.output)")
         waiting.signal(SIGTERM)
         #expect(waiting.finish(timeout: .seconds(30)) == 0, "\(waiting.error)")
         #expect(waiting.output.contains("kiosk: signal 15, shutting down\n"))
-        #expect(waiting.output.hasSuffix("22 keys, 68 touch frames\n"), "\(waiting.output)")
+        #expect(waiting.output.hasSuffix("22 keys, 68 touch frames, gestures: scroll 1, tap 1, zoom 1\n"), "\(waiting.output)")
         #expect(access("/tmp/kiosk-\(waiting.pid)", F_OK) != 0, "its virtual devices' folder is gone")
     }
 
