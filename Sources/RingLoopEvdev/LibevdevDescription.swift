@@ -22,8 +22,8 @@ package struct LibevdevDescription {
     package var properties: Set<UInt16>
 
     /// Opens `fd` with libevdev and hands `body` the description and the handle (for the
-    /// queries only some callers make: slot count, current values, key repeat). Returns
-    /// the negative errno libevdev reported when it cannot read the node.
+    /// queries only some callers make: slot count, current values, key repeat). Fails
+    /// with the errno libevdev reported when it cannot read the node.
     package static func read<Result>(
         fileDescriptor fd: Int32, _ body: (LibevdevDescription, OpaquePointer) -> Result
     ) -> Swift.Result<Result, LibevdevError> {
