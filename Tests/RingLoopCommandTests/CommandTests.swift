@@ -299,7 +299,8 @@ extension CommandTests {
                 "clock.sleep.lateness.precise.p99_us", "clock.sleepers.bytes_each", "io.echo.pingpong.p50_us",
                 "io.echo.pingpong.p99_us", "io.echo.throughput.bytes_per_s", "ports.named.roundtrip.thread.p50_us",
                 "ports.named.roundtrip.process.p50_us", "gestures.ns_per_frame",
-                "hid.e2e.pipe.p50_us", "hid.e2e.pipe.p99_us", "hid.e2e.pipe.thread.p99_us", "hid.syscalls_per_frame",
+                "hid.e2e.pipe.p50_us", "hid.e2e.pipe.p99_us", "hid.e2e.pipe.thread.p99_us", "hid.e2e.pipe.thread.one_cpu.p99_us",
+                "hid.syscalls_per_frame",
                 "hid.scale.1.ns_per_event", "hid.scale.256.ns_per_event", "hid.scale.256.e2e.p99_us", "hid.scale.16x8khz.drops",
             ] {
                 #expect(names.contains(required), "missing \(required)")

@@ -186,12 +186,21 @@ enum HIDBench {
     /// kernel stamps an event; frames 1 ms apart (the loop sleeps between). Also counts
     /// the system calls the client loop made per frame besides its one wait (`read(2)`
     /// calls, and `io_uring_enter` calls beyond one per frame), client-loop shape.
-    static func endToEndPipe(quick: Bool, shape: HIDEventSystem.Shape) -> (latencies: [Double], syscallsPerFrame: Double?) {
+    ///
+    /// With `oneCPU`, every thread (the sender, the loops) runs on the lowest allowed CPU:
+    /// hand-offs become context switches there instead of wake-ups of the other, halted
+    /// vCPU, which separates the chain's cost from the machine's cross-CPU wake-up.
+    static func endToEndPipe(
+        quick: Bool, shape: HIDEventSystem.Shape, oneCPU: Bool = false
+    ) -> (latencies: [Double], syscallsPerFrame: Double?) {
         let samples = BenchSize.of(quick ? 300 : 2000)
+        let cpu = CPUAffinity.allowedCPUs().first ?? 0
         let mouse = HIDDeviceInfo.describing(
             name: "Bench Mouse", codes: [Evdev.EV_KEY: [Evdev.BTN_LEFT, Evdev.BTN_RIGHT], Evdev.EV_REL: [Evdev.REL_X, Evdev.REL_Y]],
             axes: [:], properties: [])
         return onFreshThread {
+            // Threads created from here (the event thread, the sender) inherit the CPU.
+            if oneCPU { try? CPUAffinity.restrictCurrentThread(to: [cpu]) }
             let loop = RingRunLoop.current
             let system = HIDEventSystem(configuration: .init(deviceDirectory: "/tmp", shape: shape, nodeNames: []), loop: loop)
             var latencies: [Double] = []
@@ -232,19 +241,20 @@ enum HIDBench {
 
     static func pipeResults(quick: Bool, rounds: Int) -> [BenchResult] {
         var results: [BenchResult] = []
-        for shape in HIDEventSystem.Shape.allCases {
+        let runs: [(HIDEventSystem.Shape, oneCPU: Bool)] = [(.clientLoop, false), (.dedicatedThread, false), (.dedicatedThread, true)]
+        for (shape, oneCPU) in runs {
             var p50: [Double] = []
             var p99: [Double] = []
             var calls: [Double] = []
             for _ in 0..<(quick ? 1 : rounds) {
-                let (latencies, perFrame) = endToEndPipe(quick: quick, shape: shape)
+                let (latencies, perFrame) = endToEndPipe(quick: quick, shape: shape, oneCPU: oneCPU)
                 guard !latencies.isEmpty else { continue }
                 p50.append(percentile(latencies, 0.5))
                 p99.append(percentile(latencies, 0.99))
                 if let perFrame { calls.append(perFrame) }
             }
             guard !p50.isEmpty else { continue }
-            let prefix = shape == .clientLoop ? "hid.e2e.pipe" : "hid.e2e.pipe.thread"
+            let prefix = (shape == .clientLoop ? "hid.e2e.pipe" : "hid.e2e.pipe.thread") + (oneCPU ? ".one_cpu" : "")
             results.append(BenchResult("\(prefix).p50_us", "µs", ours: median(p50)))
             results.append(BenchResult("\(prefix).p99_us", "µs", ours: median(p99)))
             if !calls.isEmpty { results.append(BenchResult("hid.syscalls_per_frame", "calls", ours: median(calls))) }
