@@ -24,10 +24,13 @@ final class FixedBuffer<Element>: @unchecked Sendable {
         items.deallocate()
     }
 
-    /// A new buffer holding the first `count` elements of this one (the rest `initial`).
-    func copy(count: Int, rest initial: Element) -> FixedBuffer {
-        let copy = FixedBuffer(capacity: capacity, repeating: initial)
-        copy.items.update(from: items, count: count)
-        return copy
+    /// A new, unshared buffer with this one's elements (one pass; its holder reads only
+    /// the elements it counts).
+    func copy() -> FixedBuffer { FixedBuffer(copying: self) }
+
+    private init(copying other: FixedBuffer) {
+        capacity = other.capacity
+        items = .allocate(capacity: capacity)
+        items.initialize(from: other.items, count: capacity)
     }
 }

@@ -210,7 +210,7 @@ public struct DigitizerFrame: Sendable {
     public var contacts: [Contact] { (0..<count).map { storage.items[$0] } }
 
     private mutating func makeUnique() {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy(count: count) }
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
     }
 }
 
@@ -224,9 +224,6 @@ extension FixedBuffer where Element == Contact {
     /// The buffer of empty frames: always shared (this reference holds it), so the first
     /// contact appended copies it out and making an empty frame allocates nothing.
     static let empty = ContactStorage()
-
-    /// A new buffer holding the first `count` contacts.
-    func copy(count: Int) -> ContactStorage { copy(count: count, rest: Contact()) }
 }
 
 /// A pen (stylus or eraser) over or on a tablet.

@@ -174,7 +174,7 @@ public struct GestureTouches: Sendable {
 
     private mutating func makeUnique() {
         guard !isKnownUniquelyReferenced(&storage) else { return }
-        storage = storage.copy(count: count, rest: GestureTouch())
+        storage = storage.copy()
     }
 
     mutating func append(_ touch: GestureTouch) {
