@@ -324,7 +324,7 @@ struct AsyncSourceTests {
         await onDriverLoop { driver in
             let worker = LoopThread(name: "messages")
             let loop = worker.loop
-            let port = loop.makeMessagePort()
+            let port = loop.makeDoorbell()
             let stream = loop.messages(of: port)
             for index in 0..<1000 { #expect(port.send(UInt64(index))) }
             var received: [UInt64] = []

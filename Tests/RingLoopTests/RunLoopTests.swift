@@ -26,7 +26,7 @@ struct RunLoopTests {
         }
         let senders = PosixThread.start(name: "sender") {
             for value in 0..<total {
-                precondition(worker.port.send(UInt64(value), extra: UInt32(value & 0xFF)))
+                precondition(worker.doorbell.send(UInt64(value), extra: UInt32(value & 0xFF)))
             }
         }
         senders.join()
@@ -34,7 +34,7 @@ struct RunLoopTests {
         worker.stopAndJoin()
         #expect(received.load(ordering: .relaxed) == total)
         #expect(outOfOrder.load(ordering: .relaxed) == 0)
-        #expect(!worker.port.send(1), "a stopped thread's port refuses messages")
+        #expect(!worker.doorbell.send(1), "a stopped thread's doorbell refuses messages")
     }
 
     @Test("stopAndJoin() from a block on the thread's own loop returns, and the thread ends once the block has")
@@ -121,9 +121,9 @@ struct RunLoopTests {
     func messagesWaitForTheirMode() {
         onFreshLoopThread {
             let loop = RingRunLoop.current
-            let port = loop.makeMessagePort()
+            let port = loop.makeDoorbell()
             let got = ThreadLock<[UInt64]>([])
-            loop.add(LoopPortSource(port: port) { message in got.withLock { $0.append(message.payload) } }, to: "other")
+            loop.add(LoopPortSource(doorbell: port) { message in got.withLock { $0.append(message.payload) } }, to: "other")
             loop.add(LoopSource {}, to: .default)
             port.send(7)
             port.send(8)

@@ -193,7 +193,7 @@ struct WaitCoreTests {
     func messagesBetweenLoops() throws {
         let total = 100_000
         let core = try WaitCore()
-        let port = core.makeMessagePort()
+        let port = core.makeDoorbell()
         let sender = port
         let senderLoop = PosixThread.start(name: "sender-loop") {
             // The sending side is a loop of its own, as in the two-loop pattern.
@@ -231,12 +231,12 @@ struct WaitCoreTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             func cycle(_ mechanism: WakeUpMechanism) throws -> Bool {
                 let pipes = (0..<4).map { _ in TestPipe() }
-                var sender: MessagePort?
+                var sender: LoopDoorbell?
                 do {
                     let core = try WaitCore(wakeUp: mechanism)
                     for pipe in pipes { _ = try core.addReadinessPort(fd: pipe.readEnd) }
                     pipes[0].writeByte()
-                    let messages = core.makeMessagePort()
+                    let messages = core.makeDoorbell()
                     messages.send(42)
                     sender = messages
                     try core.poll()

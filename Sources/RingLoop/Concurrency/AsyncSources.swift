@@ -46,9 +46,9 @@ extension RingRunLoop {
     ///
     /// Buffering: unbounded — no message is dropped; a consumer that falls behind holds
     /// them in memory, as the port's own queue would.
-    public func messages(of port: MessagePort) -> AsyncStream<PortMessage> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PortMessage.self, bufferingPolicy: .unbounded)
-        let source = LoopPortSource(port: port) { message in continuation.yield(message) }
+    public func messages(of port: LoopDoorbell) -> AsyncStream<LoopDoorbell.Message> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LoopDoorbell.Message.self, bufferingPolicy: .unbounded)
+        let source = LoopPortSource(doorbell: port) { message in continuation.yield(message) }
         continuation.onTermination = { _ in source.invalidate() }
         addFromAnyThread(.portSource(source))
         return stream

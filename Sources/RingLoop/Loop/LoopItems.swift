@@ -137,7 +137,7 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
 /// Two kinds of port:
 /// - **readiness** of a file descriptor, watched by a multishot poll on the loop's ring;
 ///   reports arrive like `EPOLLET` (one per change), so drain the descriptor in the callout;
-/// - **messages** of a ``MessagePort``, sent from any thread, delivered in order, none
+/// - **messages** rung on a ``LoopDoorbell``, sent from any thread, delivered in order, none
 ///   lost; messages that arrive while the source is not in the running mode wait for it.
 public final class LoopPortSource: LoopItem, @unchecked Sendable {
     // @unchecked: the pending state is used on the loop's thread only; the callbacks are
@@ -147,8 +147,8 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     public enum Port: Sendable {
         /// Readiness of a file descriptor for a `poll` event mask.
         case readiness(fileDescriptor: Int32, events: Int16)
-        /// Messages of a message port.
-        case messages(MessagePort)
+        /// Messages rung on a doorbell.
+        case doorbell(LoopDoorbell)
         /// Completions of the I/O operations of a ``LoopIOChannel`` on a descriptor.
         case operations(fileDescriptor: Int32)
     }
@@ -159,7 +159,7 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     public let port: Port
 
     let onReadiness: (@Sendable (Int16) -> Void)?
-    let onMessage: (@Sendable (PortMessage) -> Void)?
+    let onMessage: (@Sendable (LoopDoorbell.Message) -> Void)?
 
     /// The ring registration while the source is in a mode of its loop (loop thread).
     var readinessPort: PortID?
@@ -195,10 +195,10 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     /// The channel whose completions the source performs (set once, at the channel's init).
     weak var channel: LoopIOChannel?
 
-    /// A source performed once per message sent to `port`, in order.
-    public init(port: MessagePort, order: Int = 0, perform: @escaping @Sendable (PortMessage) -> Void) {
+    /// A source performed once per message rung on `port`, in order.
+    public init(doorbell port: LoopDoorbell, order: Int = 0, perform: @escaping @Sendable (LoopDoorbell.Message) -> Void) {
         self.order = order
-        self.port = .messages(port)
+        self.port = .doorbell(port)
         self.onReadiness = nil
         self.onMessage = perform
     }
@@ -210,10 +210,6 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
         loop?.removeEverywhere(.portSource(self))
     }
 
-    var messagePort: MessagePort? {
-        if case .messages(let port) = port { return port }
-        return nil
-    }
 }
 
 /// An observer of a loop's activities (`CFRunLoopObserver`): called at the stages in

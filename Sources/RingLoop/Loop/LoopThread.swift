@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// A long-lived thread that runs its own loop, kept alive by a message port, for work
+/// A long-lived thread that runs its own loop, kept alive by a doorbell, for work
 /// posted from other threads — the classic networking-thread pattern.
 ///
 /// ```swift
@@ -13,8 +13,8 @@ import Synchronization
 public final class LoopThread: Sendable {
     /// The thread's loop. Add sources, timers and observers to it from any thread.
     public let loop: RingRunLoop
-    /// The port that keeps the loop alive; messages sent to it go to `onMessage`.
-    public let port: MessagePort
+    /// The doorbell that keeps the loop alive; messages rung on it go to `onMessage`.
+    public let doorbell: LoopDoorbell
     private let thread: PosixThread
     private let state: State
 
@@ -26,8 +26,8 @@ public final class LoopThread: Sendable {
     /// Starts the thread and returns once its loop is running.
     /// - Parameters:
     ///   - name: The thread's name (as `top -H` shows it; 15 bytes kept).
-    ///   - onMessage: Called on the thread for each message sent to ``port``.
-    public convenience init(name: String = "ringloop", onMessage: (@Sendable (PortMessage) -> Void)? = nil) {
+    ///   - onMessage: Called on the thread for each message rung on ``doorbell``.
+    public convenience init(name: String = "ringloop", onMessage: (@Sendable (LoopDoorbell.Message) -> Void)? = nil) {
         // Without CPUs to apply there is nothing that can fail.
         try! self.init(name: name, placedOn: nil, onMessage: onMessage)
     }
@@ -38,21 +38,21 @@ public final class LoopThread: Sendable {
     ///   - cpus: CPUs the thread may run on: a non-empty set of online CPUs
     ///     (``CPUAffinity/onlineCPUs()``) the process may use. Anything else throws, and
     ///     no thread is left running.
-    ///   - onMessage: Called on the thread for each message sent to ``port``.
+    ///   - onMessage: Called on the thread for each message rung on ``doorbell``.
     public convenience init(
-        name: String = "ringloop", cpus: [Int], onMessage: (@Sendable (PortMessage) -> Void)? = nil
+        name: String = "ringloop", cpus: [Int], onMessage: (@Sendable (LoopDoorbell.Message) -> Void)? = nil
     ) throws(CPUAffinityError) {
         try CPUAffinity.validate(cpus: cpus)
         try self.init(name: name, placedOn: cpus, onMessage: onMessage)
     }
 
     private init(
-        name: String, placedOn cpus: [Int]?, onMessage: (@Sendable (PortMessage) -> Void)?
+        name: String, placedOn cpus: [Int]?, onMessage: (@Sendable (LoopDoorbell.Message) -> Void)?
     )
         throws(CPUAffinityError)
     {
         let ready = DispatchSemaphore(value: 0)
-        let handoff = ThreadLock<(RingRunLoop, MessagePort)?>(nil)
+        let handoff = ThreadLock<(RingRunLoop, LoopDoorbell)?>(nil)
         let placementError = ThreadLock<CPUAffinityError?>(nil)
         let state = State()
         let thread = PosixThread.start(name: name) {
@@ -67,8 +67,8 @@ public final class LoopThread: Sendable {
                 }
             }
             let loop = RingRunLoop.current
-            let port = loop.makeMessagePort()
-            loop.add(LoopPortSource(port: port) { message in onMessage?(message) }, to: .default)
+            let port = loop.makeDoorbell()
+            loop.add(LoopPortSource(doorbell: port) { message in onMessage?(message) }, to: .default)
             handoff.withLock { $0 = (loop, port) }
             ready.signal()
             while !state.exitRequested.load(ordering: .acquiring) {
@@ -81,7 +81,7 @@ public final class LoopThread: Sendable {
             throw error
         }
         self.thread = thread
-        (loop, port) = handoff.withLock { $0! }
+        (loop, doorbell) = handoff.withLock { $0! }
         self.state = state
     }
 
@@ -110,7 +110,7 @@ public final class LoopThread: Sendable {
             loop.stop()
         }
         loop.wakeUp()
-        port.close()
+        doorbell.close()
         thread.join()
     }
 }

@@ -45,7 +45,7 @@ extension RingRunLoop {
 
     /// Makes a message port whose messages this loop receives; schedule a
     /// ``LoopPortSource`` for it to handle them. Safe from any thread.
-    public func makeMessagePort() -> MessagePort { MessagePort(inbox: inbox) }
+    public func makeDoorbell() -> LoopDoorbell { LoopDoorbell(inbox: inbox) }
 
     func addItem(_ item: Item, to mode: Mode) {
         guard isOnLoopThread else {

@@ -25,17 +25,17 @@ extension RingRunLoop {
                 if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
                 source.pendingReadiness |= Int16(POLLNVAL)
             }
-        case .messages(let port):
+        case .doorbell(let port):
             guard port.inbox === inbox else {
                 Self.logger.error("message port belongs to another loop")
                 return false
             }
-            guard messageSources[port] == nil else {
+            guard doorbellSources[port] == nil else {
                 Self.logger.error("message port already has a source in this loop")
                 return false
             }
-            messageSources[port] = source
-            if let waiting = orphanMessages.removeValue(forKey: port) {
+            doorbellSources[port] = source
+            if let waiting = orphanDoorbellMessages.removeValue(forKey: port) {
                 for message in waiting { pendingPortEvents.append(.message(source, message)) }
             }
         case .operations:
@@ -61,13 +61,13 @@ extension RingRunLoop {
                     Self.logger.error("cannot stop watching \(id): \(error)")
                 }
             }
-        case .messages(let port):
-            if messageSources[port] === source { messageSources[port] = nil }
+        case .doorbell(let port):
+            if doorbellSources[port] === source { doorbellSources[port] = nil }
             // Messages not yet performed go back to the port's queue, as in a Mach port.
             var remaining: Deque<PendingPortEvent> = []
             while let event = pendingPortEvents.popFirst() {
                 if case .message(let owner, let message) = event, owner === source {
-                    orphanMessages[port, default: []].append(message)
+                    orphanDoorbellMessages[port, default: []].append(message)
                 } else {
                     remaining.append(event)
                 }

@@ -288,10 +288,10 @@ extension RingRunLoop {
         case .completion(let id, let result, let flags):
             routeIO(id, result: result, flags: flags)
         case .message(let port, let message):
-            if let source = messageSources[port] {
+            if let source = doorbellSources[port] {
                 pendingPortEvents.append(.message(source, message))
             } else {
-                orphanMessages[port, default: []].append(message)
+                orphanDoorbellMessages[port, default: []].append(message)
             }
         }
     }

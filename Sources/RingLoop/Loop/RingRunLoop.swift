@@ -43,7 +43,7 @@ public final class RingRunLoop: @unchecked Sendable {
 
     enum PendingPortEvent {
         case readiness(LoopPortSource)
-        case message(LoopPortSource, PortMessage)
+        case message(LoopPortSource, LoopDoorbell.Message)
         case completion(LoopPortSource, PendingIO)
         case mainQueue
     }
@@ -101,8 +101,8 @@ public final class RingRunLoop: @unchecked Sendable {
     var blocks: Deque<BlockItem> = []
     var currentModeState: ModeState?
     var readinessSources: [PortID: LoopPortSource] = [:]
-    var messageSources: [MessagePort: LoopPortSource] = [:]
-    var orphanMessages: [MessagePort: Deque<PortMessage>] = [:]
+    var doorbellSources: [LoopDoorbell: LoopPortSource] = [:]
+    var orphanDoorbellMessages: [LoopDoorbell: Deque<LoopDoorbell.Message>] = [:]
     /// I/O operations in flight by their wait-core id (each keeps its channel, and so the loop).
     var ioOperations: [PortID: IORecord] = [:]
     var pendingPortEvents: Deque<PendingPortEvent> = []
@@ -302,8 +302,8 @@ public final class RingRunLoop: @unchecked Sendable {
         pendingPortEvents = []
         keptPortEvents = []
         readinessSources = [:]
-        messageSources = [:]
-        orphanMessages = [:]
+        doorbellSources = [:]
+        orphanDoorbellMessages = [:]
         targetedPerforms.withLock { $0 = [:] }
         // Requests the thread will never run (they may hold objects that hold the loop).
         requests.withLock { $0 = [] }

@@ -90,7 +90,7 @@ public final class LocalMessagePort: Sendable {
         callback: @escaping Callback
     ) throws(MessagePortError) {
         guard !name.isEmpty, name.utf8.count <= Self.maximumNameLength else { throw .invalidName(name) }
-        let wake = loop.makeMessagePort()
+        let wake = loop.makeDoorbell()
         let limit = max(0, maximumMessageSize)
         let listener = try PortListener(name: name, loop: loop, limit: limit)
         let core = PortCore(
@@ -99,7 +99,7 @@ public final class LocalMessagePort: Sendable {
             listener.stop()
             throw error
         }
-        let source = LoopPortSource(port: wake) { _ in core.deliver() }
+        let source = LoopPortSource(doorbell: wake) { _ in core.deliver() }
         listener.start(delivering: core, source: source)
         self.name = name
         self.loop = loop
@@ -264,7 +264,7 @@ struct Envelope: Sendable {
 final class PortCore: Sendable {
     let name: String
     let loop: RingRunLoop
-    let wake: MessagePort
+    let wake: LoopDoorbell
     let limit: Int
     let callback: LocalMessagePort.Callback
     let listener: PortListener
@@ -281,7 +281,7 @@ final class PortCore: Sendable {
     }
 
     init(
-        name: String, loop: RingRunLoop, wake: MessagePort, limit: Int, listener: PortListener,
+        name: String, loop: RingRunLoop, wake: LoopDoorbell, limit: Int, listener: PortListener,
         callback: @escaping LocalMessagePort.Callback
     ) {
         self.listener = listener

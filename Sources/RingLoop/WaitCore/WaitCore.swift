@@ -19,8 +19,8 @@ public enum PortEvent: Sendable, Hashable {
     /// Watching the descriptor failed (for example `EBADF` after it was closed). The
     /// port is disarmed; remove it.
     case failure(PortID, RingError)
-    /// A message sent to a ``MessagePort`` of this loop.
-    case message(MessagePort, PortMessage)
+    /// A message sent to a ``LoopDoorbell`` of this loop.
+    case message(LoopDoorbell, LoopDoorbell.Message)
     /// A completion of an I/O operation: the kernel's result (a count, a descriptor or
     /// `-errno`) and the completion's flags (more to come, the provided buffer used).
     case completion(PortID, result: Int32, flags: UInt32)
@@ -39,7 +39,7 @@ public enum PortEvent: Sendable, Hashable {
 /// one batch per wake.
 ///
 /// Thread rules: confined to the thread that created it (it owns a `SINGLE_ISSUER`
-/// ring), except ``wakeUp()`` and ``MessagePort/send(_:)``, which any thread may call.
+/// ring), except ``wakeUp()`` and ``LoopDoorbell/send(_:)``, which any thread may call.
 package final class WaitCore {
     enum SlotState {
         case free
@@ -114,7 +114,7 @@ package final class WaitCore {
     }
 
     /// Creates a message port whose messages this wait core harvests.
-    func makeMessagePort() -> MessagePort { MessagePort(inbox: inbox) }
+    func makeDoorbell() -> LoopDoorbell { LoopDoorbell(inbox: inbox) }
 
     /// Wakes the loop from any thread (coalesced; free when the loop is awake).
     func wakeUp() { signal.wakeUp() }

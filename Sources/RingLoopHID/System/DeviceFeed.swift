@@ -68,9 +68,9 @@ final class ThreadedDeviceFeed: DeviceFeed {
         } else {
             thread = LoopThread(name: "hid-events")
         }
-        let port = clientLoop.makeMessagePort()
+        let port = clientLoop.makeDoorbell()
         forwarder = Forwarder(capacity: capacity, port: port)
-        source = LoopPortSource(port: port) { _ in onArrival() }
+        source = LoopPortSource(doorbell: port) { _ in onArrival() }
         self.settings = settings
         self.table = table
         clientLoop.add(source, to: .common)

@@ -32,7 +32,7 @@ final class Forwarder: @unchecked Sendable {
 
     private let state = ThreadLock(Shared())
     private let capacity: Int
-    private let port: MessagePort
+    private let port: LoopDoorbell
     var monitor: DeviceMonitor?
     /// What every event pushed says about its device (reading thread only).
     private var produced = VisibleStates()
@@ -40,7 +40,7 @@ final class Forwarder: @unchecked Sendable {
     var eventsRead: Int { readCount.load(ordering: .acquiring) }
     let readCount = Atomic<Int>(0)
 
-    init(capacity: Int, port: MessagePort) {
+    init(capacity: Int, port: LoopDoorbell) {
         self.capacity = capacity
         self.port = port
     }

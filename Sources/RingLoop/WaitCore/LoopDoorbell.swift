@@ -1,21 +1,7 @@
 import DequeModule
 import Synchronization
 
-/// A message posted to a loop's message port: a 64-bit payload and a 32-bit extra word,
-/// the shape of an `IORING_OP_MSG_RING` completion.
-public struct PortMessage: Sendable, Hashable {
-    /// The main payload.
-    public var payload: UInt64
-    /// A second, smaller word (a kind, a length, a count).
-    public var extra: UInt32
-
-    public init(payload: UInt64, extra: UInt32 = 0) {
-        self.payload = payload
-        self.extra = extra
-    }
-}
-
-/// The queue behind every message port of one loop: senders on any thread append, the
+/// The queue behind every doorbell of one loop: senders on any thread append, the
 /// loop thread drains it whole after each wake.
 ///
 /// Why a queue and a coalesced wake-up rather than one MSG_RING per message: a MSG_RING
@@ -26,8 +12,8 @@ public struct PortMessage: Sendable, Hashable {
 /// awake. Memory is the bound: the queue grows while the receiver lags.
 package final class MessageInbox: Sendable {
     struct Entry: Sendable {
-        var port: MessagePort
-        var message: PortMessage
+        var port: LoopDoorbell
+        var message: LoopDoorbell.Message
     }
 
     private struct State {
@@ -45,7 +31,7 @@ package final class MessageInbox: Sendable {
 
     /// Appends a message for `port` and wakes the loop. Returns `false` when the
     /// receiving loop is gone.
-    func post(_ message: PortMessage, to port: MessagePort) -> Bool {
+    func post(_ message: LoopDoorbell.Message, to port: LoopDoorbell) -> Bool {
         let accepted = state.withLock { state -> Bool in
             if state.closed { return false }
             state.entries.append(Entry(port: port, message: message))
@@ -75,22 +61,39 @@ package final class MessageInbox: Sendable {
     }
 }
 
-/// A port that any thread sends messages to and one loop receives, in order, none lost:
-/// the counterpart of a Mach port with a receive right held by a run loop.
+/// A loop's doorbell: a port that any thread rings with a small message — a 64-bit
+/// payload and a 32-bit extra word — and one loop receives, in order, none lost: the
+/// counterpart of a Mach port with a receive right held by a run loop (not a named
+/// message port: for those, see ``LocalMessagePort``).
 ///
-/// Create it for a loop, hand it to other threads, and schedule a ``LoopPortSource`` for
-/// it on that loop; each message becomes one perform of the source. Messages sent while
-/// no source for the port is in the running mode wait, like messages in a Mach port's
-/// queue.
-public final class MessagePort: Sendable, Hashable {
+/// Create it for a loop (``RingRunLoop/makeDoorbell()``), hand it to other threads, and
+/// schedule a ``LoopPortSource`` for it on that loop; each message becomes one perform of
+/// the source. Messages sent while no source for the doorbell is in the running mode
+/// wait, like messages in a Mach port's queue.
+public final class LoopDoorbell: Sendable, Hashable {
+    /// A message rung on a doorbell: a 64-bit payload and a 32-bit extra word, the shape
+    /// of an `IORING_OP_MSG_RING` completion.
+    public struct Message: Sendable, Hashable {
+        /// The main payload.
+        public var payload: UInt64
+        /// A second, smaller word (a kind, a length, a count).
+        public var extra: UInt32
+
+        /// A message of `payload` and `extra`.
+        public init(payload: UInt64, extra: UInt32 = 0) {
+            self.payload = payload
+            self.extra = extra
+        }
+    }
+
     let inbox: MessageInbox
     private let open = Atomic<Bool>(true)
 
     init(inbox: MessageInbox) { self.inbox = inbox }
 
-    /// Sends a message. Returns `false` when the port was closed or its loop is gone.
+    /// Sends a message. Returns `false` when the doorbell was closed or its loop is gone.
     @discardableResult
-    public func send(_ message: PortMessage) -> Bool {
+    public func send(_ message: Message) -> Bool {
         guard open.load(ordering: .acquiring) else { return false }
         return inbox.post(message, to: self)
     }
@@ -98,15 +101,15 @@ public final class MessagePort: Sendable, Hashable {
     /// Sends a 64-bit payload and an optional 32-bit extra word.
     @discardableResult
     public func send(_ payload: UInt64, extra: UInt32 = 0) -> Bool {
-        send(PortMessage(payload: payload, extra: extra))
+        send(Message(payload: payload, extra: extra))
     }
 
     /// Refuses further messages. Messages already sent are still delivered.
     public func close() { open.store(false, ordering: .releasing) }
 
-    /// Whether the port accepts messages.
+    /// Whether the doorbell accepts messages.
     public var isOpen: Bool { open.load(ordering: .acquiring) }
 
-    public static func == (lhs: MessagePort, rhs: MessagePort) -> Bool { lhs === rhs }
+    public static func == (lhs: LoopDoorbell, rhs: LoopDoorbell) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
