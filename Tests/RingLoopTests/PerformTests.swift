@@ -58,4 +58,87 @@ struct PerformTests {
             #expect(loop.targetedPerforms.withLock { $0.isEmpty })
         }
     }
+
+    // Apple, performSelector:onThread:withObject:waitUntilDone:modes:, on `array`: "If you
+    // specify nil or an empty array for this parameter, this method returns without
+    // performing the specified selector."
+    @Test("No modes, waiting, another thread: returns without performing (it used to wait for ever)")
+    func noModesWaitingFromAnotherThread() {
+        let worker = LoopThread(name: "performer")
+        defer { worker.stopAndJoin() }
+        let ran = Atomic<Bool>(false)
+        let returned = Atomic<Bool>(false)
+        let caller = PosixThread.start(name: "caller") {
+            worker.perform(inModes: [], waitUntilDone: true) { ran.store(true, ordering: .releasing) }
+            returned.store(true, ordering: .releasing)
+        }
+        #expect(waitUntil { returned.load(ordering: .acquiring) }, "perform(inModes: [], waitUntilDone: true) did not return")
+        if returned.load(ordering: .acquiring) { caller.join() }
+        // A perform in the default mode afterwards runs; the one with no modes never did.
+        worker.perform(waitUntilDone: true) {}
+        #expect(ran.load(ordering: .acquiring) == false)
+    }
+
+    // Apple, on `wait`: "If the current thread and target thread are the same, and you
+    // specify YES for this parameter, the selector is performed immediately on the current
+    // thread." This holds with no modes too.
+    @Test("No modes, waiting, on the loop's own thread: performed at once")
+    func noModesWaitingOnOwnThread() {
+        onFreshLoopThread {
+            let ran = ThreadLock(false)
+            RingRunLoop.current.perform(inModes: [], waitUntilDone: true) { ran.withLock { $0 = true } }
+            #expect(ran.withLock { $0 })
+        }
+    }
+
+    // The same sentence for `waitUntilDone: false`, and performSelector:withObject:afterDelay:
+    // inModes: "If this parameter is empty, the selector is not performed."
+    @Test("No modes without waiting, and after a delay: never performed, the target not kept")
+    func noModesNotWaiting() {
+        onFreshLoopThread {
+            final class Target: Sendable {}
+            let loop = RingRunLoop.current
+            let ran = ThreadLock<[String]>([])
+            weak var released: Target?
+            do {
+                let target = Target()
+                released = target
+                loop.perform(inModes: [], waitUntilDone: false) { ran.withLock { $0.append("now") } }
+                loop.perform(inModes: []) { ran.withLock { $0.append("block") } }
+                let delayed = loop.perform(after: .milliseconds(1), inModes: [], target: target) {
+                    ran.withLock { $0.append("target") }
+                }
+                #expect(!delayed.isValid)
+                #expect(!loop.perform(after: .milliseconds(1), inModes: []) { ran.withLock { $0.append("later") } }.isValid)
+            }
+            // Something to run for: a timer in the default mode, past the delayed ones.
+            let end = LoopTimer(after: .milliseconds(20)) { _ in }
+            loop.add(end, to: .default)
+            #expect(loop.run(mode: .default, for: .seconds(10)) == .finished)
+            #expect(ran.withLock { $0 }.isEmpty)
+            #expect(released == nil, "the loop keeps the target of a perform that never runs")
+        }
+    }
+
+    @Test("Waiting on a loop whose thread exits before the block runs returns, the block not run")
+    func waitingOnAnExitingThread() {
+        let worker = LoopThread(name: "exiting")
+        let ran = Atomic<Bool>(false)
+        let returned = Atomic<Bool>(false)
+        // The thread's loop only runs the default mode: this perform waits in the loop's
+        // queue until the thread exits and drops it.
+        let caller = PosixThread.start(name: "caller") {
+            worker.perform(inModes: ["never run"], waitUntilDone: true) { ran.store(true, ordering: .releasing) }
+            returned.store(true, ordering: .releasing)
+        }
+        worker.perform(waitUntilDone: true) {}
+        #expect(returned.load(ordering: .acquiring) == false)
+        worker.stopAndJoin()
+        #expect(waitUntil { returned.load(ordering: .acquiring) }, "the waiting caller did not return")
+        if returned.load(ordering: .acquiring) { caller.join() }
+        #expect(ran.load(ordering: .acquiring) == false)
+        // A perform to a loop whose thread has exited returns at once too.
+        worker.perform(waitUntilDone: true) { ran.store(true, ordering: .releasing) }
+        #expect(ran.load(ordering: .acquiring) == false)
+    }
 }

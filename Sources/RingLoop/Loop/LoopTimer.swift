@@ -121,6 +121,13 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {
         guard markInvalid() else { return }
         loop?.removeEverywhere(.timer(self))
     }
+
+    /// A timer that never fires: what a perform with no modes returns.
+    static func invalidated() -> LoopTimer {
+        let timer = LoopTimer(fireDate: .distantFuture, interval: .zero, tolerance: .zero, precise: false) { _ in }
+        timer.invalidate()
+        return timer
+    }
 }
 
 /// One scheduling of a timer in one mode's heap.

@@ -7,23 +7,30 @@ extension RingRunLoop {
     /// (`performSelector:onThread:withObject:waitUntilDone:modes:`).
     ///
     /// With `waitUntilDone`, the caller waits until the block has run; called on the loop's
-    /// own thread, it runs the block at once, whatever mode the loop is in, as Foundation
-    /// does. Waiting on a loop that never runs one of `modes` waits for ever, as in
-    /// Foundation. Safe from any thread.
+    /// own thread, it runs the block at once, whatever mode the loop is in (and whatever
+    /// `modes` says), as Foundation does. With no modes it returns without performing, as
+    /// Foundation's "If you specify nil or an empty array for this parameter, this method
+    /// returns without performing the specified selector." A caller waiting on a loop
+    /// whose thread has exited (or exits before running the block) returns without the
+    /// block having run; waiting on a loop that runs but never in one of `modes` waits
+    /// until it does, as in Foundation. Safe from any thread.
     public func perform(inModes modes: [Mode] = [.default], waitUntilDone: Bool, _ block: @escaping @Sendable () -> Void) {
         if waitUntilDone && isOnLoopThread {
             Callout.toBlock(block)
             return
         }
+        guard !modes.isEmpty else { return }
         guard waitUntilDone else {
             perform(inModes: modes, block)
             wakeUp()
             return
         }
         let done = DispatchSemaphore(value: 0)
-        perform(inModes: modes) {
-            block()
-            done.signal()
+        // The token goes when the block does: after it ran, or unrun when the loop's
+        // thread exits and drops its blocks. Either way the wait ends. (Made in the capture
+        // list, so the block holds the only reference.)
+        perform(inModes: modes) { [token = ReleaseSignal(done)] in
+            withExtendedLifetime(token) { block() }
         }
         wakeUp()
         done.wait()
@@ -33,12 +40,15 @@ extension RingRunLoop {
     /// in one of `modes`, on behalf of `target` (`performSelector:withObject:afterDelay:`):
     /// ``cancelPerforms(target:)`` cancels every such perform of a target that has not run.
     /// The loop keeps `target` until the perform runs or is cancelled, as Foundation
-    /// retains the target. Safe from any thread.
+    /// retains the target. With no modes nothing is performed ("If this parameter is
+    /// empty, the selector is not performed"): the timer returned is already invalid.
+    /// Safe from any thread.
     @discardableResult
     public func perform(
         after delay: Duration, inModes modes: [Mode] = [.default], tolerance: Duration = .zero,
         target: some AnyObject & Sendable, _ block: @escaping @Sendable () -> Void
     ) -> LoopTimer {
+        guard !modes.isEmpty else { return LoopTimer.invalidated() }
         let key = ObjectIdentifier(target)
         // Unowned, not weak: the timer fires only while this loop runs it, and a weak
         // reference to a loop that lives until exit makes a side table LeakSanitizer
@@ -70,6 +80,14 @@ extension RingRunLoop {
         }
         return cancelled
     }
+}
+
+/// Signals a semaphore when it is released: a block that captures it tells a waiter when
+/// the block is gone, run or dropped.
+final class ReleaseSignal: Sendable {
+    private let semaphore: DispatchSemaphore
+    init(_ semaphore: DispatchSemaphore) { self.semaphore = semaphore }
+    deinit { semaphore.signal() }
 }
 
 /// A delayed perform on behalf of a target: the target (kept alive, so its identity is not

@@ -40,9 +40,11 @@ extension RingRunLoop {
     // MARK: Blocks
 
     /// Performs `block` on the loop's thread during a run in one of `modes`, in the order
-    /// blocks were enqueued (`CFRunLoopPerformBlock`). Safe from any thread; does not
-    /// wake the loop: call ``wakeUp()`` when it may be asleep.
+    /// blocks were enqueued (`CFRunLoopPerformBlock`). With no modes the block is never
+    /// performed and is released at once. Safe from any thread; does not wake the loop:
+    /// call ``wakeUp()`` when it may be asleep.
     public func perform(inModes modes: [Mode] = [.default], _ block: @escaping @Sendable () -> Void) {
+        guard !modes.isEmpty else { return }
         guard isOnLoopThread else {
             onLoopThread { $0.perform(inModes: modes, block) }
             return
@@ -54,12 +56,14 @@ extension RingRunLoop {
 
     /// Performs `block` on the loop's thread once `delay` has passed, while the loop runs
     /// in one of `modes` (`perform(_:with:afterDelay:)`). Returns the timer: invalidate
-    /// it to cancel. Safe from any thread.
+    /// it to cancel. With no modes nothing is performed and the timer returned is already
+    /// invalid. Safe from any thread.
     @discardableResult
     public func perform(
         after delay: Duration, inModes modes: [Mode] = [.default], tolerance: Duration = .zero,
         _ block: @escaping @Sendable () -> Void
     ) -> LoopTimer {
+        guard !modes.isEmpty else { return LoopTimer.invalidated() }
         let timer = LoopTimer(after: delay, tolerance: tolerance) { _ in block() }
         for mode in modes { add(timer, to: mode) }
         return timer

@@ -60,6 +60,12 @@ public final class RingRunLoop: @unchecked Sendable {
     let ownerThread = Atomic<UInt>(0)
     let requests = ThreadLock<[@Sendable (RingRunLoop) -> Void]>([])
     let hasRequests = Atomic<Bool>(false)
+    /// Set (under `requests`' lock) once the loop's thread has exited: requests are then
+    /// dropped at once, which releases what they hold (a `perform` waiting until done).
+    let threadExited = Atomic<Bool>(false)
+    /// Set by a callout that ran a user's callback on behalf of a source that does not
+    /// count as handled by itself (a named port's transport): loop thread.
+    var calloutHandledSource = false
     /// Jobs of Swift concurrency waiting for the blocks phase.
     let jobs = JobQueue()
     /// Delayed performs by target, for `cancelPerforms(target:)`.
@@ -306,16 +312,24 @@ public final class RingRunLoop: @unchecked Sendable {
         orphanDoorbellMessages = [:]
         targetedPerforms.withLock { $0 = [:] }
         // Requests the thread will never run (they may hold objects that hold the loop).
-        requests.withLock { $0 = [] }
+        requests.withLock {
+            threadExited.store(true, ordering: .releasing)
+            $0 = []
+        }
         inbox.close()
     }
 
     // MARK: Cross-thread requests
 
     /// Runs `body` on the loop's thread: now if called there, otherwise at the loop's
-    /// next pass (and wakes it).
+    /// next pass (and wakes it). Dropped, unrun, once the loop's thread has exited.
     func onLoopThread(_ body: @escaping @Sendable (RingRunLoop) -> Void) {
-        requests.withLock { $0.append(body) }
+        let queued = requests.withLock { requests -> Bool in
+            guard !threadExited.load(ordering: .acquiring) else { return false }
+            requests.append(body)
+            return true
+        }
+        guard queued else { return }
         hasRequests.store(true, ordering: .releasing)
         signal.wakeUp()
     }
