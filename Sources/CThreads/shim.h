@@ -57,4 +57,15 @@ static inline int ringloop_thread_affinity(uint64_t *mask, size_t words, int get
     return r < 0 ? -errno : 0;
 }
 
+/// Sets the calling thread's effective user and group ids only (raw setresgid and
+/// setresuid with the real and saved ids unchanged): glibc's wrappers change every thread
+/// of the process, as POSIX asks, but the kernel keeps credentials per thread. A thread of
+/// a root process can act as another user this way (what a socket records as its peer's
+/// credentials at connect) and come back, since the saved id stays 0. Returns 0 or -errno.
+static inline int ringloop_thread_set_effective_ids(uint32_t uid, uint32_t gid) {
+    if (syscall(SYS_setresgid, -1, gid, -1) != 0) return -errno;
+    if (syscall(SYS_setresuid, -1, uid, -1) != 0) return -errno;
+    return 0;
+}
+
 #endif

@@ -146,37 +146,142 @@ struct NamedPortTests {
         #expect(calls.load(ordering: .relaxed) == 2)
     }
 
-    @Test("Invalidating a port fails the requests still waiting for it")
+    // CFMessagePort.h: kCFMessagePortIsInvalid, kCFMessagePortBecameInvalidError — a port
+    // invalid before the send, and one that became invalid while the request waited.
+    @Test("A request waiting when the port is invalidated fails as 'became invalid'; one sent after, as 'invalid'")
     func invalidationFailsWaiting() throws {
         let name = Self.uniqueName("gone")
-        let loop = ThreadLock<RingRunLoop?>(nil)
         let port = ThreadLock<LocalMessagePort?>(nil)
-        // A port whose loop never runs: the request waits until the port is invalidated.
+        // A port whose loop never runs: the request waits in its mailbox.
         let owner = PosixThread.start(name: "idle") {
-            let current = RingRunLoop.current
-            loop.withLock { $0 = current }
-            port.withLock { $0 = try? LocalMessagePort(name: name, loop: current) { _, _ in [1] } }
+            port.withLock { $0 = try? LocalMessagePort(name: name, loop: RingRunLoop.current) { _, _ in [1] } }
         }
         owner.join()
+        let local = try #require(port.withLock { $0 })
         let remote = try RemoteMessagePort(name: name)
-        let invalidator = PosixThread.start(name: "invalidator") {
-            usleep(50_000)
-            port.withLock { $0?.invalidate() }
+        let outcome = ThreadLock<MessagePortError?>(nil)
+        let requester = PosixThread.start(name: "requester") {
+            do throws(MessagePortError) {
+                _ = try remote.sendRequest(msgid: 1, data: [], replyTimeout: .seconds(20))
+            } catch {
+                outcome.withLock { $0 = error }
+            }
         }
+        // Invalidated only once the request is in the port's mailbox, waiting.
+        #expect(waitUntil { local.core.queuedCount == 1 })
+        local.invalidate()
+        requester.join()
+        #expect(outcome.withLock { $0 } == .becameInvalid(name))
         #expect(throws: MessagePortError.invalidated(name)) {
-            try remote.sendRequest(msgid: 1, data: [], replyTimeout: .seconds(10))
+            try remote.sendRequest(msgid: 1, data: [], replyTimeout: .seconds(1))
         }
-        invalidator.join()
     }
 
-    @Test("A request on the port's own loop thread is answered at once")
+    // CFMessagePortSendRequest, on replyMode: the run loop mode in which the request waits
+    // for its reply — the port's source answers only when it is in that mode.
+    @Test("A request to a port on the caller's own loop is answered when the port's source is in the reply mode")
     func requestOnOwnThread() throws {
         try onFreshLoopThreadThrowing {
             let name = Self.uniqueName("own")
-            let port = try LocalMessagePort(name: name, loop: .current) { msgid, data in data + [UInt8(msgid)] }
+            let loop = RingRunLoop.current
+            let port = try LocalMessagePort(name: name, loop: loop) { msgid, data in data + [UInt8(msgid)] }
             defer { port.invalidate() }
             let remote = try RemoteMessagePort(name: name)
-            #expect(try remote.sendRequest(msgid: 7, data: [1], replyTimeout: .zero) == [1, 7])
+            // In no mode: nothing can answer.
+            #expect(throws: MessagePortError.replyTimeout(name)) {
+                try remote.sendRequest(msgid: 1, data: [], replyTimeout: .milliseconds(50), replyMode: .default)
+            }
+            loop.add(port.source, to: "other")
+            #expect(throws: MessagePortError.replyTimeout(name)) {
+                try remote.sendRequest(msgid: 2, data: [], replyTimeout: .milliseconds(50), replyMode: .default)
+            }
+            // Without a reply mode the thread blocks, and its loop cannot answer.
+            #expect(throws: MessagePortError.replyTimeout(name)) {
+                try remote.sendRequest(msgid: 3, data: [], replyTimeout: .milliseconds(50))
+            }
+            // The requests that timed out were still delivered when the port's mode ran
+            // (their late replies dropped); this one is answered in its reply mode.
+            loop.add(port.source, to: .default)
+            #expect(try remote.sendRequest(msgid: 7, data: [1], replyTimeout: .seconds(10), replyMode: .default) == [1, 7])
+        }
+    }
+
+    // CFMessagePortSendRequest runs the caller's run loop in replyMode while it waits.
+    @Test("While a request waits, the caller's loop runs in the reply mode: its timers fire, other modes' do not")
+    func replyModeRunsTheCallersLoop() throws {
+        let name = Self.uniqueName("replymode")
+        let worker = LoopThread(name: "slow-port")
+        defer { worker.stopAndJoin() }
+        let port = try LocalMessagePort(name: name, loop: worker.loop) { _, data in
+            usleep(200_000)
+            return data
+        }
+        defer { port.invalidate() }
+        worker.loop.add(port.source, to: .default)
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            let fired = ThreadLock<[String]>([])
+            loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.withLock { $0.append("reply mode") } }, to: "waiting")
+            loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.withLock { $0.append("default") } }, to: .default)
+            let remote = try RemoteMessagePort(name: name)
+            let reply = try remote.sendRequest(msgid: 1, data: [4], replyTimeout: .seconds(10), replyMode: "waiting")
+            #expect(reply == [4])
+            #expect(fired.withLock { $0 } == ["reply mode"])
+        }
+    }
+
+    // CFMessagePortCallBack: "Return NULL if you want an empty reply returned to the sender."
+    @Test("A callback returning nil to a request is an empty reply")
+    func nilIsAnEmptyReply() throws {
+        let name = Self.uniqueName("empty")
+        let worker = LoopThread(name: "empty-port")
+        defer { worker.stopAndJoin() }
+        let port = try LocalMessagePort(name: name, loop: worker.loop) { _, _ in nil }
+        defer { port.invalidate() }
+        worker.loop.add(port.source, to: .default)
+        #expect(try RemoteMessagePort(name: name).sendRequest(msgid: 1, data: [1], replyTimeout: .seconds(10)) == [])
+    }
+
+    // CFMessagePortSetInvalidationCallBack: a local port has one too; "If the message port
+    // is already invalid, callout is called immediately."
+    @Test("A local port's invalidation callback runs once, on the invalidating thread, or at once when already invalid")
+    func localInvalidationCallback() throws {
+        try onFreshLoopThreadThrowing {
+            let name = Self.uniqueName("local-gone")
+            let port = try LocalMessagePort(name: name, loop: .current) { _, _ in nil }
+            let calls = ThreadLock<[String]>([])
+            port.setInvalidationCallback { gone in calls.withLock { $0.append(gone.name) } }
+            let invalidator = PosixThread.start(name: "invalidator") { port.invalidate() }
+            invalidator.join()
+            port.invalidate()
+            #expect(calls.withLock { $0 } == [name])
+            port.setInvalidationCallback { _ in calls.withLock { $0.append("late") } }
+            #expect(calls.withLock { $0 } == [name, "late"])
+        }
+    }
+
+    @Test("A full mailbox holds senders back until their send timeout, then fails them; it takes more once drained")
+    func mailboxBound() throws {
+        try onFreshLoopThreadThrowing {
+            let name = Self.uniqueName("full")
+            var limits = LocalMessagePort.Limits()
+            limits.maximumQueuedMessages = 4
+            let received = ThreadLock<[Int32]>([])
+            let loop = RingRunLoop.current
+            let port = try LocalMessagePort(name: name, loop: loop, limits: limits) { msgid, _ in
+                received.withLock { $0.append(msgid) }
+                return nil
+            }
+            defer { port.invalidate() }
+            let remote = try RemoteMessagePort(name: name)
+            for msgid in Int32(1)...4 { try remote.send(msgid: msgid, data: [], timeout: .zero) }
+            let started = MonotonicInstant.now
+            #expect(throws: MessagePortError.sendTimeout(name)) { try remote.send(msgid: 5, data: [], timeout: .milliseconds(50)) }
+            #expect(MonotonicInstant.now - started >= .milliseconds(50))
+            loop.add(port.source, to: .default)
+            loop.run(mode: .default, for: .zero)
+            #expect(received.withLock { $0 } == [1, 2, 3, 4])
+            try remote.send(msgid: 6, data: [], timeout: .zero)
         }
     }
 }

@@ -195,6 +195,25 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     /// The channel whose completions the source performs (set once, at the channel's init).
     weak var channel: LoopIOChannel?
 
+    /// The source whose modes this one is performed in, instead of its own (loop thread;
+    /// set once, before the source's first operation): a named port's transport follows
+    /// the port's source into every mode it is in. Such a source is never added to a mode
+    /// itself.
+    private weak var leader: LoopPortSource?
+
+    /// Whether performing the source counts as handling a source for
+    /// `returnAfterSourceHandled`. A transport's internal completions do not; the callout
+    /// they make to the user's callback does (``RingRunLoop/noteSourceHandled()``).
+    private(set) var countsAsHandled = true
+
+    /// Makes the source follow `leader`'s modes and not count as handled by itself.
+    func follow(_ leader: LoopPortSource) {
+        self.leader = leader
+        countsAsHandled = false
+    }
+
+    override var membership: LoopItem { leader ?? self }
+
     /// A source performed once per message rung on `port`, in order.
     public init(doorbell port: LoopDoorbell, order: Int = 0, perform: @escaping @Sendable (LoopDoorbell.Message) -> Void) {
         self.order = order

@@ -44,6 +44,11 @@ extension RingRunLoop {
         return true
     }
 
+    /// Notes that a callout ran a user's callback (loop thread): the pass handled a
+    /// source, for `returnAfterSourceHandled`, even when the port source performing the
+    /// callout does not count by itself.
+    func noteSourceHandled() { calloutHandledSource = true }
+
     /// Whether `source` is valid and in the mode the loop runs now (loop thread).
     func isInRunningMode(_ source: LoopPortSource) -> Bool {
         guard source.isValid, let state = currentModeState else { return false }

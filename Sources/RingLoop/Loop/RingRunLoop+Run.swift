@@ -350,8 +350,9 @@ extension RingRunLoop {
                     kept.append(event)
                     continue
                 }
+                calloutHandledSource = false
                 deliverIO(pending, deliver: true)
-                handled = true
+                if source.countsAsHandled || calloutHandledSource { handled = true }
             case .mainQueue:
                 guard deliverable(event, state) else {
                     kept.append(event)

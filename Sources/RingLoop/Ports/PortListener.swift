@@ -1,32 +1,50 @@
-import CLibURing
 import Glibc
 import Logging
 
 /// The receiving side of a named port's transport between processes: a `SOCK_SEQPACKET`
 /// socket listening in the abstract namespace under the port's name, whose connections
-/// the port's loop accepts and receives from through its ring (a multishot accept, and a
-/// multishot receive into a provided-buffer ring per connection). Messages go into the
-/// port's mailbox, and its callback runs when the port's source performs, in the modes
-/// the source is in; the transport's own sources are in the loop's common modes.
+/// the port's loop accepts and reads through its ring.
+///
+/// Each connection is checked before a byte of it is read: the kernel's record of the peer
+/// (`SO_PEERCRED`, `SO_PEERGROUPS`) against the port's ``PeerPolicy``, then the port's
+/// connection limits, overall and per user. A refused peer gets a refusal packet and its
+/// connection is closed at once, so it holds no memory of the port's.
+///
+/// The transport's channels follow the port's source: they are performed in exactly the
+/// modes the source is in, nested runs included, so a port in a custom mode hears from
+/// other processes when that mode runs, and only then. While the port's mode does not
+/// run, what arrives waits in the kernel (a connection's two receive buffers, then its
+/// socket), and senders are held back by the kernel, not by this process's memory.
 final class PortListener: Sendable {
     static let logger = Logger(label: "RingLoop.MessagePort")
+    /// A failed accept (out of descriptors or memory) is tried again after this long.
+    static let acceptBackoff: Duration = .milliseconds(100)
 
     let name: String
     let socket: Int32
     let loop: RingRunLoop
     let limit: Int
+    let access: PeerPolicy
+    let limits: LocalMessagePort.Limits
     private let state = ThreadLock(State())
 
     private struct State {
         var listener: LoopIOChannel?
-        var connections: [Int32: LoopIOChannel] = [:]
+        var connections: [ObjectIdentifier: PortConnection] = [:]
+        var perUser: [UInt32: Int] = [:]
         var stopped = false
+        /// Users whose refusal was logged (once each, up to 64).
+        var loggedRefusals: Set<UInt32> = []
     }
 
     /// Binds the port's name.
     /// - Throws: ``MessagePortError/nameInUse(_:)`` when another process has a port (or an
     ///   abstract socket) of that name.
-    init(name: String, loop: RingRunLoop, limit: Int) throws(MessagePortError) {
+    init(
+        name: String, loop: RingRunLoop, limit: Int, access: PeerPolicy, limits: LocalMessagePort.Limits
+    )
+        throws(MessagePortError)
+    {
         let address = try PortWire.address(of: name)
         func bind() throws(MessagePortError) -> Int32 {
             do {
@@ -48,139 +66,134 @@ final class PortListener: Sendable {
         self.name = name
         self.loop = loop
         self.limit = limit
+        self.access = access
+        self.limits = limits
     }
 
-    /// Starts accepting on the port's loop.
-    func start(delivering core: PortCore, source: LoopPortSource) {
+    /// Starts accepting on the port's loop, in the modes of the port's source.
+    func start(delivering core: PortCore, following portSource: LoopPortSource) {
         loop.onLoopThread { loop in
             // Made under the lock: a `stop()` before this closes the socket itself.
             let listener = self.state.withLock { state -> LoopIOChannel? in
                 guard !state.stopped else { return nil }
-                let listener = LoopIOChannel(fileDescriptor: self.socket, loop: loop) { _, completion in
-                    switch completion.outcome {
-                    case .accepted(let descriptor):
-                        self.adopt(descriptor, core: core, source: source)
-                    case .failed(let failure) where completion.isFinal && failure != .cancelled:
-                        Self.logger.error("port '\(self.name)' stops accepting connections: \(failure)")
-                    default:
-                        break
-                    }
-                }
+                let listener = LoopIOChannel(fileDescriptor: self.socket, loop: loop)
+                listener.source.follow(portSource)
                 // The name is free once the channel has closed the socket.
                 listener.descriptorClosed = { PortRegistry.shared.released(self.name) }
                 state.listener = listener
                 return listener
             }
             guard let listener else { return }
-            loop.add(listener.source, to: .common)
-            do { try listener.accept() } catch {
-                Self.logger.error("port '\(self.name)' cannot accept connections: \(error)")
-            }
+            self.accept(on: listener, core: core, portSource: portSource)
         }
     }
 
-    /// A connection from another process: say hello (the size limit), then receive.
-    private func adopt(_ descriptor: Int32, core: PortCore, source: LoopPortSource) {
-        let connection = LoopIOChannel(fileDescriptor: descriptor, loop: loop) { connection, completion in
-            switch completion.outcome {
-            case .bytes(let packet):
-                self.received(packet, on: connection, core: core, source: source)
-            case .endOfFile, .failed:
-                self.drop(connection)
-            default:
-                break
-            }
-        }
-        let adopted = state.withLock { state -> Bool in
-            guard !state.stopped else { return false }
-            state.connections[descriptor] = connection
-            return true
-        }
-        guard adopted else { return connection.close() }
-        loop.add(connection.source, to: .common)
+    private func accept(on listener: LoopIOChannel, core: PortCore, portSource: LoopPortSource) {
         do {
-            try connection.send(PortWire.encode(msgid: 0, kind: .hello, sequence: UInt64(limit)))
-            try connection.receive(bufferCount: 4, bufferSize: limit + PortWire.headerSize + 1)
-        } catch {
-            Self.logger.error("port '\(name)' drops a connection: \(error)")
-            drop(connection)
-        }
-    }
-
-    private func received(_ packet: [UInt8], on connection: LoopIOChannel, core: PortCore, source: LoopPortSource) {
-        guard let frame = PortWire.decode(packet) else {
-            Self.logger.error("port '\(name)' drops a connection that sent a malformed packet of \(packet.count) bytes")
-            return drop(connection)
-        }
-        guard packet.count <= limit + PortWire.headerSize else {
-            if frame.kind == .request {
-                _ = try? connection.send(PortWire.encode(msgid: frame.msgid, kind: .tooLarge, sequence: frame.sequence))
+            try listener.accept { _, completion in
+                switch completion.outcome {
+                case .accepted(let descriptor):
+                    self.adopt(descriptor, core: core, portSource: portSource)
+                case .failed(let failure) where completion.isFinal && failure != .cancelled && failure != .closed:
+                    self.acceptFailed(failure, listener: listener, core: core, portSource: portSource)
+                default:
+                    break
+                }
             }
-            return
+        } catch {
+            acceptFailed(error, listener: listener, core: core, portSource: portSource)
         }
-        switch frame.kind {
-        case .message:
-            try? core.enqueue(Envelope(msgid: frame.msgid, data: Array(frame.data), reply: nil))
-        case .request:
-            let reply = ReplyTarget.process(connection, msgid: frame.msgid, sequence: frame.sequence)
-            try? core.enqueue(Envelope(msgid: frame.msgid, data: Array(frame.data), reply: reply))
-        default:
-            return
-        }
-        // When the port's source is in the mode running now, its callback runs here, in
-        // this callout, rather than one pass later (the source's own perform then finds
-        // the mailbox empty).
-        if loop.isInRunningMode(source) { core.deliver() }
     }
 
-    private func drop(_ connection: LoopIOChannel) {
-        state.withLock { _ = $0.connections.removeValue(forKey: connection.fileDescriptor) }
-        connection.close()
+    /// Accepting stopped (out of descriptors, or memory): connections wait in the
+    /// listener's backlog, and the accept starts again after a back-off.
+    private func acceptFailed(_ failure: IOFailure, listener: LoopIOChannel, core: PortCore, portSource: LoopPortSource) {
+        guard !state.withLock({ $0.stopped }) else { return }
+        Self.logger.warning("port '\(name)' cannot accept connections (\(failure)); trying again in \(Self.acceptBackoff)")
+        let timer = LoopTimer(after: Self.acceptBackoff) { _ in
+            guard !self.state.withLock({ $0.stopped }) else { return }
+            self.accept(on: listener, core: core, portSource: portSource)
+        }
+        loop.add(timer, to: .common)
+        for mode in loop.allModes where !loop.commonModes.contains(mode) && loop.contains(portSource, in: mode) {
+            loop.add(timer, to: mode)
+        }
     }
+
+    /// A connection from another process: checked, then served or refused.
+    private func adopt(_ descriptor: Int32, core: PortCore, portSource: LoopPortSource) {
+        guard let peer = PeerCredentials.ofPeer(of: descriptor) else {
+            Glibc.close(descriptor)
+            return
+        }
+        let refusal = state.withLock { state -> PortWire.Refusal? in
+            if state.stopped { return .accessDenied }
+            if !access.admits(peer) { return .accessDenied }
+            if state.connections.count >= limits.maximumConnections
+                || state.perUser[peer.uid, default: 0] >= limits.maximumConnectionsPerUser
+            {
+                return .tooManyConnections
+            }
+            state.perUser[peer.uid, default: 0] += 1
+            return nil
+        }
+        if let refusal { return refuse(descriptor, peer: peer, refusal) }
+        let connection = PortConnection(
+            descriptor: descriptor, peer: peer, listener: self, core: core, portSource: portSource)
+        state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }
+        connection.start()
+    }
+
+    private func refuse(_ descriptor: Int32, peer: PeerCredentials, _ refusal: PortWire.Refusal) {
+        let packet = PortWire.packet(
+            PortWire.Header(msgid: refusal.rawValue, kind: .refused, sequence: 0, total: UInt64(limit)))
+        _ = packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
+        // Unread packets of the peer's would make its end see a reset before the refusal:
+        // they are read (and dropped) first.
+        shutdown(descriptor, Int32(SHUT_WR))
+        PortWire.drainQueued(descriptor) { _ in }
+        Glibc.close(descriptor)
+        let first = state.withLock { state -> Bool in
+            guard state.loggedRefusals.count < 64 else { return false }
+            return state.loggedRefusals.insert(peer.uid).inserted
+        }
+        if first {
+            let why = refusal == .accessDenied ? "not in its access policy (\(access))" : "over its connection limits"
+            Self.logger.warning("port '\(name)' refuses a process of uid \(peer.uid) (\(peer)): \(why)")
+        }
+    }
+
+    /// A connection ended or was dropped (loop thread).
+    func remove(_ connection: PortConnection) {
+        state.withLock { state in
+            guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+            let uid = connection.peer.uid
+            state.perUser[uid, default: 1] -= 1
+            if state.perUser[uid] == 0 { state.perUser[uid] = nil }
+        }
+    }
+
+    /// How many connections from other processes the port serves.
+    var connectionCount: Int { state.withLock { $0.connections.count } }
 
     /// Stops the transport: peers see their connection end at once (the sockets are shut
     /// down here, on any thread); the loop closes them.
     func stop() {
-        let taken = state.withLock { state -> (LoopIOChannel?, [LoopIOChannel])? in
+        let taken = state.withLock { state -> (LoopIOChannel?, [PortConnection])? in
             guard !state.stopped else { return nil }
             state.stopped = true
             shutdown(socket, Int32(SHUT_RDWR))
-            for descriptor in state.connections.keys { shutdown(descriptor, Int32(SHUT_RDWR)) }
+            for connection in state.connections.values { shutdown(connection.channel.fileDescriptor, Int32(SHUT_RDWR)) }
             if state.listener == nil {
                 Glibc.close(socket)
             } else {
                 PortRegistry.shared.releasing(name)
             }
-            defer { (state.listener, state.connections) = (nil, [:]) }
+            defer { (state.listener, state.connections, state.perUser) = (nil, [:], [:]) }
             return (state.listener, Array(state.connections.values))
         }
         guard let (listener, connections) = taken else { return }
         listener?.close()
-        for connection in connections { connection.close() }
-    }
-}
-
-/// Where a request's reply goes: a thread of this process waiting for it, or a
-/// connection from another process.
-enum ReplyTarget: Sendable {
-    case thread(ReplySlot)
-    case process(LoopIOChannel, msgid: Int32, sequence: UInt64)
-
-    /// Hands over the callback's reply (on the port's loop thread).
-    func fulfil(_ reply: [UInt8]?) {
-        switch self {
-        case .thread(let slot):
-            slot.fulfil(reply)
-        case .process(let connection, let msgid, let sequence):
-            // A connection closed meanwhile drops the reply.
-            let frame = PortWire.encode(
-                msgid: msgid, kind: reply == nil ? .noReply : .reply, sequence: sequence, data: reply ?? [])
-            _ = try? connection.send(frame)
-        }
-    }
-
-    /// Fails the request (the port went away; a connection learns it as its end).
-    func fail(_ error: MessagePortError) {
-        if case .thread(let slot) = self { slot.fail(error) }
+        for connection in connections { connection.channel.close() }
     }
 }

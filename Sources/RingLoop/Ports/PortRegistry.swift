@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 
 /// The process's local ports by name.
@@ -41,48 +40,5 @@ final class PortRegistry: Sendable {
 
     func lookUp(_ name: String) -> PortCore? {
         ports.withLock { ports in ports[name].flatMap { $0.isValid ? $0 : nil } }
-    }
-}
-
-/// Where a request's reply is handed over, once: to the waiting sender, or dropped when it
-/// gave up.
-final class ReplySlot: Sendable {
-    private enum State {
-        case waiting
-        case replied([UInt8]?)
-        case failed(MessagePortError)
-        case abandoned
-    }
-    private let state = ThreadLock(State.waiting)
-    private let arrived = DispatchSemaphore(value: 0)
-
-    /// Hands over the callback's reply; dropped if the sender gave up.
-    func fulfil(_ reply: [UInt8]?) { settle(.replied(reply)) }
-
-    /// Fails the request (the port went away).
-    func fail(_ error: MessagePortError) { settle(.failed(error)) }
-
-    private func settle(_ outcome: State) {
-        let delivered = state.withLock { state -> Bool in
-            guard case .waiting = state else { return false }
-            state = outcome
-            return true
-        }
-        if delivered { arrived.signal() }
-    }
-
-    func wait(timeout: Duration, name: String) throws(MessagePortError) -> [UInt8] {
-        let nanoseconds = max(0, timeout.nanosecondsClamped)
-        let result = arrived.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
-        let outcome = state.withLock { state -> State in
-            if result == .timedOut, case .waiting = state { state = .abandoned }
-            return state
-        }
-        switch outcome {
-        case .replied(let reply?): return reply
-        case .replied(nil): throw .noReply(name)
-        case .failed(let error): throw error
-        case .waiting, .abandoned: throw .replyTimeout(name)
-        }
     }
 }

@@ -1,63 +1,170 @@
-import CLibURing
 import Glibc
 
-/// The frames named message ports exchange between processes, one per `SOCK_SEQPACKET`
-/// packet: a 16-byte header (little-endian) and the message's bytes.
+/// The packets named message ports exchange between processes, one per `SOCK_SEQPACKET`
+/// packet: a 24-byte header (little-endian) and up to ``fragmentCapacity`` bytes of a
+/// message. A longer message is cut into fragments sent back to back, each with the same
+/// header but for its flags.
 ///
-/// | bytes | field    | meaning                                                      |
-/// |-------|----------|--------------------------------------------------------------|
-/// | 0–3   | msgid    | the message id (`Int32`)                                     |
-/// | 4–7   | kind     | ``Kind``                                                     |
-/// | 8–15  | sequence | a request's number, echoed by its reply; the hello's limit   |
-/// | 16…   | data     | the message's bytes                                          |
-enum PortWire {
-    enum Kind: UInt32 {
+/// | bytes | field    | meaning                                                           |
+/// |-------|----------|-------------------------------------------------------------------|
+/// | 0–3   | msgid    | the message id (`Int32`); a hello's protocol version; a refusal's reason |
+/// | 4–5   | kind     | ``Kind``                                                          |
+/// | 6–7   | flags    | bit 0: more fragments of this message follow                      |
+/// | 8–15  | sequence | the message's number on its connection, echoed by a request's reply |
+/// | 16–23 | total    | the whole message's size in bytes; a hello's or a refusal's limit |
+/// | 24…   | data     | this fragment's bytes                                             |
+///
+/// Everything here is what a peer sends, so every field is checked before use: a packet
+/// shorter than the header, an unknown kind or flag, a fragment that runs past its
+/// message's `total`, or a message that ends short of it is a ``Violation``, and a
+/// message larger than the receiver's limit is skipped (never allocated) and reported
+/// once. A new sequence number abandons a message still being assembled: a sender that
+/// gave up half-way (its send timeout expired) loses only that message.
+package enum PortWire {
+    /// What a packet carries.
+    package enum Kind: UInt16, Sendable {
         /// A one-way message.
         case message = 1
-        /// A request; the receiver answers with `reply` or `noReply`.
+        /// A request; the receiver answers with `reply` (or `tooLarge`).
         case request = 2
         /// The callback's reply to the request with the same sequence number.
         case reply = 3
-        /// The callback returned no reply.
-        case noReply = 4
-        /// The local port's first packet on a connection: its message size limit.
+        /// The port's first packet on an accepted connection: its protocol version
+        /// (msgid) and message size limit (total).
         case hello = 5
-        /// The request was larger than the port accepts.
+        /// The request with the same sequence number was larger than the port's limit
+        /// (total).
         case tooLarge = 6
+        /// The port refused the connection; msgid says why (``Refusal``). The port closes
+        /// the connection after it.
+        case refused = 7
     }
 
-    static let headerSize = 16
+    /// Why a port refused a connection.
+    package enum Refusal: Int32, Sendable {
+        /// The peer's user and groups are not in the port's access policy.
+        case accessDenied = 1
+        /// The port (or the peer's user) has as many connections as it allows.
+        case tooManyConnections = 2
+    }
+
+    package static let headerSize = 24
+    /// The largest packet either side sends: the header and one fragment.
+    package static let packetSize = 16 * 1024
+    /// Bytes of a message in one packet.
+    package static let fragmentCapacity = packetSize - headerSize
+    /// The protocol version a hello carries.
+    package static let version: Int32 = 2
+    /// Flag: more fragments of the same message follow.
+    static let moreFragments: UInt16 = 1
+
     /// The abstract socket name of a port: a prefix, so ports do not collide with other
     /// programs' abstract sockets, and the port's name.
     static let namePrefix = "rlport:"
 
-    struct Frame {
-        var msgid: Int32
-        var kind: Kind
-        var sequence: UInt64
-        var data: ArraySlice<UInt8>
+    /// One packet's header.
+    package struct Header: Sendable, Equatable {
+        package var msgid: Int32
+        package var kind: Kind
+        package var more: Bool
+        package var sequence: UInt64
+        package var total: UInt64
+
+        package init(msgid: Int32, kind: Kind, more: Bool = false, sequence: UInt64, total: UInt64) {
+            self.msgid = msgid
+            self.kind = kind
+            self.more = more
+            self.sequence = sequence
+            self.total = total
+        }
     }
 
-    static func encode(msgid: Int32, kind: Kind, sequence: UInt64, data: [UInt8] = []) -> [UInt8] {
-        var frame = [UInt8]()
-        frame.reserveCapacity(headerSize + data.count)
-        withUnsafeBytes(of: msgid.littleEndian) { frame += $0 }
-        withUnsafeBytes(of: kind.rawValue.littleEndian) { frame += $0 }
-        withUnsafeBytes(of: sequence.littleEndian) { frame += $0 }
-        frame += data
-        return frame
+    /// A whole message, reassembled.
+    package struct Message: Sendable, Equatable {
+        package var msgid: Int32
+        package var kind: Kind
+        package var sequence: UInt64
+        package var data: [UInt8]
     }
 
-    /// Decodes a packet; `nil` for one too short or of an unknown kind.
-    static func decode(_ packet: [UInt8]) -> Frame? {
-        guard packet.count >= headerSize else { return nil }
-        return packet.withUnsafeBytes { raw -> Frame? in
-            guard let kind = Kind(rawValue: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
-            else { return nil }
-            return Frame(
-                msgid: Int32(littleEndian: raw.loadUnaligned(as: Int32.self)), kind: kind,
-                sequence: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-                data: packet[headerSize...])
+    /// A packet that breaks the protocol: the receiver ends the connection.
+    package enum Violation: Error, Equatable, CustomStringConvertible {
+        case shortPacket(Int)
+        case oversizedPacket(Int)
+        case unknownKind(UInt16)
+        case unknownFlags(UInt16)
+        case fragmentPastTotal(sequence: UInt64)
+        case endedShort(sequence: UInt64, got: Int, total: UInt64)
+
+        package var description: String {
+            switch self {
+            case .shortPacket(let count): "a packet of \(count) bytes, shorter than the \(PortWire.headerSize)-byte header"
+            case .oversizedPacket(let count): "a packet of \(count) bytes or more, larger than \(PortWire.packetSize)"
+            case .unknownKind(let kind): "a packet of unknown kind \(kind)"
+            case .unknownFlags(let flags): "a packet with unknown flags 0x\(String(flags, radix: 16))"
+            case .fragmentPastTotal(let sequence): "message \(sequence) runs past the size its header declares"
+            case .endedShort(let sequence, let got, let total):
+                "message \(sequence) ended after \(got) of the \(total) bytes its header declares"
+            }
+        }
+    }
+
+    /// Decodes a packet's header.
+    package static func header(of packet: UnsafeRawBufferPointer) throws(Violation) -> Header {
+        guard packet.count >= headerSize else { throw .shortPacket(packet.count) }
+        let rawKind = UInt16(littleEndian: packet.loadUnaligned(fromByteOffset: 4, as: UInt16.self))
+        guard let kind = Kind(rawValue: rawKind) else { throw .unknownKind(rawKind) }
+        let flags = UInt16(littleEndian: packet.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
+        guard flags & ~moreFragments == 0 else { throw .unknownFlags(flags) }
+        return Header(
+            msgid: Int32(littleEndian: packet.loadUnaligned(as: Int32.self)), kind: kind,
+            more: flags & moreFragments != 0,
+            sequence: UInt64(littleEndian: packet.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+            total: UInt64(littleEndian: packet.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+    }
+
+    /// One packet: `header` and `data` (at most ``fragmentCapacity`` bytes).
+    package static func packet(_ header: Header, _ data: ArraySlice<UInt8> = []) -> [UInt8] {
+        precondition(data.count <= fragmentCapacity, "a fragment of \(data.count) bytes")
+        var packet = [UInt8]()
+        packet.reserveCapacity(headerSize + data.count)
+        withUnsafeBytes(of: header.msgid.littleEndian) { packet += $0 }
+        withUnsafeBytes(of: header.kind.rawValue.littleEndian) { packet += $0 }
+        withUnsafeBytes(of: (header.more ? moreFragments : 0).littleEndian) { packet += $0 }
+        withUnsafeBytes(of: header.sequence.littleEndian) { packet += $0 }
+        withUnsafeBytes(of: header.total.littleEndian) { packet += $0 }
+        packet += data
+        return packet
+    }
+
+    /// The packets of one message, in order: one for a message up to
+    /// ``fragmentCapacity`` bytes (an empty one included), more for a longer one.
+    package static func packets(msgid: Int32, kind: Kind, sequence: UInt64, data: [UInt8]) -> [[UInt8]] {
+        let total = UInt64(data.count)
+        var packets: [[UInt8]] = []
+        var start = 0
+        repeat {
+            let end = min(data.count, start + fragmentCapacity)
+            let header = Header(msgid: msgid, kind: kind, more: end < data.count, sequence: sequence, total: total)
+            packets.append(packet(header, data[start..<end]))
+            start = end
+        } while start < data.count
+        return packets
+    }
+
+    /// Reads the packets still queued on `socket` without waiting, calling `body` with
+    /// each, until none is left or the stream ended. For a receive that ended with
+    /// `ECONNRESET`: the kernel reports a peer that closed with data of ours unread
+    /// before the packets it sent us, and those packets still matter (the last one-way
+    /// messages of a peer that sent and closed; a refusal).
+    static func drainQueued(_ socket: Int32, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: packetSize + 1, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let count = recv(socket, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+            if count < 0, errno == EINTR || errno == ECONNRESET { continue }
+            guard count > 0 else { return }
+            body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
     }
 
@@ -66,175 +173,88 @@ enum PortWire {
     }
 }
 
-/// The sending side of a connection to a port in another process: the caller's thread
-/// sends and waits for replies itself (blocking system calls bounded by the timeouts),
-/// one request at a time per remote port.
-final class ProcessPortConnection: Sendable {
-    let name: String
-    let socket: Int32
-    private let state = ThreadLock(State())
-    /// Held for a whole send or request-and-reply, so exchanges do not interleave.
-    private let exchange = ThreadLock<Void>(())
-    /// Where replies are received (grown to the largest room asked for).
-    private let receiveBuffer = ThreadLock<[UInt8]>([])
-
-    private struct State {
-        /// The port's message size limit, from its hello (`nil` until read).
-        var limit: Int?
-        var sequence: UInt64 = 0
-        var closed = false
-    }
-
-    /// Connects to the port named `name` in another process.
-    /// - Throws: ``MessagePortError/notFound(_:)`` when no process has a port of that name.
-    init(name: String) throws(MessagePortError) {
-        let address = try PortWire.address(of: name)
-        let descriptor: Int32
-        do { descriptor = try address.makeSocket(type: Int32(SOCK_SEQPACKET.rawValue)) } catch {
-            throw .notFound(name)
+extension PortWire {
+    /// Puts messages back together from their packets, for one connection, with a limit
+    /// on a message's size: memory for a message is reserved only once its declared size
+    /// is known to be within the limit.
+    package struct Assembler: Sendable {
+        /// What a packet completed.
+        package enum Output: Sendable, Equatable {
+            /// Nothing yet: more fragments follow.
+            case none
+            /// A whole message.
+            case message(Message)
+            /// The first packet of a message larger than the limit (its other fragments
+            /// are dropped as they come).
+            case tooLarge(Header)
+            /// A control packet (hello, refusal) or another packet with no data to
+            /// assemble, as it came.
+            case control(Header)
         }
-        let connected = address.withSockaddr { Glibc.connect(descriptor, $0, $1) }
-        guard connected == 0 else {
-            Glibc.close(descriptor)
-            throw .notFound(name)
-        }
-        self.name = name
-        self.socket = descriptor
-    }
 
-    deinit { Glibc.close(socket) }
+        /// The largest message accepted, in bytes.
+        package let limit: Int
+        private var partial: (header: Header, data: [UInt8])?
+        /// A message over the limit whose remaining fragments are dropped.
+        private var skipping: UInt64?
 
-    /// Whether the port's process still holds the connection (a poll, no wait).
-    var isOpen: Bool {
-        if state.withLock({ $0.closed }) { return false }
-        var entry = pollfd(fd: socket, events: PortWatcher.peerClosed, revents: 0)
-        return poll(&entry, 1, 0) == 0
-    }
+        package init(limit: Int) { self.limit = max(0, limit) }
 
-    func markClosed() { state.withLock { $0.closed = true } }
+        /// Whether a message is half assembled.
+        package var isAssembling: Bool { partial != nil }
 
-    /// Sends one message (a request when `request`), after reading the port's hello.
-    /// Returns the request's sequence number.
-    @discardableResult
-    func send(msgid: Int32, data: [UInt8], request: Bool, deadline: MonotonicInstant) throws(MessagePortError) -> UInt64 {
-        try serialized { () throws(MessagePortError) -> UInt64 in
-            let limit = try readHello(deadline: deadline)
-            guard data.count <= limit else { throw .tooLarge(size: data.count, limit: limit) }
-            let sequence = state.withLock { state -> UInt64 in
-                state.sequence += 1
-                return state.sequence
+        /// Takes one packet as received.
+        package mutating func take(_ packet: UnsafeRawBufferPointer) throws(Violation) -> Output {
+            guard packet.count <= PortWire.packetSize else { throw .oversizedPacket(packet.count) }
+            let header = try PortWire.header(of: packet)
+            let data = UnsafeRawBufferPointer(rebasing: packet[PortWire.headerSize...])
+            switch header.kind {
+            case .hello, .refused, .tooLarge:
+                guard !header.more, data.isEmpty else { throw .fragmentPastTotal(sequence: header.sequence) }
+                return .control(header)
+            case .message, .request, .reply:
+                break
             }
-            let frame = PortWire.encode(
-                msgid: msgid, kind: request ? .request : .message, sequence: sequence, data: data)
-            try write(frame, deadline: deadline)
-            return sequence
-        }
-    }
-
-    /// Sends a request and waits for its reply; replies to earlier requests that timed
-    /// out are dropped on the way.
-    func request(msgid: Int32, data: [UInt8], sendDeadline: MonotonicInstant, replyTimeout: Duration) throws(MessagePortError) -> [UInt8] {
-        try serialized { () throws(MessagePortError) -> [UInt8] in
-            let limit = try readHello(deadline: sendDeadline)
-            guard data.count <= limit else { throw .tooLarge(size: data.count, limit: limit) }
-            let sequence = state.withLock { state -> UInt64 in
-                state.sequence += 1
-                return state.sequence
-            }
-            try write(PortWire.encode(msgid: msgid, kind: .request, sequence: sequence, data: data), deadline: sendDeadline)
-            let deadline = MonotonicInstant.now.advanced(by: replyTimeout)
-            while true {
-                guard let frame = try readFrame(capacity: max(65_536, limit) + PortWire.headerSize, deadline: deadline) else {
-                    throw .replyTimeout(name)
+            if let skipped = skipping {
+                if skipped == header.sequence {
+                    if !header.more { skipping = nil }
+                    return .none
                 }
-                guard frame.sequence == sequence else { continue }  // a late reply
-                switch frame.kind {
-                case .reply: return Array(frame.data)
-                case .noReply: throw .noReply(name)
-                case .tooLarge: throw .tooLarge(size: data.count, limit: limit)
-                default: continue
+                skipping = nil  // a new message: the skipped one was abandoned
+            }
+            if let current = partial?.header, current.sequence != header.sequence || current.kind != header.kind {
+                partial = nil  // abandoned by its sender half-way
+            }
+            guard header.total <= UInt64(limit) else {
+                if header.more { skipping = header.sequence }
+                partial = nil
+                return .tooLarge(header)
+            }
+            let total = Int(header.total)
+            if partial == nil {
+                guard data.count <= total else { throw .fragmentPastTotal(sequence: header.sequence) }
+                if !header.more {
+                    guard data.count == total else {
+                        throw .endedShort(sequence: header.sequence, got: data.count, total: header.total)
+                    }
+                    return .message(Message(msgid: header.msgid, kind: header.kind, sequence: header.sequence, data: Array(data)))
                 }
+                var bytes = [UInt8]()
+                bytes.reserveCapacity(total)
+                partial = (header, bytes)
             }
-        }
-    }
-
-    private func serialized<T>(_ body: () throws(MessagePortError) -> T) throws(MessagePortError) -> T {
-        let result = exchange.locked { () -> Result<T, MessagePortError> in
-            do throws(MessagePortError) { return .success(try body()) } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
-
-    /// The limit from the port's hello, read on first use (the port sends it when its
-    /// loop accepts the connection).
-    private func readHello(deadline: MonotonicInstant) throws(MessagePortError) -> Int {
-        if let limit = state.withLock({ $0.limit }) { return limit }
-        guard let frame = try readFrame(capacity: PortWire.headerSize, deadline: deadline) else {
-            throw .sendTimeout(name)
-        }
-        guard frame.kind == .hello else { throw .invalidated(name) }
-        let limit = Int(clamping: frame.sequence)
-        state.withLock { $0.limit = limit }
-        return limit
-    }
-
-    /// Reads one packet of at most `capacity` bytes before `deadline`; `nil` at the
-    /// deadline. A longer packet (a reply larger than the room made for it) is consumed
-    /// and reported as too large.
-    private func readFrame(capacity: Int, deadline: MonotonicInstant) throws(MessagePortError) -> PortWire.Frame? {
-        while true {
-            guard try waitFor(Int16(POLLIN), until: deadline) else { return nil }
-            // One buffer per connection, reused: replies need no allocation of their room.
-            let (count, packet) = receiveBuffer.withLock { buffer -> (Int, [UInt8]) in
-                if buffer.count < capacity { buffer = [UInt8](repeating: 0, count: capacity) }
-                let count = buffer.withUnsafeMutableBytes {
-                    recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
-                }
-                return (count, count > 0 && count <= buffer.count ? Array(buffer[..<count]) : [])
+            guard partial!.data.count + data.count <= total else {
+                partial = nil
+                throw .fragmentPastTotal(sequence: header.sequence)
             }
-            if count < 0, errno == EAGAIN || errno == EINTR { continue }
-            if count > capacity {
-                throw .tooLarge(size: count - PortWire.headerSize, limit: capacity - PortWire.headerSize)
+            partial!.data.append(contentsOf: data)
+            guard !header.more else { return .none }
+            let (first, bytes) = partial!
+            partial = nil
+            guard bytes.count == total else {
+                throw .endedShort(sequence: header.sequence, got: bytes.count, total: header.total)
             }
-            guard count > 0, let frame = PortWire.decode(packet) else {
-                markClosed()
-                throw .invalidated(name)
-            }
-            return frame
-        }
-    }
-
-    private func write(_ frame: [UInt8], deadline: MonotonicInstant) throws(MessagePortError) {
-        while true {
-            let sent = frame.withUnsafeBytes {
-                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
-            }
-            if sent == frame.count { return }
-            switch errno {
-            case EAGAIN, EINTR:
-                guard try waitFor(Int16(POLLOUT), until: deadline) else { throw .sendTimeout(name) }
-            case EMSGSIZE:
-                throw .tooLarge(size: frame.count - PortWire.headerSize, limit: frame.count - PortWire.headerSize - 1)
-            default:
-                markClosed()
-                throw .invalidated(name)
-            }
-        }
-    }
-
-    /// Waits for `events` on the socket until `deadline`; `false` at the deadline.
-    private func waitFor(_ events: Int16, until deadline: MonotonicInstant) throws(MessagePortError) -> Bool {
-        while true {
-            let now = MonotonicInstant.now
-            guard now < deadline else { return false }
-            let milliseconds = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            var entry = pollfd(fd: socket, events: events, revents: 0)
-            let result = poll(&entry, 1, milliseconds)
-            if result < 0, errno == EINTR { continue }
-            if result == 0 { continue }
-            if entry.revents & events != 0 { return true }
-            markClosed()
-            throw .invalidated(name)
+            return .message(Message(msgid: first.msgid, kind: first.kind, sequence: first.sequence, data: bytes))
         }
     }
 }

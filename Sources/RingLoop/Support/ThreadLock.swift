@@ -48,4 +48,50 @@ package final class ThreadLock<State>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
     }
+
+    /// Takes the lock, waits on `condition` while `blocked` holds and `deadline` has not
+    /// passed (the lock released while waiting), then runs `body` under the lock with
+    /// whether the wait ended at the deadline.
+    package func withLock<Result>(
+        waitingOn condition: ThreadCondition, until deadline: MonotonicInstant, while blocked: (inout State) -> Bool,
+        _ body: (inout State, _ timedOut: Bool) throws -> Result
+    ) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        var timedOut = false
+        while blocked(&state) {
+            guard MonotonicInstant.now < deadline else {
+                timedOut = true
+                break
+            }
+            var until = deadline.asTimespec
+            _ = pthread_cond_timedwait(condition.condition, mutex, &until)
+        }
+        return try body(&state, timedOut)
+    }
+}
+
+/// A condition variable for a ``ThreadLock``'s waiters, on `CLOCK_MONOTONIC` (so a change
+/// of the wall clock moves no deadline).
+package final class ThreadCondition: @unchecked Sendable {
+    // @unchecked: a pthread condition, allocated once, used only through pthread calls.
+    let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    package init() {
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+    }
+
+    /// Wakes every waiter (they check their condition again).
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }

@@ -57,6 +57,12 @@ public struct MonotonicInstant: Sendable, Hashable, Comparable, CustomStringConv
     @inlinable
     public static func < (lhs: MonotonicInstant, rhs: MonotonicInstant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 
+    /// The instant as a `timespec` (for `pthread_cond_timedwait` and the like).
+    var asTimespec: Glibc.timespec {
+        let clamped = min(nanoseconds, UInt64(Int64.max))
+        return Glibc.timespec(tv_sec: Int(clamped / 1_000_000_000), tv_nsec: Int(clamped % 1_000_000_000))
+    }
+
     public var description: String {
         "\(nanoseconds / 1_000_000_000).\(String(nanoseconds % 1_000_000_000).leftPadded(to: 9))s"
     }

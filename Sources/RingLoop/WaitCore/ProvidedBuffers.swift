@@ -27,6 +27,8 @@ final class ProvidedBuffers {
     /// table LeakSanitizer reports as leaked.)
     private let ring: Ring
     private let groups: BufferGroupIDs
+    private let ringBytes: Int
+    private let bufferBytes: Int
     /// Buffers handed to the receiver and not yet recycled.
     private(set) var outstanding = 0
 
@@ -37,23 +39,23 @@ final class ProvidedBuffers {
     ) throws(RingError) {
         var count = 1
         while count < max(1, min(requested, 32_768)) { count <<= 1 }
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        var memory: UnsafeMutableRawPointer?
-        let ringBytes = max(page, count * MemoryLayout<io_uring_buf>.stride)
-        guard posix_memalign(&memory, page, ringBytes) == 0, let memory else {
-            throw RingError(operation: "posix_memalign", errno: ENOMEM)
-        }
-        memset(memory, 0, ringBytes)
+        // Both regions are mapped, not allocated from the heap: unmapped when the group
+        // goes, their memory is the system's again at once (a heap keeps freed blocks, and a
+        // port that served many connections would stay large after they went).
+        let ringBytes = Self.pageRounded(count * MemoryLayout<io_uring_buf>.stride)
+        let bufferBytes = Self.pageRounded(count * size)
+        guard let memory = Self.map(ringBytes) else { throw RingError(operation: "mmap", errno: errno) }
         let ringMemory = memory.bindMemory(to: io_uring_buf_ring.self, capacity: 1)
-        guard let buffers = malloc(max(1, count * size)) else {
-            free(memory)
-            throw RingError(operation: "malloc", errno: ENOMEM)
+        guard let buffers = Self.map(bufferBytes) else {
+            let failure = errno
+            munmap(memory, ringBytes)
+            throw RingError(operation: "mmap", errno: failure)
         }
         do {
             try ring.registerBufferRing(ringMemory, entries: UInt32(count), group: group)
         } catch {
-            free(memory)
-            free(buffers)
+            munmap(memory, ringBytes)
+            munmap(buffers, bufferBytes)
             throw error
         }
         self.group = group
@@ -64,6 +66,8 @@ final class ProvidedBuffers {
         self.mask = Int32(count - 1)
         self.ring = ring
         self.groups = groups
+        self.ringBytes = ringBytes
+        self.bufferBytes = bufferBytes
         io_uring_buf_ring_init(ringMemory)
         for id in 0..<count {
             io_uring_buf_ring_add(ringMemory, buffers + id * size, UInt32(size), UInt16(id), mask, Int32(id))
@@ -76,8 +80,19 @@ final class ProvidedBuffers {
         // memory can go even if a receive is still armed on a ring that stays open.
         ring.unregisterBufferRing(group: group)
         groups.release(group)
-        free(UnsafeMutableRawPointer(ringMemory))
-        free(buffers)
+        munmap(UnsafeMutableRawPointer(ringMemory), ringBytes)
+        munmap(buffers, bufferBytes)
+    }
+
+    private static func pageRounded(_ bytes: Int) -> Int {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        return max(page, (bytes + page - 1) / page * page)
+    }
+
+    /// Private anonymous memory, zeroed; `nil` with `errno` set when the kernel refuses.
+    private static func map(_ bytes: Int) -> UnsafeMutableRawPointer? {
+        let memory = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        return memory == MAP_FAILED ? nil : memory
     }
 
     /// The buffer id a completion's flags name, if it used one.

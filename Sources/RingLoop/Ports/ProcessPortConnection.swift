@@ -1,0 +1,294 @@
+import Glibc
+
+/// The client side of a connection to a port in another process.
+///
+/// Sending happens on the caller's thread: each packet is handed to the kernel at once
+/// (`MSG_DONTWAIT`), waiting for room only while the connection is full, until the send
+/// deadline. The kernel queues what is sent, so a port whose loop is busy delays delivery,
+/// not the send. Everything the port sends back — its hello (its size limit), a refusal,
+/// replies — is read by the process's port thread (`ringloop-ports`, ``PortClientThread``)
+/// through its ring, which hands each reply to the request's ``ReplySlot`` and notices the
+/// connection's end, for the invalidation callbacks.
+///
+/// Threading: sends are serialized by `sending` (one message's packets are never
+/// interleaved with another's); `state` guards everything the port thread and senders
+/// share.
+final class ProcessPortConnection: Sendable {
+    let name: String
+    let socket: Int32
+    let owner: PeerCredentials
+    let maximumReplySize: Int
+    private let channel: LoopIOChannel
+    private let sending = ThreadLock<UInt64>(0)
+    private let state: ThreadLock<State>
+    /// Broadcast when the connection ends, for a sender that found it closed.
+    private let endedCondition = ThreadCondition()
+
+    private struct State {
+        /// The port's message size limit, from its hello (`nil` until read).
+        var limit: Int?
+        /// Why the connection ended or cannot be used: a refusal, a protocol violation, or
+        /// the port going away.
+        var ended: MessagePortError?
+        /// Requests waiting for their reply, by sequence number, with their size.
+        var waiting: [UInt64: (slot: ReplySlot, size: Int)] = [:]
+        var watcher: WeakRemote?
+        var assembler: PortWire.Assembler
+    }
+
+    private struct WeakRemote {
+        weak var port: RemoteMessagePort?
+    }
+
+    /// What a packet from the port settles.
+    private enum Settle {
+        case reply(ReplySlot, [UInt8])
+        case failure(ReplySlot, MessagePortError)
+    }
+
+    /// Connects to the port named `name` in another process and checks who holds it.
+    /// - Throws: ``MessagePortError/notFound(_:)`` when no process has a port of that name,
+    ///   ``MessagePortError/untrustedPort(_:owner:)`` when its holder is not in `trusting`,
+    ///   ``MessagePortError/sendTimeout(_:)`` when its backlog stays full for a second.
+    init(name: String, trusting: PeerPolicy, maximumReplySize: Int) throws(MessagePortError) {
+        let address = try PortWire.address(of: name)
+        let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw .notFound(name) }
+        // A listener whose backlog is full refuses a non-blocking connect with EAGAIN (a
+        // Unix socket has no pending connect to wait for): try again for a while.
+        let giveUp = MonotonicInstant.now.advanced(by: .seconds(1))
+        while true {
+            let flags = fcntl(descriptor, F_GETFL)
+            _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+            if address.withSockaddr({ Glibc.connect(descriptor, $0, $1) }) == 0 { break }
+            let failure = errno
+            guard failure == EAGAIN || failure == EINTR, MonotonicInstant.now < giveUp else {
+                Glibc.close(descriptor)
+                throw failure == EAGAIN ? .sendTimeout(name) : .notFound(name)
+            }
+            var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+            nanosleep(&pause, nil)
+        }
+        guard let owner = PeerCredentials.ofPeer(of: descriptor) else {
+            Glibc.close(descriptor)
+            throw .notFound(name)
+        }
+        guard trusting.admits(owner) else {
+            Glibc.close(descriptor)
+            throw .untrustedPort(name, owner: owner)
+        }
+        self.name = name
+        self.socket = descriptor
+        self.owner = owner
+        self.maximumReplySize = maximumReplySize
+        self.state = ThreadLock(State(assembler: PortWire.Assembler(limit: maximumReplySize)))
+        channel = LoopIOChannel(fileDescriptor: descriptor, loop: PortClientThread.loop)
+        startReceiving()
+    }
+
+    deinit { close() }
+
+    /// Starts reading what the port sends, on the port thread's loop.
+    private func startReceiving() {
+        let loop = channel.loop
+        loop.perform(inModes: [.default]) { [weak self] in
+            guard let self else { return }
+            channel.rawBytesHandler = { [weak self] packet in self?.received(packet) }
+            loop.add(channel.source, to: .default)
+            do {
+                try channel.receive(bufferCount: 2, bufferSize: PortWire.packetSize + 1) { [weak self] _, completion in
+                    guard completion.isFinal, let self else { return }
+                    if case .failed(.connectionReset) = completion.outcome {
+                        // The port closed with packets of ours unread: what it sent
+                        // before (a refusal, replies) is still queued.
+                        PortWire.drainQueued(socket) { received($0) }
+                    }
+                    end(.becameInvalid(name))
+                }
+            } catch {
+                end(.becameInvalid(name))
+            }
+        }
+        loop.wakeUp()
+    }
+
+    /// One packet from the port (port thread).
+    private func received(_ packet: UnsafeRawBufferPointer) {
+        let outcome = state.withLock { state -> Result<Settle?, MessagePortError> in
+            do throws(PortWire.Violation) {
+                switch try state.assembler.take(packet) {
+                case .none:
+                    return .success(nil)
+                case .message(let message):
+                    guard message.kind == .reply else {
+                        return .failure(.transportError(name, reason: "the port sent a \(message.kind) packet"))
+                    }
+                    // A reply to a request that gave up is dropped.
+                    guard let waiting = state.waiting.removeValue(forKey: message.sequence) else { return .success(nil) }
+                    return .success(.reply(waiting.slot, message.data))
+                case .tooLarge(let header):
+                    guard header.kind == .reply else {
+                        return .failure(.transportError(name, reason: "the port sent a \(header.kind) packet"))
+                    }
+                    guard let waiting = state.waiting.removeValue(forKey: header.sequence) else { return .success(nil) }
+                    let size = Int(clamping: header.total)
+                    return .success(.failure(waiting.slot, .tooLarge(size: size, limit: maximumReplySize)))
+                case .control(let header):
+                    return control(header, &state)
+                }
+            } catch {
+                return .failure(.transportError(name, reason: error.description))
+            }
+        }
+        switch outcome {
+        case .success(.reply(let slot, let reply)?): slot.fulfil(reply)
+        case .success(.failure(let slot, let error)?): slot.fail(error)
+        case .success(nil): break
+        case .failure(let error):
+            end(error)
+            close()
+        }
+    }
+
+    /// A control packet: the hello, a refusal, a request found too large.
+    private func control(_ header: PortWire.Header, _ state: inout State) -> Result<Settle?, MessagePortError> {
+        switch header.kind {
+        case .hello:
+            guard header.msgid == PortWire.version else {
+                return .failure(.transportError(name, reason: "protocol version \(header.msgid), not \(PortWire.version)"))
+            }
+            state.limit = Int(clamping: header.total)
+        case .refused:
+            let refusal: MessagePortError =
+                PortWire.Refusal(rawValue: header.msgid) == .tooManyConnections
+                ? .tooManyConnections(name) : .accessDenied(name)
+            return .failure(refusal)
+        case .tooLarge:
+            guard let waiting = state.waiting.removeValue(forKey: header.sequence) else { break }
+            return .success(.failure(waiting.slot, .tooLarge(size: waiting.size, limit: Int(clamping: header.total))))
+        default:
+            return .failure(.transportError(name, reason: "the port sent a \(header.kind) control packet"))
+        }
+        return .success(nil)
+    }
+
+    /// The connection ended (port thread, or a sender that found it closed): requests
+    /// waiting fail with `error` (or with what ended it first), the invalidation callback
+    /// runs.
+    private func end(_ error: MessagePortError) {
+        let (waiting, watcher, first) = state.withLock { state in
+            let first = state.ended == nil
+            if first { state.ended = error }
+            defer { state.waiting = [:] }
+            return (state.waiting, state.watcher, first)
+        }
+        endedCondition.broadcast()
+        let reason = state.withLock { $0.ended! }
+        for entry in waiting.values { entry.slot.fail(reason) }
+        if first { watcher?.port?.portWentAway() }
+    }
+
+    /// Whether the connection can still carry messages.
+    var isOpen: Bool { state.withLock { $0.ended == nil } }
+
+    /// Notes the remote port whose invalidation callback the connection's end calls.
+    func watch(_ remote: RemoteMessagePort) {
+        let ended = state.withLock { state -> Bool in
+            state.watcher = WeakRemote(port: remote)
+            return state.ended != nil
+        }
+        if ended { remote.portWentAway() }
+    }
+
+    /// Ends the connection (its remote port is going away): the port sees it end at once.
+    func close() {
+        shutdown(socket, Int32(SHUT_RDWR))
+        channel.close()
+    }
+
+    /// Sends one message; with `request`, registers its slot for the reply first.
+    /// Returns the message's sequence number.
+    func send(
+        msgid: Int32, data: [UInt8], request: ReplySlot?, deadline: MonotonicInstant
+    ) throws(MessagePortError)
+        -> UInt64
+    {
+        let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
+            do throws(MessagePortError) {
+                let (ended, limit) = state.withLock { ($0.ended, $0.limit) }
+                if let ended { throw Self.beforeSending(ended, name: name) }
+                if let limit, data.count > limit { throw .tooLarge(size: data.count, limit: limit) }
+                sequence += 1
+                let number = sequence
+                if let request { state.withLock { $0.waiting[number] = (request, data.count) } }
+                do throws(MessagePortError) {
+                    let kind: PortWire.Kind = request == nil ? .message : .request
+                    for packet in PortWire.packets(msgid: msgid, kind: kind, sequence: number, data: data) {
+                        try write(packet, deadline: deadline)
+                    }
+                } catch {
+                    if request != nil { state.withLock { _ = $0.waiting.removeValue(forKey: number) } }
+                    throw error
+                }
+                return .success(number)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// A request gave up waiting: its reply, if it comes, is dropped.
+    func abandon(_ slot: ReplySlot) {
+        state.withLock { state in
+            if let entry = state.waiting.first(where: { $0.value.slot === slot }) {
+                state.waiting.removeValue(forKey: entry.key)
+            }
+        }
+    }
+
+    /// The error a send reports for a connection that ended before it: what ended it, as
+    /// "invalid before sending" rather than "became invalid".
+    private static func beforeSending(_ ended: MessagePortError, name: String) -> MessagePortError {
+        if case .becameInvalid = ended { return .invalidated(name) }
+        return ended
+    }
+
+    private func write(_ packet: [UInt8], deadline: MonotonicInstant) throws(MessagePortError) {
+        while true {
+            let sent = packet.withUnsafeBytes {
+                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            }
+            if sent == packet.count { return }
+            let failure = sent < 0 ? errno : EMSGSIZE
+            switch failure {
+            case EINTR:
+                continue
+            case EAGAIN:
+                try waitForRoom(until: deadline)
+            default:
+                // The port closed the connection. The port thread learns why (a refusal
+                // comes before the end): wait for it, briefly, to say so.
+                let ended = state.withLock(
+                    waitingOn: endedCondition, until: min(deadline, .now + .seconds(1)), while: { $0.ended == nil }
+                ) { state, _ -> MessagePortError in
+                    if state.ended == nil { state.ended = .becameInvalid(name) }
+                    return state.ended!
+                }
+                throw Self.beforeSending(ended, name: name)
+            }
+        }
+    }
+
+    private func waitForRoom(until deadline: MonotonicInstant) throws(MessagePortError) {
+        while true {
+            let now = MonotonicInstant.now
+            guard now < deadline else { throw .sendTimeout(name) }
+            let milliseconds = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
+            var entry = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+            let ready = poll(&entry, 1, milliseconds)
+            if ready < 0, errno == EINTR { continue }
+            if ready > 0 { return }  // room, or an error the next send reports
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Dispatch
+
+/// Where a request's reply is handed over, once: to the waiting sender, or dropped when it
+/// gave up. The sender waits either blocked (a thread without a loop to run) or running
+/// its own loop in a reply mode, as `CFMessagePortSendRequest` does; the slot wakes
+/// whichever it is.
+final class ReplySlot: Sendable {
+    private enum Outcome {
+        case waiting
+        case replied([UInt8])
+        case failed(MessagePortError)
+        case abandoned
+    }
+
+    /// What wakes a sender that runs its loop while it waits.
+    private struct LoopWaker {
+        let source: LoopSource
+        let loop: RingRunLoop
+    }
+
+    private let state = ThreadLock<(outcome: Outcome, waker: LoopWaker?)>((.waiting, nil))
+    private let arrived = DispatchSemaphore(value: 0)
+
+    /// Hands over the callback's reply; dropped if the sender gave up.
+    func fulfil(_ reply: [UInt8]) { settle(.replied(reply)) }
+
+    /// Fails the request (the port went away, or refused it).
+    func fail(_ error: MessagePortError) { settle(.failed(error)) }
+
+    /// Whether the reply (or a failure) has come.
+    var isSettled: Bool {
+        state.withLock {
+            if case .waiting = $0.outcome { return false }
+            return true
+        }
+    }
+
+    private func settle(_ outcome: Outcome) {
+        let (delivered, waker) = state.withLock { state -> (Bool, LoopWaker?) in
+            guard case .waiting = state.outcome else { return (false, nil) }
+            state.outcome = outcome
+            return (true, state.waker)
+        }
+        guard delivered else { return }
+        arrived.signal()
+        if let waker {
+            waker.source.signal()
+            waker.loop.wakeUp()
+        }
+    }
+
+    /// Waits until `deadline` for the reply: blocked when `replyMode` is `nil`, otherwise
+    /// running the calling thread's loop in `replyMode` (its timers, sources and
+    /// observers in that mode run meanwhile; other modes' wait).
+    func wait(
+        until deadline: MonotonicInstant, replyMode: RingRunLoop.Mode?, name: String
+    ) throws(MessagePortError)
+        -> [UInt8]
+    {
+        if let replyMode {
+            runLoop(in: replyMode, until: deadline)
+        } else {
+            let nanoseconds = max(0, Int64(clamping: deadline.nanoseconds) - Int64(clamping: MonotonicInstant.now.nanoseconds))
+            _ = arrived.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        }
+        let outcome = state.withLock { state -> Outcome in
+            if case .waiting = state.outcome { state.outcome = .abandoned }
+            state.waker = nil
+            return state.outcome
+        }
+        switch outcome {
+        case .replied(let reply): return reply
+        case .failed(let error): throw error
+        case .waiting, .abandoned: throw .replyTimeout(name)
+        }
+    }
+
+    private func runLoop(in mode: RingRunLoop.Mode, until deadline: MonotonicInstant) {
+        let loop = RingRunLoop.current
+        // A source in the reply mode, signalled when the reply comes: it keeps the mode
+        // alive and ends the run that waits for it.
+        let source = LoopSource(order: Int.min, label: "message port reply") {}
+        defer { source.invalidate() }
+        state.withLock { $0.waker = LoopWaker(source: source, loop: loop) }
+        loop.add(source, to: mode)
+        while !isSettled, MonotonicInstant.now < deadline {
+            if loop.run(mode: mode, until: deadline, returnAfterSourceHandled: true) == .failed { return }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RingLoop
+
+/// Floods of a port in another process, its memory measured by the child itself (through
+/// its control port) before, during and after. The bounds asserted are README's
+/// ("Security"): what a peer can make a port hold.
+@Suite("Named ports under floods: bounded, and memory back after")
+struct PortFloodTests {
+    /// Resident memory a flood may add to the port's process, in KiB: the limit on unread
+    /// replies (1 MiB) and receive buffers, with room for the allocator and the callouts.
+    static let floodAllowanceKiB = 12 * 1024
+    /// What may stay after the peers have gone, in KiB.
+    static let afterAllowanceKiB = 3 * 1024
+
+    /// Waits until the child's port has no connection left; its resident memory then.
+    private static func settledResident(_ name: String) -> Int? {
+        let deadline = MonotonicInstant.now + .seconds(20)
+        while MonotonicInstant.now < deadline {
+            if controlValue(name, PortHost.connections) == 0 { return controlValue(name, PortHost.rss) }
+            usleep(5000)
+        }
+        return nil
+    }
+
+    @Test("A peer that sends requests and never reads the replies is held back; the port's memory stays bounded")
+    func unreadReplies() async throws {
+        let name = NamedPortTests.uniqueName("Unread")
+        let record = PortHostRecord()
+        await withPortHost(.echo, name: name) {
+            guard remotePort(named: name) != nil, let before = controlValue(name, PortHost.rss),
+                let peer = RawPortPeer(connectingTo: name)
+            else { return record.note("no port") }
+            record.set("before", before)
+            // Requests of 1 KiB, as fast as the kernel takes them, never reading a reply,
+            // until the kernel has refused every send for a whole second.
+            let request = PortWire.packets(msgid: PortHost.echo, kind: .request, sequence: 1, data: [UInt8](repeating: 1, count: 1024))[0]
+            var sent = 0
+            var lastAccepted = MonotonicInstant.now
+            while sent < 100_000, MonotonicInstant.now - lastAccepted < .seconds(1) {
+                if peer.send(request) {
+                    sent += 1
+                    lastAccepted = MonotonicInstant.now
+                } else {
+                    usleep(200)
+                }
+            }
+            record.set("sent", sent)
+            record.set("during", controlValue(name, PortHost.rss))
+            peer.close()
+            record.set("after", Self.settledResident(name))
+        }
+        #expect(record.notes.withLock { $0 }.isEmpty)
+        let before = record.value("before")
+        print(
+            "unread replies: \(record.value("sent")) requests taken; resident \(before) → \(record.value("during")) → \(record.value("after")) KiB"
+        )
+        #expect(record.value("sent") < 10_000, "the port kept reading requests whose replies were not read")
+        #expect(record.value("during") - before < Self.floodAllowanceKiB)
+        #expect(record.value("after") - before < Self.afterAllowanceKiB)
+    }
+
+    @Test("5,000 connections from a process of another user: each refused, nothing kept")
+    func refusedConnections() async throws {
+        let name = NamedPortTests.uniqueName("Crowd")
+        let record = PortHostRecord()
+        await withPortHost(.strictAndOpen, name: name) {
+            guard remotePort(named: name + ".strict") != nil, let before = controlValue(name, PortHost.rss) else {
+                return record.note("no port")
+            }
+            record.set("before", before)
+            let peers = asUser(65534) { (0..<5_000).compactMap { _ in RawPortPeer(connectingTo: name + ".strict") } }
+            record.set("connected", peers.count)
+            record.set("during", controlValue(name, PortHost.rss))
+            // Every one was refused: the port closed them all.
+            var refused = 0
+            for peer in peers {
+                var entry = pollfd(fd: peer.socket, events: Int16(POLLIN), revents: 0)
+                if poll(&entry, 1, 20_000) == 1, entry.revents & Int16(POLLHUP) != 0 { refused += 1 }
+                peer.close()
+            }
+            record.set("refused", refused)
+            record.set("after", Self.settledResident(name))
+        }
+        #expect(record.notes.withLock { $0 }.isEmpty)
+        let before = record.value("before")
+        print("5,000 refused connections: resident \(before) → \(record.value("during")) → \(record.value("after")) KiB")
+        #expect(record.value("connected") == 5_000)
+        #expect(record.value("refused") == 5_000)
+        #expect(record.value("during") - before < Self.floodAllowanceKiB)
+        #expect(record.value("after") - before < Self.afterAllowanceKiB)
+    }
+
+    @Test("A user's connections past the port's per-user limit are refused as too many")
+    func perUserLimit() async throws {
+        let name = NamedPortTests.uniqueName("Few")
+        let record = PortHostRecord()
+        await withPortHost(.fewConnections, name: name) {
+            // Once the lookup's connection has gone (its port released), four may be open.
+            guard remotePort(named: name) != nil, Self.settledResident(name) != nil else { return record.note("no port") }
+            var ports: [RemoteMessagePort] = []
+            for _ in 0..<6 {
+                do throws(MessagePortError) {
+                    let port = try RemoteMessagePort(name: name)
+                    ports.append(port)
+                    _ = try port.sendRequest(msgid: PortHost.echo, data: [1], replyTimeout: .seconds(20))
+                    record.note("served")
+                } catch {
+                    record.fail(error)
+                }
+            }
+        }
+        #expect(record.notes.withLock { $0 } == ["served", "served", "served", "served"])
+        #expect(record.errors.withLock { $0 } == [.tooManyConnections(name), .tooManyConnections(name)])
+    }
+
+    // CFMessagePortSendRequest's sendTimeout: the time to wait for room in the port's queue.
+    @Test("One-way messages to a port whose mode is not running hold the sender back until its send timeout")
+    func idleMode() async throws {
+        let name = NamedPortTests.uniqueName("Idle")
+        let record = PortHostRecord()
+        await withPortHost(.idleCommon, name: name) {
+            guard let port = remotePort(named: name), let before = controlValue(name, PortHost.rss) else {
+                return record.note("no port")
+            }
+            record.set("before", before)
+            var sent = 0
+            let started = MonotonicInstant.now
+            while MonotonicInstant.now - started < .seconds(20) {
+                do throws(MessagePortError) {
+                    try port.send(msgid: PortHost.echo, data: [UInt8](repeating: 2, count: 1024), timeout: .milliseconds(200))
+                    sent += 1
+                } catch {
+                    record.fail(error)
+                    break
+                }
+            }
+            record.set("sent", sent)
+            record.set("during", controlValue(name, PortHost.rss))
+        }
+        print("idle mode: \(record.value("sent")) messages of 1 KiB taken before the send timed out")
+        #expect(record.notes.withLock { $0 }.isEmpty)
+        #expect(record.errors.withLock { $0 } == [.sendTimeout(name)])
+        #expect(record.value("sent") < 2_000)
+        #expect(record.value("during") - record.value("before") < Self.floodAllowanceKiB)
+    }
+}
