@@ -152,6 +152,7 @@ let package = Package(
         .executableTarget(
             name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"],
             path: "Fuzz/FrameDecoder"),
+        .executableTarget(name: "FuzzPortWire", dependencies: ["RingLoop"], path: "Fuzz/PortWire"),
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 

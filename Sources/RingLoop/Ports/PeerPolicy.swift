@@ -1,3 +1,4 @@
+import CLibURing
 import Glibc
 
 /// Who a process on the other end of a Unix socket is, as the kernel recorded it when the

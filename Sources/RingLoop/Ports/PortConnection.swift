@@ -1,3 +1,4 @@
+import CLibURing
 import DequeModule
 import Glibc
 

@@ -1,3 +1,4 @@
+import CLibURing
 import Glibc
 import Logging
 

@@ -1,3 +1,4 @@
+import CLibURing
 import Glibc
 
 /// The packets named message ports exchange between processes, one per `SOCK_SEQPACKET`

@@ -1,3 +1,4 @@
+import CLibURing
 import Glibc
 
 /// The client side of a connection to a port in another process.
