@@ -211,3 +211,95 @@ struct PortSecurityTests {
         #expect(sent < 1000, "the kernel took \(sent) messages of 60 KB from a peer that never reads")
     }
 }
+
+@Suite("Named ports as socket files")
+struct DirectoryPortTests {
+    /// A fresh directory others may search, removed after `body`.
+    private func withDirectory(_ body: (String) throws -> Void) throws {
+        var template = Array("/tmp/ringloop-ports-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        let directory = try #require(made.map { String(cString: $0) })
+        chmod(directory, 0o755)
+        defer {
+            if let entries = opendir(directory) {
+                while let entry = readdir(entries) {
+                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                    if name != ".", name != ".." { unlink(directory + "/" + name) }
+                }
+                closedir(entries)
+            }
+            rmdir(directory)
+        }
+        try body(directory)
+    }
+
+    @Test("The kernel checks a port file's permissions at connect; the policy is asked after")
+    func permissions() throws {
+        try withDirectory { directory in
+            let worker = LoopThread(name: "file-port")
+            defer { worker.stopAndJoin() }
+            let strict = try LocalMessagePort(
+                name: "strict", loop: worker.loop, access: .anyone, namespace: .directory(directory)
+            ) { _, data in data }
+            let open = try LocalMessagePort(
+                name: "open", loop: worker.loop, access: .anyone, namespace: .directory(directory, permissions: 0o666)
+            ) { _, data in data }
+            defer {
+                strict.invalidate()
+                open.invalidate()
+            }
+            worker.loop.add(strict.source, to: .default)
+            worker.loop.add(open.source, to: .default)
+            var status = stat()
+            #expect(lstat(directory + "/strict.port", &status) == 0 && status.st_mode & 0o777 == 0o600)
+            #expect(lstat(directory + "/open.port", &status) == 0 && status.st_mode & 0o777 == 0o666)
+            // Through the socket file, as another process would (a remote port in this
+            // process would find the port in the process's registry).
+            asUser(65534) {
+                #expect(throws: MessagePortError.accessDenied("strict")) {
+                    _ = try ProcessPortConnection(
+                        name: "strict", namespace: .directory(directory), trusting: .sameUserOrRoot, maximumReplySize: 1024)
+                }
+                #expect(throws: Never.self) {
+                    let connection = try ProcessPortConnection(
+                        name: "open", namespace: .directory(directory), trusting: .sameUserOrRoot, maximumReplySize: 1024)
+                    connection.close()
+                }
+            }
+        }
+    }
+
+    @Test("A port file is removed when the port goes; a dead port's socket is replaced; anything else is left alone")
+    func files() throws {
+        try withDirectory { directory in
+            let namespace = MessagePortNamespace.directory(directory)
+            // A socket file nobody listens on (its process died): replaced.
+            let stale = try SocketAddress.unix(path: directory + "/stale.port").makeListeningSocket(
+                type: Int32(SOCK_SEQPACKET.rawValue))
+            close(stale)
+            try onFreshLoopThreadThrowing {
+                let port = try LocalMessagePort(name: "stale", loop: .current, namespace: namespace) { _, _ in nil }
+                port.invalidate()
+            }
+            #expect(access(directory + "/stale.port", F_OK) != 0, "the port did not remove its file")
+            // A regular file in the way: the name is in use, the file untouched.
+            let file = directory + "/taken.port"
+            close(open(file, O_CREAT | O_WRONLY, 0o644))
+            try onFreshLoopThreadThrowing {
+                #expect(throws: MessagePortError.nameInUse("taken")) {
+                    try LocalMessagePort(name: "taken", loop: .current, namespace: namespace) { _, _ in nil }
+                }
+            }
+            var status = stat()
+            #expect(lstat(file, &status) == 0 && status.st_mode & S_IFMT == S_IFREG)
+            // A file put in place of the port's after it was made is not the port's to remove.
+            try onFreshLoopThreadThrowing {
+                let port = try LocalMessagePort(name: "moved", loop: .current, namespace: namespace) { _, _ in nil }
+                unlink(directory + "/moved.port")
+                close(open(directory + "/moved.port", O_CREAT | O_WRONLY, 0o644))
+                port.invalidate()
+            }
+            #expect(access(directory + "/moved.port", F_OK) == 0, "the port removed a file it did not make")
+        }
+    }
+}

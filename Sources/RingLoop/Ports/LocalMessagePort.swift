@@ -30,7 +30,7 @@ import Glibc
 /// it — by default only processes of the port's own user — and refuses the rest
 /// (``MessagePortError/accessDenied(_:)`` at the sender). The callback learns who sent each
 /// message through ``ReceivedMessage/sender`` when made with
-/// ``init(name:loop:maximumMessageSize:access:limits:receiver:)``.
+/// ``init(name:loop:maximumMessageSize:access:limits:namespace:receiver:)``.
 ///
 /// **Bounds.** Every queue has a limit (``Limits``): messages waiting for the callback, a
 /// message's size, connections per port and per user, replies a peer has not read. A full
@@ -76,6 +76,8 @@ public final class LocalMessagePort: Sendable {
     public let maximumMessageSize: Int
     /// Who may send from another process.
     public let access: PeerPolicy
+    /// Where other processes find the port.
+    public let namespace: MessagePortNamespace
     /// The port's queue and connection limits.
     public let limits: Limits
     /// The source to add to the loop's modes; it performs once per wake-up and delivers
@@ -90,13 +92,15 @@ public final class LocalMessagePort: Sendable {
     }
 
     /// Creates a port named `name` on `loop` whose callback gets the message id and bytes.
-    /// See ``init(name:loop:maximumMessageSize:access:limits:receiver:)``.
+    /// See ``init(name:loop:maximumMessageSize:access:limits:namespace:receiver:)``.
     public convenience init(
         name: String, loop: RingRunLoop, maximumMessageSize: Int = LocalMessagePort.defaultMaximumMessageSize,
-        access: PeerPolicy = .sameUser, limits: Limits = Limits(), callback: @escaping Callback
+        access: PeerPolicy = .sameUser, limits: Limits = Limits(), namespace: MessagePortNamespace = .abstract,
+        callback: @escaping Callback
     ) throws(MessagePortError) {
         try self.init(
-            name: name, loop: loop, maximumMessageSize: maximumMessageSize, access: access, limits: limits
+            name: name, loop: loop, maximumMessageSize: maximumMessageSize, access: access, limits: limits,
+            namespace: namespace
         ) { message in callback(message.msgid, message.data) }
     }
 
@@ -109,6 +113,8 @@ public final class LocalMessagePort: Sendable {
     ///     with ``MessagePortError/tooLarge(size:limit:)``.
     ///   - access: The processes served, checked at connect (default: the same user).
     ///   - limits: The bounds of the port's queues and connections.
+    ///   - namespace: Where other processes find the port (default: the abstract
+    ///     namespace).
     ///   - receiver: Called on the loop's thread with each message; returns the reply to a
     ///     request (`nil`: an empty reply).
     /// - Throws: ``MessagePortError/nameInUse(_:)`` when this or another process has a
@@ -116,12 +122,14 @@ public final class LocalMessagePort: Sendable {
     ///   name.
     public init(
         name: String, loop: RingRunLoop, maximumMessageSize: Int = LocalMessagePort.defaultMaximumMessageSize,
-        access: PeerPolicy = .sameUser, limits: Limits = Limits(), receiver: @escaping Receiver
+        access: PeerPolicy = .sameUser, limits: Limits = Limits(), namespace: MessagePortNamespace = .abstract,
+        receiver: @escaping Receiver
     ) throws(MessagePortError) {
         guard !name.isEmpty, name.utf8.count <= Self.maximumNameLength else { throw .invalidName(name) }
         let doorbell = loop.makeDoorbell()
         let limit = max(0, maximumMessageSize)
-        let listener = try PortListener(name: name, loop: loop, limit: limit, access: access, limits: limits)
+        let listener = try PortListener(
+            name: name, loop: loop, limit: limit, access: access, limits: limits, namespace: namespace)
         let core = PortCore(
             name: name, loop: loop, doorbell: doorbell, limit: limit, limits: limits, listener: listener,
             receiver: receiver)
@@ -135,6 +143,7 @@ public final class LocalMessagePort: Sendable {
         self.loop = loop
         self.maximumMessageSize = limit
         self.access = access
+        self.namespace = namespace
         self.limits = limits
         self.core = core
         self.source = source

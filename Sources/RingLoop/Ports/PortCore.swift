@@ -20,6 +20,8 @@ final class PortCore: Sendable {
     let limits: LocalMessagePort.Limits
     let receiver: LocalMessagePort.Receiver
     let listener: PortListener
+    /// The port's key in this process's registry: its name and namespace.
+    var key: String { listener.namespace.key(of: name) }
     private let state = ThreadLock(State())
     /// Senders waiting for room in a full mailbox.
     private let room = ThreadCondition()

@@ -27,6 +27,9 @@ final class PortListener: Sendable {
     let limit: Int
     let access: PeerPolicy
     let limits: LocalMessagePort.Limits
+    let namespace: MessagePortNamespace
+    /// The socket file a directory namespace's port made (removed when it stops).
+    private let file: FileIdentity?
     private let state = ThreadLock(State())
 
     private struct State {
@@ -42,28 +45,22 @@ final class PortListener: Sendable {
     /// - Throws: ``MessagePortError/nameInUse(_:)`` when another process has a port (or an
     ///   abstract socket) of that name.
     init(
-        name: String, loop: RingRunLoop, limit: Int, access: PeerPolicy, limits: LocalMessagePort.Limits
-    )
-        throws(MessagePortError)
-    {
-        let address = try PortWire.address(of: name)
-        func bind() throws(MessagePortError) -> Int32 {
-            do {
-                return try address.makeListeningSocket(type: Int32(SOCK_SEQPACKET.rawValue), backlog: 64)
-            } catch .system(let errno) where errno == .addressInUse {
-                throw .nameInUse(name)
-            } catch {
-                throw .invalidName(name)
-            }
-        }
+        name: String, loop: RingRunLoop, limit: Int, access: PeerPolicy, limits: LocalMessagePort.Limits,
+        namespace: MessagePortNamespace
+    ) throws(MessagePortError) {
         do {
-            socket = try bind()
+            (socket, file) = try namespace.listen(as: name)
         } catch .nameInUse(let name) {
             // A port of this process invalidated from another thread than its loop's
             // keeps its socket until that loop closes it: wait for it, briefly.
-            guard PortRegistry.shared.waitForRelease(of: name, timeout: .seconds(1)) else { throw .nameInUse(name) }
-            socket = try bind()
+            guard PortRegistry.shared.waitForRelease(of: namespace.key(of: name), timeout: .seconds(1)) else {
+                throw .nameInUse(name)
+            }
+            (socket, file) = try namespace.listen(as: name)
+        } catch {
+            throw error
         }
+        self.namespace = namespace
         self.name = name
         self.loop = loop
         self.limit = limit
@@ -80,7 +77,7 @@ final class PortListener: Sendable {
                 let listener = LoopIOChannel(fileDescriptor: self.socket, loop: loop)
                 listener.source.follow(portSource)
                 // The name is free once the channel has closed the socket.
-                listener.descriptorClosed = { PortRegistry.shared.released(self.name) }
+                listener.descriptorClosed = { PortRegistry.shared.released(self.namespace.key(of: self.name)) }
                 state.listener = listener
                 return listener
             }
@@ -183,12 +180,13 @@ final class PortListener: Sendable {
         let taken = state.withLock { state -> (LoopIOChannel?, [PortConnection])? in
             guard !state.stopped else { return nil }
             state.stopped = true
+            namespace.removeFile(file, name: name)
             shutdown(socket, Int32(SHUT_RDWR))
             for connection in state.connections.values { shutdown(connection.channel.fileDescriptor, Int32(SHUT_RDWR)) }
             if state.listener == nil {
                 Glibc.close(socket)
             } else {
-                PortRegistry.shared.releasing(name)
+                PortRegistry.shared.releasing(namespace.key(of: name))
             }
             defer { (state.listener, state.connections, state.perUser) = (nil, [:], [:]) }
             return (state.listener, Array(state.connections.values))

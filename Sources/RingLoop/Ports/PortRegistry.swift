@@ -1,14 +1,14 @@
 import Glibc
 
-/// The process's local ports by name.
+/// The process's local ports by key: name, or socket path (``MessagePortNamespace/key(of:)``).
 final class PortRegistry: Sendable {
     static let shared = PortRegistry()
     private let ports = ThreadLock<[String: PortCore]>([:])
 
     func register(_ core: PortCore) throws(MessagePortError) {
         let added = ports.withLock { ports -> Bool in
-            if let existing = ports[core.name], existing.isValid { return false }
-            ports[core.name] = core
+            if let existing = ports[core.key], existing.isValid { return false }
+            ports[core.key] = core
             return true
         }
         guard added else { throw .nameInUse(core.name) }
@@ -16,7 +16,7 @@ final class PortRegistry: Sendable {
 
     func unregister(_ core: PortCore) {
         ports.withLock { ports in
-            if ports[core.name] === core { ports[core.name] = nil }
+            if ports[core.key] === core { ports[core.key] = nil }
         }
     }
 

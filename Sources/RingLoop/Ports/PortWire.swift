@@ -61,7 +61,7 @@ package enum PortWire {
 
     /// The abstract socket name of a port: a prefix, so ports do not collide with other
     /// programs' abstract sockets, and the port's name.
-    static let namePrefix = "rlport:"
+    package static let namePrefix = "rlport:"
 
     /// One packet's header.
     package struct Header: Sendable, Equatable {
@@ -169,9 +169,6 @@ package enum PortWire {
         }
     }
 
-    static func address(of name: String) throws(MessagePortError) -> SocketAddress {
-        do { return try SocketAddress.abstract(namePrefix + name) } catch { throw .invalidName(name) }
-    }
 }
 
 extension PortWire {

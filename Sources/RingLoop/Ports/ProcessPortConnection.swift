@@ -51,8 +51,12 @@ final class ProcessPortConnection: Sendable {
     /// - Throws: ``MessagePortError/notFound(_:)`` when no process has a port of that name,
     ///   ``MessagePortError/untrustedPort(_:owner:)`` when its holder is not in `trusting`,
     ///   ``MessagePortError/sendTimeout(_:)`` when its backlog stays full for a second.
-    init(name: String, trusting: PeerPolicy, maximumReplySize: Int) throws(MessagePortError) {
-        let address = try PortWire.address(of: name)
+    init(
+        name: String, namespace: MessagePortNamespace, trusting: PeerPolicy, maximumReplySize: Int
+    )
+        throws(MessagePortError)
+    {
+        let address = try namespace.address(of: name)
         let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .notFound(name) }
         // A listener whose backlog is full refuses a non-blocking connect with EAGAIN (a
@@ -65,6 +69,8 @@ final class ProcessPortConnection: Sendable {
             let failure = errno
             guard failure == EAGAIN || failure == EINTR, MonotonicInstant.now < giveUp else {
                 Glibc.close(descriptor)
+                // A socket file the kernel does not let this process connect to.
+                if failure == EACCES || failure == EPERM { throw .accessDenied(name) }
                 throw failure == EAGAIN ? .sendTimeout(name) : .notFound(name)
             }
             var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)

@@ -28,26 +28,29 @@ public final class RemoteMessagePort: Sendable {
     /// Looks up the local port named `name`: in this process first, then in the others.
     /// - Parameters:
     ///   - name: The port's name.
+    ///   - namespace: Where the port's process put it (the port's own `namespace`).
     ///   - trusting: The users (and groups) a port of another process may run as.
     ///   - maximumReplySize: The largest reply taken from a port of another process; a
     ///     larger one fails its request with ``MessagePortError/tooLarge(size:limit:)``.
     /// - Throws: ``MessagePortError/notFound(_:)``, ``MessagePortError/invalidName(_:)``,
     ///   ``MessagePortError/untrustedPort(_:owner:)``, and
     ///   ``MessagePortError/sendTimeout(_:)`` when the port's process has left
-    ///   connections waiting (its backlog full) for a second.
+    ///   connections waiting (its backlog full) for a second;
+    ///   ``MessagePortError/accessDenied(_:)`` when a directory namespace's socket file
+    ///   does not let this process connect.
     public init(
-        name: String, trusting: PeerPolicy = .sameUserOrRoot,
+        name: String, namespace: MessagePortNamespace = .abstract, trusting: PeerPolicy = .sameUserOrRoot,
         maximumReplySize: Int = RemoteMessagePort.defaultMaximumReplySize
     ) throws(MessagePortError) {
         guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else { throw .invalidName(name) }
         self.name = name
-        if let core = PortRegistry.shared.lookUp(name) {
+        if let core = PortRegistry.shared.lookUp(namespace.key(of: name)) {
             target = .thread(core)
             owner = .ofThisProcess
             core.addWatcher(self)
         } else {
             let connection = try ProcessPortConnection(
-                name: name, trusting: trusting, maximumReplySize: max(0, maximumReplySize))
+                name: name, namespace: namespace, trusting: trusting, maximumReplySize: max(0, maximumReplySize))
             target = .process(connection)
             owner = connection.owner
             connection.watch(self)
