@@ -44,6 +44,9 @@ enum PortHost {
         case fewConnections
         /// A process of uid 65534 (nobody) holding the name, serving anyone.
         case squatter
+        /// An echo port whose source is only in the mode `inner`, which runs only nested,
+        /// inside a timer's callout of the default mode.
+        case nestedRun
     }
 
     /// Resident memory of this process in KiB (`VmRSS`).
@@ -116,6 +119,13 @@ enum PortHost {
             case .customMode:
                 mode = "custom"
                 loop.add(scenarioPort.source, to: "custom")
+            case .nestedRun:
+                mode = .default
+                loop.add(scenarioPort.source, to: "inner")
+                let nested = LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in
+                    loop.run(mode: "inner", for: .milliseconds(20))
+                }
+                loop.add(nested, to: .default)
             default:
                 mode = .default
                 for port in ports { loop.add(port.source, to: .default) }

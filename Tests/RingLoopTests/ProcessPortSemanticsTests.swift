@@ -55,6 +55,24 @@ struct ProcessPortSemanticsTests {
         #expect(record.notes.withLock { $0 } == ["reply [1, 2, 3]"])
     }
 
+    @Test("A port whose source is in a mode that runs only nested hears from another process in the nested run")
+    func nestedRun() async throws {
+        let name = NamedPortTests.uniqueName("Nested")
+        let record = PortHostRecord()
+        await withPortHost(.nestedRun, name: name) {
+            guard let port = remotePort(named: name) else { return record.fail(.notFound(name)) }
+            do throws(MessagePortError) {
+                for round in UInt8(0)..<3 {
+                    record.note("reply \(try port.sendRequest(msgid: PortHost.echo, data: [round], replyTimeout: .seconds(20)))")
+                }
+            } catch {
+                record.fail(error)
+            }
+        }
+        #expect(record.errors.withLock { $0 }.isEmpty)
+        #expect(record.notes.withLock { $0 } == ["reply [0]", "reply [1]", "reply [2]"])
+    }
+
     // A Mach message is queued by the kernel: a busy receiver delays delivery, not the send.
     @Test("Sending to a port whose loop is busy takes no help from it: a 0.1 s send timeout suffices")
     func busyReceiver() async throws {
