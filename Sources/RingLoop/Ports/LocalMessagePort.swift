@@ -21,8 +21,8 @@ import Glibc
 /// copy beyond the bytes themselves). Other processes reach the port by the same name
 /// through a `SOCK_SEQPACKET` socket in Linux's abstract namespace (`rlport:` and the
 /// port's name), whose connections the port's loop accepts and receives from through its
-/// ring; see ``PortWire`` for the packets, and the package's README ("Security") for who
-/// can reach a port and every limit.
+/// ring, in packets of at most 16 KiB; the package's README ("Security") says who can
+/// reach a port and what every limit is.
 ///
 /// **Who may send.** The abstract namespace has no permissions: any process in the same
 /// network namespace can connect. The port therefore checks each connection's peer

@@ -79,17 +79,17 @@ public struct PeerPolicy: Sendable, Hashable, CustomStringConvertible {
     public var users: Set<UInt32>
     /// Groups let in, by gid: a peer whose effective or supplementary groups include one.
     public var groups: Set<UInt32>
-    /// Whether every peer is let in.
-    public var anyone: Bool
+    /// Whether every peer is let in (``anyone``).
+    public var admitsEveryone: Bool
 
     /// A policy that lets in `users` and the members of `groups`.
     public static func users(_ users: Set<UInt32>, groups: Set<UInt32> = []) -> PeerPolicy {
-        PeerPolicy(users: users, groups: groups, anyone: false)
+        PeerPolicy(users: users, groups: groups, admitsEveryone: false)
     }
 
     /// A policy that lets in the members of `groups`.
     public static func groups(_ groups: Set<UInt32>) -> PeerPolicy {
-        PeerPolicy(users: [], groups: groups, anyone: false)
+        PeerPolicy(users: [], groups: groups, admitsEveryone: false)
     }
 
     /// Processes of the user this process runs as (its effective uid).
@@ -100,16 +100,16 @@ public struct PeerPolicy: Sendable, Hashable, CustomStringConvertible {
 
     /// Every process that can reach the port: on the abstract namespace, every process in
     /// the same network namespace, of any user.
-    public static let anyone = PeerPolicy(users: [], groups: [], anyone: true)
+    public static let anyone = PeerPolicy(users: [], groups: [], admitsEveryone: true)
 
     /// Whether `peer` is let in.
     public func admits(_ peer: PeerCredentials) -> Bool {
-        if anyone || users.contains(peer.uid) || groups.contains(peer.gid) { return true }
+        if admitsEveryone || users.contains(peer.uid) || groups.contains(peer.gid) { return true }
         return peer.groups.contains { groups.contains($0) }
     }
 
     public var description: String {
-        if anyone { return "anyone" }
+        if admitsEveryone { return "anyone" }
         let names = users.sorted().map { "uid \($0)" } + groups.sorted().map { "gid \($0)" }
         return names.isEmpty ? "no one" : names.joined(separator: ", ")
     }
