@@ -122,6 +122,7 @@ struct Bench: ParsableCommand {
         if selected("clock.sleepers") { emit(try ExecutorBench.sleepers(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("io.echo") { emit(try IOBench.echo(quick: quick, rounds: rounds)) }
         if selected("ports.named") { emit(try IOBench.ports(quick: quick, rounds: rounds)) }
+        if selected("ports.flood") { emit(try PortFloodBench.run(quick: quick)) }
         let machine = Self.machine()
         if !json {
             var footer = "machine: \(machine["cores"] ?? "?") cores, kernel \(machine["kernel"] ?? "?")"
