@@ -174,6 +174,18 @@ final class PortListener: Sendable {
     /// How many connections from other processes the port serves.
     var connectionCount: Int { state.withLock { $0.connections.count } }
 
+    /// Bytes the port has sent that its peers have not read yet, as the kernel holds them
+    /// (`SIOCOUTQ` of each connection): the kernel's side of the unread-replies bound.
+    var bytesUnreadByPeers: Int {
+        state.withLock { state in
+            state.connections.values.reduce(0) { total, connection in
+                var queued: Int32 = 0
+                let ok = ioctl(connection.channel.fileDescriptor, UInt(TIOCOUTQ), &queued) == 0
+                return total + (ok ? Int(queued) : 0)
+            }
+        }
+    }
+
     /// Stops the transport: peers see their connection end at once (the sockets are shut
     /// down here, on any thread); the loop closes them.
     func stop() {
