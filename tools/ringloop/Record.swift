@@ -47,6 +47,10 @@ struct Record: ParsableCommand {
             throw ExitCode(1)
         }
         defer { close(fd) }
+        // The clock first: switching it once events are queued drops them (the kernel
+        // flushes the reader's buffer and queues SYN_DROPPED).
+        var clock = CLOCK_MONOTONIC
+        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         let description: InputDeviceDescription
         do {
             description = try InputDeviceDescription(fileDescriptor: fd)
@@ -54,8 +58,6 @@ struct Record: ParsableCommand {
             printError("ringloop record: \(device): not an evdev device (\(error))")
             throw ExitCode(1)
         }
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         let loop = RingRunLoop.current
         // What the source's callback builds, on this thread: the events (timestamps made
         // relative to the first), the first one's time, and a read buffer.

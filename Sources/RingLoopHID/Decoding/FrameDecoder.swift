@@ -8,7 +8,9 @@ extension InputEvent {
     }
 }
 
-/// What a resync reads back from the device after `SYN_DROPPED`.
+/// What the chain reads back from a device when it attaches and after `SYN_DROPPED`,
+/// through the requests libevdev uses (`EVIOCGKEY`, `EVIOCGSW`, `EVIOCGLED`,
+/// `EVIOCGABS`, `EVIOCGMTSLOTS`).
 public struct DeviceStateSnapshot: Sendable {
     /// Keys and buttons down (codes).
     public var keysDown: Set<UInt16> = []
@@ -18,6 +20,10 @@ public struct DeviceStateSnapshot: Sendable {
     public var absolute: [UInt16: Int32] = [:]
     /// Per slot: tracking id, x, y (protocol B devices).
     public var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
+    /// The slot the device's next multitouch values go to (`ABS_MT_SLOT`), if it has slots.
+    public var currentSlot: Int32?
+    /// LEDs on.
+    public var ledsOn: Set<UInt16> = []
 
     public init() {}
 }

@@ -11,6 +11,8 @@ import Glibc
 /// The `read(2)` calls an event system's readers made, on whatever thread they run.
 final class ReadCallCounter: Sendable {
     let count = Atomic<Int>(0)
+    /// Raw events the readers took from their devices, by either path.
+    let events = Atomic<Int>(0)
 }
 
 /// How a device's events come off its descriptor.
@@ -81,6 +83,9 @@ final class DeviceReader {
         self.loop = loop
         isAttached = true
         sink(HIDEvent(device: info.id, timestamp: .now, payload: .deviceAdded))
+        // What is held, on or touching already, before any event is read.
+        decoder.attach(from: snapshot(), at: .now, into: &output)
+        flushOutput()
         if preferred == .ring, Self.ringReads(fd), startRing(on: loop) { return }
         startPoll(on: loop)
     }
@@ -188,6 +193,7 @@ final class DeviceReader {
         let records = (bytes.count - offset) / Self.recordSize
         for index in 0..<records { take(InputEvent(bytes: base + offset + index * Self.recordSize)) }
         eventsRead += records
+        readCalls.events.add(records + (offset > 0 ? 1 : 0), ordering: .relaxed)
         let rest = offset + records * Self.recordSize
         if rest < bytes.count { carry.append(contentsOf: UnsafeRawBufferPointer(start: base + rest, count: bytes.count - rest)) }
         flushOutput()
@@ -212,6 +218,7 @@ final class DeviceReader {
             if count == 0 { break }
             let records = count / Self.recordSize
             eventsRead += records
+            readCalls.events.add(records, ordering: .relaxed)
             for index in 0..<records { take(InputEvent(bytes: buffer + index * Self.recordSize)) }
             flushOutput()
             if records < Self.batch { break }
@@ -249,9 +256,19 @@ final class DeviceReader {
                 for bit in 0..<8 where byte & (1 << bit) != 0 { state.switchesOn.insert(UInt16(index * 8 + bit)) }
             }
         }
+        var leds = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_LED)!)
+        if !info.leds.isEmpty, ioctl(fd, UInt(ringloop_eviocgled(UInt32(leds.count))), &leds) >= 0 {
+            for (index, byte) in leds.enumerated() where byte != 0 {
+                for bit in 0..<8 where byte & (1 << bit) != 0 { state.ledsOn.insert(UInt16(index * 8 + bit)) }
+            }
+        }
         for code in info.axes.keys where !Evdev.isMultitouchAxis(code) {
             var absinfo = input_absinfo()
             if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(code))), &absinfo) >= 0 { state.absolute[code] = absinfo.value }
+        }
+        if info.slotCount > 0 {
+            var absinfo = input_absinfo()
+            if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(Evdev.ABS_MT_SLOT))), &absinfo) >= 0 { state.currentSlot = absinfo.value }
         }
         if info.slotCount > 0 {
             func values(_ code: UInt16) -> [Int32] {

@@ -146,6 +146,9 @@ public final class HIDEventSystem {
     let readCalls = ReadCallCounter()
     /// `read(2)` calls made to take events off devices so far: 0 on the ring path. Any thread.
     package var readSystemCalls: Int { readCalls.count.load(ordering: .relaxed) }
+    /// Raw events read from every device so far, by either shape. Safe from any thread
+    /// (for a writer that paces itself by what the chain has read).
+    package var rawEventsReadAnyThread: Int { readCalls.events.load(ordering: .relaxed) }
     static let logger = Logger(label: "RingLoop.HID")
 
     // Resync after a loss: what the events taken in say about each device (the truth:
