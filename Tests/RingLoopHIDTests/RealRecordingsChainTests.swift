@@ -205,6 +205,11 @@ struct RealRecordingsChainTests {
                 }
             }
             try #require(hosted.count >= 60)
+            // And what the kernel's HID drivers made in a booted kernel (devices/kernel).
+            let kernelFolder = devicesFolder + "/kernel"
+            let kernelFiles = (directoryEntries(kernelFolder) ?? []).map(\.name).filter { $0.hasSuffix(".evemu") }.sorted()
+            try #require(kernelFiles.count >= 4)
+            for file in kernelFiles { hosted.append(("kernel/" + file, try Recording.load(contentsOf: kernelFolder + "/" + file))) }
             print("corpus chain: \(hosted.count) devices, under a sanitizer: \(runningUnderSanitizer)")
             let tallies = try onFreshThread { () throws -> ChainRun in
                 let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

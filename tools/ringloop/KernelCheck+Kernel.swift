@@ -78,7 +78,7 @@ enum KernelChecks {
                 guard let id = context.chain.waitForDevice(atPath: device.nodePath, after: mark) else { break }
                 device.remove()
                 if waitUntil(
-                    .seconds(5), { context.chain.events(of: id).contains { if case .deviceRemoved = $0.payload { true } else { false } } })
+                    .seconds(5), { context.chain.wasRemoved(id) })
                 {
                     seen += 1
                 }

@@ -4,6 +4,7 @@ import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+import Synchronization
 
 /// The chain reading every node of a folder (`/dev/input`) on a loop thread of its own,
 /// hotplug included, keeping every event it delivers by device.
@@ -18,6 +19,7 @@ final class ChainWatch: @unchecked Sendable {
         var events: [HIDDeviceID: [HIDEvent]] = [:]
         var paths: [HIDDeviceID: String] = [:]
         var infos: [HIDDeviceID: HIDDeviceInfo] = [:]
+        var removed: Set<HIDDeviceID> = []
     }
 
     init(directory: String = "/dev/input", configuration: HIDEventSystem.Configuration? = nil) throws {
@@ -36,6 +38,7 @@ final class ChainWatch: @unchecked Sendable {
                         state.paths[event.device] = info.path
                         state.infos[event.device] = info
                     }
+                    if case .deviceRemoved = event.payload { state.removed.insert(event.device) }
                     state.events[event.device, default: []].append(event)
                 }
                 return .pass
@@ -70,6 +73,12 @@ final class ChainWatch: @unchecked Sendable {
 
     func info(_ id: HIDDeviceID) -> HIDDeviceInfo? { state.withLock { $0.infos[id] } }
 
+    /// Whether the chain has reported the device's removal.
+    func wasRemoved(_ id: HIDDeviceID) -> Bool { state.withLock { $0.removed.contains(id) } }
+
+    /// Events of the device so far, without copying them.
+    func eventCount(of id: HIDDeviceID) -> Int { state.withLock { $0.events[id]?.count ?? 0 } }
+
     func events(of id: HIDDeviceID) -> [HIDEvent] { state.withLock { $0.events[id] ?? [] } }
 
     /// How each attached device is read.
@@ -103,15 +112,16 @@ final class ChainWatch: @unchecked Sendable {
     }
 }
 
-/// Waits until `condition` holds, looking every millisecond, for at most `timeout`.
-/// Returns whether it held.
+/// Waits until `condition` holds, looking every `poll` (a millisecond unless told),
+/// for at most `timeout`. Returns whether it held.
 @discardableResult
-func waitUntil(_ timeout: Duration, _ condition: () -> Bool) -> Bool {
+func waitUntil(_ timeout: Duration, poll: Duration = .milliseconds(1), _ condition: () -> Bool) -> Bool {
     let deadline = MonotonicInstant.now + timeout
+    let pause = useconds_t(milliseconds(poll) * 1000)
     while true {
         if condition() { return true }
         if MonotonicInstant.now >= deadline { return false }
-        usleep(1000)
+        usleep(pause)
     }
 }
 
@@ -121,6 +131,12 @@ final class NodeCapture: Sendable {
     let path: String
     private let fd: Int32
     private let events = ThreadLock<[InputEvent]>([])
+    /// Set while the thread has taken records from the node and not yet kept them.
+    private let reading = ReadingFlag()
+
+    final class ReadingFlag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
     private let thread: PosixThread
 
     init?(path: String, grab: Bool = false) {
@@ -132,11 +148,14 @@ final class NodeCapture: Sendable {
         _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         if grab { _ = ioctl(fd, UInt(ringloop_eviocgrab()), 1) }
         let store = events
+        let reading = self.reading
         thread = PosixThread.start(name: "kernel-capture") {
             var buffer = [UInt8](repeating: 0, count: InputEvent.size * 256)
             while true {
                 var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 if poll(&ready, 1, 5000) < 0, errno == EINTR { continue }
+                reading.value.store(true, ordering: .sequentiallyConsistent)
+                defer { reading.value.store(false, ordering: .sequentiallyConsistent) }
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count < 0 {
                     if errno == EAGAIN || errno == EINTR { continue }
@@ -153,6 +172,14 @@ final class NodeCapture: Sendable {
 
     /// Events read so far.
     var count: Int { events.withLock { $0.count } }
+
+    /// Whether the node has nothing left for this reader (its thread has read all that
+    /// was queued). `poll` does not consume.
+    var isDrained: Bool {
+        // The node first: once it is empty, the records are either kept or being kept.
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&ready, 1, 0) == 0 && !reading.value.load(ordering: .sequentiallyConsistent)
+    }
     var captured: [InputEvent] { events.withLock { $0 } }
 
     /// Waits for the reading thread, which ends when the device goes away, and closes.
@@ -177,12 +204,13 @@ func expectedAtNode(_ recording: Recording) -> (events: [InputEvent], atRemoval:
         }
     }
     let released = (state.releaseKeys() ?? []).map { InputEvent(type: $0.0, code: $0.1, value: $0.2) }
-    return (out, released.isEmpty ? [] : released + [InputEvent(type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0)])
+    let end = InputEvent(type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: state.frameEndValue)
+    return (out, released.isEmpty ? [] : released + [end])
 }
 
 /// The chain's events for a stream of raw events, decoded in memory (no kernel, no
 /// node): what the chain must deliver when it reads the same events from a node.
-func decodedInMemory(_ events: [InputEvent], info: HIDDeviceInfo, description: InputDeviceDescription) -> [String] {
+func decodedInMemory(_ events: [InputEvent], info: HIDDeviceInfo, description: InputDeviceDescription) -> [PayloadKey] {
     var decoder = FrameDecoder(info: info)
     var out: [HIDEvent] = []
     // The state the device was created in, as the chain reads it when it attaches.
@@ -198,22 +226,23 @@ func decodedInMemory(_ events: [InputEvent], info: HIDDeviceInfo, description: I
     decoder.attach(from: snapshot, at: .now, into: &out)
     for event in events { decoder.feed(event, into: &out) }
     decoder.detach(at: .now, into: &out)
-    return out.map { payloadText($0.payload) }
+    return out.map { PayloadKey($0.payload) }
 }
 
 /// The chain's events as text, the device's addition left out.
-func chainTexts(_ events: [HIDEvent]) -> [String] {
+func chainTexts(_ events: [HIDEvent]) -> [PayloadKey] {
     events.compactMap { event in
         if case .deviceAdded = event.payload { return nil }
-        return payloadText(event.payload)
+        return PayloadKey(event.payload)
     }
 }
 
 /// A child process of this command (`/proc/self/exe` with `arguments`), its standard
 /// output to `output`, standard error to `errors`. `posix_spawn`, not Foundation's
 /// `Process`, which needs a socket pair and a run-loop thread for nothing here.
-struct ChildCommand {
+final class ChildCommand {
     let pid: pid_t
+    private var status: Int32?
 
     init?(_ arguments: [String], output: String = "/dev/null", errors: String = "/dev/null") {
         var actions = posix_spawn_file_actions_t()
@@ -229,18 +258,33 @@ struct ChildCommand {
         pid = child
     }
 
-    /// Whether it still runs.
+    /// Whether it still runs (reaps it when it has ended).
     var isRunning: Bool {
-        var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == 0
+        guard status == nil else { return false }
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return true }
+        status = Self.exitStatus(raw)
+        return false
     }
 
-    func interrupt() { kill(pid, SIGINT) }
+    func interrupt() { if status == nil { kill(pid, SIGINT) } }
+
+    /// Bytes it has read so far (`rchar` of `/proc/PID/io`): a reader's progress through
+    /// a node, 24 bytes an event, once it has started.
+    var bytesRead: Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8) else { return 0 }
+        let line = text.split(separator: "\n").first { $0.hasPrefix("rchar:") }
+        return line.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
 
     /// Waits for it; its exit status (128 + the signal that ended it).
     func wait() -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        if let status { return status }
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        status = Self.exitStatus(raw)
+        return status!
     }
+
+    private static func exitStatus(_ raw: Int32) -> Int32 { raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f) }
 }

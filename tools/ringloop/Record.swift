@@ -67,7 +67,10 @@ struct Record: ParsableCommand {
             var buffer = [UInt8](repeating: 0, count: InputEvent.size * 256)
         }
         let capture = LoopBound(Capture(), loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        // Reads until the node has nothing more (or is gone): at each wake-up, and once
+        // more when a signal or the duration ends the recording, so events the kernel
+        // had already queued for this reader are kept.
+        @Sendable func drain() {
             while true {
                 let count = capture.value.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count <= 0 {
@@ -85,6 +88,9 @@ struct Record: ParsableCommand {
                     capture.value.events.append(event)
                 }
             }
+        }
+        let source = LoopPortSource(fileDescriptor: fd) { mask in
+            drain()
             if mask & Int16(POLLHUP | POLLERR) != 0 { loop.stop() }
         }
         loop.add(source, to: .default)
@@ -95,6 +101,7 @@ struct Record: ParsableCommand {
         printError("ringloop record: recording \(description.name) (\(device)); Ctrl-C to stop")
         loop.run(mode: .default, until: .distantFuture)
         source.invalidate()
+        drain()
         let recording = Recording(
             description: description, events: capture.value.events, notes: ["Recorded by ringloop record from \(device)"])
         let text =

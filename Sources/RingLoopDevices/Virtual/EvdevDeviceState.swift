@@ -160,14 +160,17 @@ package struct EvdevDeviceState {
         return value
     }
 
-    /// What the input core sends when the device goes away (`input_dev_release_keys`):
-    /// a key-up for every key still down, then `SYN_REPORT`; `nil` when none is down.
+    /// What the input core sends when the device goes away (`input_disconnect_device`):
+    /// with keys still down, the frame being built, a key-up for each, and a
+    /// `SYN_REPORT` of value 1 (``frameEndValue``); `nil` when no key is down (the
+    /// unfinished frame then never leaves).
     package mutating func releaseKeys() -> [(UInt16, UInt16, Int32)]? {
         let down = (0..<Evdev.KEY_CNT).filter { keys.contains($0) }
         guard !down.isEmpty else { return nil }
         for code in down { keys.set(code, false) }
-        frameEndValue = 0
-        return down.map { (Evdev.EV_KEY, $0, 0) }
+        frameEndValue = 1
+        defer { frame.removeAll() }
+        return frame + down.map { (Evdev.EV_KEY, $0, 0) }
     }
 
     /// Changes an axis's range (EVIOCSABS).

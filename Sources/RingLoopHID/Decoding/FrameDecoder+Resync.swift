@@ -13,8 +13,8 @@ extension FrameDecoder {
         if let slot = snapshot.currentSlot { currentSlot = Int(slot) }
         for code in keysDown.all where !snapshot.keysDown.contains(code) { pendingKeys.append((code, 0)) }
         for code in snapshot.keysDown.sorted() where !keysDown.contains(code) { pendingKeys.append((code, 1)) }
-        for code in switchesOn where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
-        for code in snapshot.switchesOn where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
+        for code in switchesOn.sorted() where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
+        for code in snapshot.switchesOn.sorted() where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
         for (code, value) in snapshot.absolute
         where Int(code) < absolute.count && absolute[Int(code)] != value
             && !(code >= Evdev.ABS_MT_SLOT && code <= Evdev.ABS_MT_TOOL_Y)
