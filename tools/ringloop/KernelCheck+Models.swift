@@ -132,3 +132,75 @@ enum MouseModel {
         return out
     }
 }
+
+/// Fingers on a Windows 8 multitouch device, as reports built from its descriptor
+/// (`HIDReportFormat`): each frame sets, per finger, tip switch, confidence, contact id,
+/// x and y, then the contact count and the scan time (100 µs units). A device that has
+/// fewer finger collections in a report than fingers down (hybrid mode) sends the frame
+/// in several reports, the contact count in the first only (as Windows asks).
+enum MultitouchModel {
+    typealias Finger = (id: Int64, x: Int64, y: Int64, touching: Bool)
+
+    static func reports(
+        _ format: HIDReportFormat, frames: [(time: Int64, fingers: [Finger], button: Bool)]
+    ) -> [(time: Int64, report: [UInt8])] {
+        typealias Usages = HIDReportFormat.Usages
+        guard let id = format.fields.first(where: { $0.kind == .input && $0.usage == Usages.contactIdentifier })?.reportID else {
+            return []
+        }
+        let perReport = format.fields.filter { $0.kind == .input && $0.reportID == id && $0.usage == Usages.contactIdentifier }.count
+        var out: [(Int64, [UInt8])] = []
+        for frame in frames {
+            var remaining = frame.fingers
+            var first = true
+            repeat {
+                var report = format.emptyReport(.input, id: id)
+                for (slot, finger) in remaining.prefix(perReport).enumerated() {
+                    format.set(Usages.tipSwitch, finger.touching ? 1 : 0, occurrence: slot, id: id, in: &report)
+                    format.set(Usages.confidence, 1, occurrence: slot, id: id, in: &report)
+                    format.set(Usages.contactIdentifier, finger.id, occurrence: slot, id: id, in: &report)
+                    format.set(Usages.x, finger.x, occurrence: slot, id: id, in: &report)
+                    format.set(Usages.y, finger.y, occurrence: slot, id: id, in: &report)
+                }
+                format.set(Usages.contactCount, first ? Int64(frame.fingers.count) : 0, id: id, in: &report)
+                format.set(Usages.scanTime, (frame.time / 100) & 0xffff, id: id, in: &report)
+                format.set(Usages.button1, frame.button ? 1 : 0, id: id, in: &report)
+                out.append((frame.time, report))
+                remaining = Array(remaining.dropFirst(perReport))
+                first = false
+            } while !remaining.isEmpty
+        }
+        return out
+    }
+
+    /// Two fingers spreading apart (a pinch out) in 30 frames, lifted; then a one-finger
+    /// tap; 100 frames a second, on a screen of 0…32767.
+    static func touchscreen(_ format: HIDReportFormat) -> [(time: Int64, report: [UInt8])] {
+        var frames: [(Int64, [Finger], Bool)] = []
+        for step in 0..<30 {
+            let spread = Int64(step) * 200
+            frames.append((Int64(frames.count) * 10_000, [(1, 12000 - spread, 16000, true), (2, 20000 + spread, 16000, true)], false))
+        }
+        frames.append((Int64(frames.count) * 10_000, [(1, 6200, 16000, false), (2, 25800, 16000, false)], false))
+        for _ in 0..<5 { frames.append((Int64(frames.count) * 10_000, [(3, 16000, 8000, true)], false)) }
+        frames.append((Int64(frames.count) * 10_000, [(3, 16000, 8000, false)], false))
+        return reports(format, frames: frames.map { ($0.0, $0.1, $0.2) })
+    }
+
+    /// Two fingers scrolling down together in 30 frames, lifted; then one finger pressing
+    /// the pad down (a click) and letting go; 100 frames a second, on a pad of 0…3200 ×
+    /// 0…2198.
+    static func touchpad(_ format: HIDReportFormat) -> [(time: Int64, report: [UInt8])] {
+        var frames: [(Int64, [Finger], Bool)] = []
+        for step in 0..<30 {
+            let y = 600 + Int64(step) * 30
+            frames.append((Int64(frames.count) * 10_000, [(0, 1200, y, true), (1, 1800, y, true)], false))
+        }
+        frames.append((Int64(frames.count) * 10_000, [(0, 1200, 1470, false), (1, 1800, 1470, false)], false))
+        frames.append((Int64(frames.count) * 10_000, [(2, 1600, 1800, true)], false))
+        for _ in 0..<5 { frames.append((Int64(frames.count) * 10_000, [(2, 1600, 1800, true)], true)) }
+        frames.append((Int64(frames.count) * 10_000, [(2, 1600, 1800, true)], false))
+        frames.append((Int64(frames.count) * 10_000, [(2, 1600, 1800, false)], false))
+        return reports(format, frames: frames.map { ($0.0, $0.1, $0.2) })
+    }
+}

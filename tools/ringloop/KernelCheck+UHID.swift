@@ -19,7 +19,7 @@ enum UHIDChecks {
         var name: String
         var file: String
         var nodes: [(suffix: String, recording: String, deviceClass: HIDDeviceClass?)]
-        var reports: () -> [(time: Int64, report: [UInt8])]
+        var reports: (HIDReportFormat) -> [(time: Int64, report: [UInt8])]
         var note: String
     }
 
@@ -32,7 +32,7 @@ enum UHIDChecks {
                     ("Motion Sensors", "dualsense-usb-motion.evemu", nil),  // motion sensors: classified by the motion work
                     ("Touchpad", "dualsense-usb-touchpad.evemu", .touchpad),
                 ],
-                reports: DualSenseModel.reports,
+                reports: { _ in DualSenseModel.reports() },
                 note:
                     "Synthetic: input reports built by ringloop's DualSense model (a swipe on the touchpad, cross pressed,"
                     + " a shake along x, then a roll, a yaw and a pitch through four orientations at 90 deg/s), played"
@@ -41,12 +41,29 @@ enum UHIDChecks {
             Device(
                 name: "resolution-multiplier-mouse", file: "resolution-multiplier-mouse.hid",
                 nodes: [("Mouse", "resolution-multiplier-mouse.evemu", .pointer)],
-                reports: MouseModel.reports,
+                reports: { _ in MouseModel.reports() },
                 note:
                     "Synthetic: input reports built by ringloop's mouse model (a square, a click, the wheel turned 2"
                     + " detents up and 1 down in quarter detents, tilted right), played through /dev/uhid to the kernel's"
                     + " hid-generic, which set the wheel's resolution multiplier; the events are what the kernel made, the"
                     + " times are the model's (125 Hz)."),
+            Device(
+                name: "touchscreen", file: "touchscreen-advanced-silicon-2149-2306.hid",
+                nodes: [("Touchscreen", "touchscreen-advanced-silicon-2149-2306.evemu", .touchscreen)],
+                reports: MultitouchModel.touchscreen,
+                note:
+                    "Synthetic: input reports built by ringloop's multitouch model from the device's report descriptor (two"
+                    + " fingers spreading apart, lifted, then a tap), played through /dev/uhid to the kernel's hid-multitouch;"
+                    + " the events are what the kernel made, the times are the model's (100 Hz)."),
+            Device(
+                name: "touchpad", file: "touchpad-elan-04f3-3045.hid",
+                nodes: [("Touchpad", "touchpad-elan-04f3-3045.evemu", .touchpad)],
+                reports: MultitouchModel.touchpad,
+                note:
+                    "Synthetic: input reports built by ringloop's multitouch model from the device's report descriptor (a"
+                    + " two-finger scroll down, lifted, then a click), one contact per report as the device sends them, played"
+                    + " through /dev/uhid to the kernel's hid-multitouch; the events are what the kernel made, the times are"
+                    + " the model's (100 Hz)."),
         ]
     }
 
@@ -98,10 +115,14 @@ enum UHIDChecks {
         }
         let mark = chain.mark()
         let uhid: UHIDDevice
+        let format: HIDReportFormat
         do {
+            format = try HIDReportFormat(hid.descriptor)
+            // Feature requests: the file's answers, else every field 0 but the contact maximum.
+            let features = format.featureAnswers().merging(hid.features) { _, file in file }
             uhid = try UHIDDevice(
                 name: hid.name, bus: hid.bus, vendor: hid.vendor, product: hid.product, uniq: "12:34:56:78:9a:bc",
-                descriptor: hid.descriptor, features: hid.features)
+                descriptor: hid.descriptor, features: features)
         } catch {
             return context.report.fail(name, "\(error)")
         }
@@ -109,7 +130,7 @@ enum UHIDChecks {
         var nodes: [(name: String, node: String)] = []
         let bound = waitUntil(.seconds(30)) {
             nodes = uhidNodes(bus: hid.bus, vendor: hid.vendor, product: hid.product)
-            return nodes.count >= device.nodes.count
+            return device.nodes.allSatisfy { spec in nodes.contains { $0.name.hasSuffix(spec.suffix) } }
         }
         guard bound else { return context.report.fail(name, "the driver made \(nodes.map(\.name)), not \(device.nodes.count) nodes") }
         var problems: [String] = []
@@ -140,7 +161,7 @@ enum UHIDChecks {
         // Each report, then its frames read by every reader: their times become the model's.
         let chainBase = chain.rawEventsRead
         var frameTimes: [[(count: Int, time: Int64)]] = Array(repeating: [], count: matched.count)
-        for (time, report) in device.reports() {
+        for (time, report) in device.reports(format) {
             do { try uhid.input(report) } catch {
                 problems.append("\(error)")
                 break
