@@ -30,6 +30,8 @@ public final class UInputDevice: VirtualInputDevice, Sendable {
     /// Who holds the node (see ``readerCount``).
     private let readers: NodeReaders
 
+    /// Creates the device through `/dev/uinput`, in the described key, switch and LED
+    /// state, with the kernel's software key repeat off.
     public init(_ description: InputDeviceDescription) throws(VirtualDeviceError) {
         deviceDescription = description
         guard let device = libevdev_new() else { throw .uinput(operation: "libevdev_new", errno: .noMemory) }
@@ -153,10 +155,16 @@ public final class UInputDevice: VirtualInputDevice, Sendable {
         }
     }
 
-    /// Descriptors open on the node in every process this one can see (see
-    /// ``NodeReaders``).
+    /// Descriptors open on the node in every process this one can see: what `fuser`
+    /// would say, found in `/proc/PID/fd` by the node's device number. It counts
+    /// descriptors, not readers (a `dup` counts twice, udev's probe counts while it
+    /// looks); without root, other users' processes are not seen. A reader counts from
+    /// its `open`: one that then sets its clock (`EVIOCSCLOCKID`) after events were
+    /// queued still loses them to a `SYN_DROPPED`.
     public var readerCount: Int { readers.count() }
 
+    /// Returns when the node was opened or closed (an inotify watch on it), or after
+    /// `timeout` (at most 100 ms: a node opened through another inode is seen then).
     public func waitForReaderChange(timeout: Duration) { readers.waitForChange(timeout: timeout) }
 
     public func remove() {
