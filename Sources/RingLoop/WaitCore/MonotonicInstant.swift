@@ -1,3 +1,4 @@
+import CLibURing
 #if canImport(Glibc)
 import Glibc
 #endif
