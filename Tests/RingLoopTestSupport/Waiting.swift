@@ -9,13 +9,17 @@ public enum TestWait {
     public static let bound: Duration = .seconds(20)
 }
 
-/// Spins (yielding the CPU) until `condition` holds or `timeout` passes; whether it held.
-/// For effects that other threads bring about.
+/// Checks `condition` until it holds or `timeout` passes; whether it held. For effects
+/// that other threads or processes bring about: it yields the CPU between checks for the
+/// first millisecond, then sleeps a millisecond between them, so that on a loaded
+/// two-core machine it does not take the CPU from the thread it waits for.
 public func waitUntil(timeout: Duration = TestWait.bound, _ condition: () -> Bool) -> Bool {
-    let limit = MonotonicInstant.now + timeout
+    let start = MonotonicInstant.now
+    let limit = start + timeout
     while !condition() {
-        if MonotonicInstant.now > limit { return false }
-        sched_yield()
+        let now = MonotonicInstant.now
+        if now > limit { return false }
+        if now - start < .milliseconds(1) { sched_yield() } else { usleep(1000) }
     }
     return true
 }
