@@ -156,9 +156,9 @@ let package = Package(
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 
-        // Test helpers shared by the test targets (child processes without Foundation's
-        // Process, which leaks inside itself).
-        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop"], path: "Tests/RingLoopTestSupport"),
+        // Test helpers shared by the test targets: child processes without Foundation's
+        // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.
+        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
         .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
         .testTarget(
             name: "RingLoopTests",

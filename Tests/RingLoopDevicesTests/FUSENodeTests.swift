@@ -8,15 +8,6 @@ import Testing
 
 @testable import RingLoopDevices
 
-/// A folder per test, under /tmp, unmounted even when the test fails.
-func withDeviceFolder<T>(_ body: (FUSEDeviceFolder) throws -> T) throws -> T {
-    _ = MountLeakCheck.armed
-    let path = "/tmp/ringloop-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    let folder = try FUSEDeviceFolder(path: path)
-    defer { folder.close() }
-    return try body(folder)
-}
-
 let testMouse = InputDeviceDescription(
     name: "Virtual Test Mouse", busType: 0x03, vendor: 0x046d, product: 0xc077, version: 0x0111,
     codes: [0x01: [0x110, 0x111, 0x112], 0x02: [0x00, 0x01, 0x08, 0x0b], 0x04: [0x04]])

@@ -413,14 +413,3 @@ struct AsyncSourceTests {
         }
     }
 }
-
-/// Polls `condition` until it holds or `timeout` passes, sleeping on `driver`'s clock
-/// between tries (not on the global executor's timer).
-func waitUntilAsync(_ driver: RingRunLoop, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
-    let limit = MonotonicInstant.now + timeout
-    while await !condition() {
-        if MonotonicInstant.now > limit { return false }
-        try? await driver.clock.sleep(for: .milliseconds(1))
-    }
-    return true
-}

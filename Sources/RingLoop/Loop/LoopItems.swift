@@ -117,6 +117,14 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
     /// Whether the source is signalled and not yet performed.
     public var isSignalled: Bool { signalled.load(ordering: .sequentiallyConsistent) }
 
+    /// Whether, both signalled, it is performed before `other` in a pass: lower order
+    /// first, then the one signalled first (loop thread).
+    func isPerformed(before other: LoopSource) -> Bool {
+        order != other.order
+            ? order < other.order
+            : signalTime.load(ordering: .relaxed) < other.signalTime.load(ordering: .relaxed)
+    }
+
     /// Clears the signal; returns whether it was set (loop thread).
     func consumeSignal() -> Bool {
         signalled.load(ordering: .relaxed) && signalled.exchange(false, ordering: .sequentiallyConsistent)

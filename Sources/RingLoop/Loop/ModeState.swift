@@ -1,4 +1,5 @@
-/// One mode's items (loop thread only).
+/// One mode's items (loop thread only; unchecked exclusivity as for the loop's own
+/// per-pass state, see `RingRunLoop`).
 final class ModeState {
     let mode: RingRunLoop.Mode
     /// Index in the loop's mode table; the bit items keep in their `modeMask`.
@@ -6,15 +7,15 @@ final class ModeState {
     var bit: UInt64 { 1 << UInt64(index) }
 
     /// Version-0 sources, in the order they were added.
-    var sources0: [LoopSource] = []
+    @exclusivity(unchecked) var sources0: [LoopSource] = []
     /// Port-backed sources, in the order they were added.
-    var sources1: [LoopPortSource] = []
+    @exclusivity(unchecked) var sources1: [LoopPortSource] = []
     /// Observers sorted by order, ties in the order they were added.
-    var observers: [LoopObserver] = []
+    @exclusivity(unchecked) var observers: [LoopObserver] = []
     /// The union of the observers' activities, to skip observer passes quickly.
     var observerMask: RingRunLoop.Activity = []
     /// The mode's timers (see ``TimerQueue``).
-    var timers = TimerQueue()
+    @exclusivity(unchecked) var timers = TimerQueue()
     /// Timers in this mode.
     var timerCount: Int {
         get { timers.count }

@@ -231,6 +231,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// Open files on the node.
     public var clientCount: Int { lockedPerform { clients.count } }
 
+    /// Events each open file has not read yet, one count per file in no particular order
+    /// (a test waits for another program's reader to have taken everything).
+    package var unreadEventCounts: [Int] { lockedPerform { clients.values.map(\.buffer.unreadCount) } }
+
     /// Overflows of readers' buffers so far (each delivered a `SYN_DROPPED`).
     public var overflowCount: Int { lockedPerform { clients.values.reduce(0) { $0 + $1.buffer.overflowCount } } }
 
