@@ -9,6 +9,7 @@ extension FrameDecoder {
     mutating func finishFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
         var digitizerChanged = frameTouchedSlots
         var penChanged = false
+        var penToolLeft = false
         // Keys and buttons, in arrival order.
         for (code, value) in pendingKeys {
             let wasDown = keysDown.contains(code)
@@ -47,7 +48,14 @@ extension FrameDecoder {
             // The pen tools: BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS.
             case Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_AIRBRUSH, Evdev.BTN_TOOL_MOUSE, Evdev.BTN_TOOL_LENS:
                 if hasPen {
-                    penTool = value != 0 ? Self.penTool(code) : (penTool == Self.penTool(code) ? nil : penTool)
+                    let tool = Self.penTool(code)
+                    if value != 0 {
+                        penTool = tool
+                    } else if penTool == tool {
+                        penTool = nil
+                        penToolLeft = true
+                    }
+                    implicitPenTool = false
                     penChanged = true
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
@@ -124,6 +132,7 @@ extension FrameDecoder {
                 out.append(event(time, .axis(AxisEvent(source: .absolute, code: code, value: value, normalized: normalized))))
             }
         }
+        if hasPen, penChanged { reconcilePenProximity(toolLeft: penToolLeft) }
         if hasPen, penAxisChanged || penChanged {
             out.append(event(time, .pen(penEvent())))
         }

@@ -63,6 +63,8 @@ public struct FrameDecoder {
     var penTool: PenEvent.Tool?
     var penButtons: UInt8 = 0
     var penTouching = false
+    /// The pen is in proximity only because it touched (the device names no tool).
+    var implicitPenTool = false
     var wheelRemainder = 0
     var horizontalWheelRemainder = 0
     var switchesOn = Set<UInt16>()
