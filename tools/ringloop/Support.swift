@@ -76,6 +76,12 @@ enum EventFormat {
         case .switchChanged(let change):
             body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
         case .dial(let steps): body = "dial \(steps)"
+        case .motion(let motion):
+            let unit = motion.isCalibrated ? ("g", "°/s") : ("units", "units")
+            let clock = motion.sensorTime.map { ", sensor time \($0) µs" } ?? ""
+            body =
+                "motion acceleration \(motion.acceleration) \(unit.0), rotation rate \(motion.rotationRate) \(unit.1)\(clock)"
+                + String(format: ", %.0f Hz", motion.sampleRate)
         case .axis(let axis):
             let name = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
             body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(String(format: "%.2f", $0)))" } ?? "")
@@ -138,6 +144,14 @@ enum EventFormat {
             object["code"] = Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)
             object["state"] = change.isOn ? "on" : "off"
         case .dial(let steps): object["steps"] = Int(steps)
+        case .motion(let motion):
+            func vector(_ vector: MotionVector) -> [String: Any] { ["x": vector.x, "y": vector.y, "z": vector.z] }
+            object["acceleration"] = vector(motion.acceleration)
+            object["rotationRate"] = vector(motion.rotationRate)
+            object["sensorTime"] = motion.sensorTime.map { Int($0) } ?? NSNull()
+            object["sampleRate"] = motion.sampleRate
+            object["calibrated"] = motion.isCalibrated
+            if motion.sampleCount > 1 { object["samples"] = Int(motion.sampleCount) }
         case .axis(let axis):
             object["source"] = axis.source.rawValue
             object["code"] = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)

@@ -114,6 +114,7 @@ extension FrameDecoder {
         var touchAxisChanged = false
         var penAxisChanged = false
         var pointerChanged = false
+        var motionChanged = false
         for (code, value) in pendingAbsolute where Int(code) < absolute.count {
             absolute[Int(code)] = value
             switch absoluteRoutes[Int(code)] {
@@ -127,10 +128,14 @@ extension FrameDecoder {
             case .pen: penAxisChanged = true
             case .touch: touchAxisChanged = true
             case .pointer: pointerChanged = true
+            case .motion: motionChanged = true
             case .axisEvent:
                 let normalized = axisRanges[Int(code)].flatMap { $0.maximum > $0.minimum ? $0.normalized(value) : nil }
                 out.append(event(time, .axis(AxisEvent(source: .absolute, code: code, value: value, normalized: normalized))))
             }
+        }
+        if isMotion, motionChanged || motion.pendingTimestamp != nil {
+            out.append(event(time, .motion(motion.sample(absolute, at: time))))
         }
         if hasPen, penChanged { reconcilePenProximity(toolLeft: penToolLeft) }
         if hasPen, penAxisChanged || penChanged {

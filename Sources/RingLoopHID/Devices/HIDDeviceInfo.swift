@@ -20,6 +20,11 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
     case gamepad, joystick
     /// Lid, tablet-mode and other switches.
     case `switch`
+    /// Accelerometers and gyroscopes (udev's `ID_INPUT_ACCELEROMETER`): a node with
+    /// `INPUT_PROP_ACCELEROMETER` (a DualSense's or DualShock 4's "Motion Sensors", a
+    /// Joy-Con's IMU), or with `ABS_X`, `ABS_Y` and `ABS_Z` and no keys at all (older
+    /// laptop and tablet accelerometers). Its axes yield ``MotionEvent``s.
+    case motion
     /// Keys or buttons only (a power button, a remote).
     case buttons
     /// Anything else (a rotary encoder…).
@@ -159,8 +164,26 @@ struct DeviceRoles {
     var keyboard = false
     var switches = false
     var keys = false
+    var motion = false
 
     init(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) {
+        let keyCodes = codes[Evdev.EV_KEY] ?? []
+        let absolute = codes[Evdev.EV_ABS] ?? []
+        let hasAbsoluteCoordinates = absolute.contains(Evdev.ABS_X) && absolute.contains(Evdev.ABS_Y)
+        // udev's first test: the property, or three absolute axes on a node without the
+        // key type, make an accelerometer, and no pointer role is tested further.
+        motion =
+            properties.contains(Evdev.INPUT_PROP_ACCELEROMETER)
+            || (codes[Evdev.EV_KEY] == nil && hasAbsoluteCoordinates && absolute.contains(Evdev.ABS_Z))
+        // A full keyboard has ESC, the digits and Q to S (the first 32 codes, as udev tests).
+        keyboard = (Evdev.KEY_ESC..<Evdev.KEY_D).allSatisfy { keyCodes.contains($0) }
+        switches = !(codes[Evdev.EV_SW] ?? []).isEmpty
+        keys = !keyCodes.isEmpty
+        if !motion { testPointers(codes: codes, properties: properties) }
+    }
+
+    /// udev's `test_pointers`, for a node that is not an accelerometer.
+    private mutating func testPointers(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) {
         let keyCodes = codes[Evdev.EV_KEY] ?? []
         let absolute = codes[Evdev.EV_ABS] ?? []
         let relative = codes[Evdev.EV_REL] ?? []
@@ -218,14 +241,11 @@ struct DeviceRoles {
             pointer = true
         }
         gamepad = joystick && (keyCodes.contains(Evdev.BTN_SOUTH) || keyCodes.contains(Evdev.BTN_EAST))
-        // A full keyboard has ESC, the digits and Q to S (the first 32 codes, as udev tests).
-        keyboard = (Evdev.KEY_ESC..<Evdev.KEY_D).allSatisfy { keyCodes.contains($0) }
-        switches = !(codes[Evdev.EV_SW] ?? []).isEmpty
-        keys = !keyCodes.isEmpty
     }
 
     /// The main role, most specific first.
     var primary: HIDDeviceClass {
+        if motion { return .motion }
         if tabletPad { return .tabletPad }
         if tablet { return .tablet }
         if touchpad { return .touchpad }
@@ -242,6 +262,7 @@ struct DeviceRoles {
 
     var all: Set<HIDDeviceClass> {
         var roles: Set<HIDDeviceClass> = [primary]
+        if motion { roles.insert(.motion) }
         if tabletPad { roles.insert(.tabletPad) } else if tablet { roles.insert(.tablet) }
         if touchpad { roles.insert(.touchpad) }
         if touchscreen { roles.insert(.touchscreen) }

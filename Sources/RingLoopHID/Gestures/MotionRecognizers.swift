@@ -1,0 +1,220 @@
+import RingLoop
+
+/// What apps build on motion sensors: a recognizer fed the samples of ``HIDDeviceClass/motion``
+/// nodes (``MotionEvent``), each device followed on its own. ``ShakeRecognizer`` and
+/// ``OrientationRecognizer`` are the two UIKit has (`motionBegan(_:with:)` for
+/// `.motionShake`, `UIDevice.orientation`).
+///
+/// Attached with ``HIDEventSystem/addMotionRecognizer(_:)``, a recognizer sees every
+/// sample (also when the event system coalesces motion for handlers) and is evaluated at
+/// BeforeWaiting with the gesture recognizers, its actions running there on the loop's
+/// thread. It is pure otherwise: time comes from the samples' timestamps and from
+/// ``advance(to:)``, so a recording gives the same results from memory as live. Samples
+/// that are not calibrated (``MotionEvent/isCalibrated``) or have no accelerometer are
+/// ignored. Per sample nothing is allocated (a device's first sample adds its state).
+public class MotionRecognizer {
+    /// The recognizer's name in reports and JSON (`shake`, `orientation`).
+    public let name: String
+    /// A disabled recognizer ignores samples.
+    public var isEnabled = true
+
+    init(name: String) { self.name = name }
+
+    /// Feeds one sample of `device`, stamped `time` by the kernel.
+    public final func process(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {
+        guard isEnabled, sample.isCalibrated, sample.sensors.contains(.accelerometer) else { return }
+        take(sample, device: device, at: time)
+    }
+
+    /// Lets time pass to `now` without a sample (a shake ends when the hand stops, even
+    /// if the sensor stops sending).
+    public func advance(to now: MonotonicInstant) {}
+
+    /// When the recognizer must look again without a sample; `nil` for none.
+    public var deadline: MonotonicInstant? { nil }
+
+    /// The device is gone: what was under way on it is cancelled, its state dropped.
+    public func removeDevice(_ device: HIDDeviceID, at time: MonotonicInstant) {}
+
+    func take(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {}
+
+    /// The fraction of a step of `dt` seconds a low-pass filter of time constant `tau`
+    /// moves towards a new value.
+    static func smoothing(_ dt: Double, tau: Duration) -> Double {
+        let seconds = Double(nanoseconds(tau)) / 1e9
+        return dt <= 0 ? 0 : dt / (seconds + dt)
+    }
+
+    /// Seconds from `earlier` to `later`, at most 0.1 (a gap in the samples is not motion).
+    static func step(from earlier: UInt64, to later: UInt64) -> Double {
+        guard earlier != 0, later > earlier else { return 0 }
+        return min(0.1, Double(later - earlier) / 1e9)
+    }
+
+    /// A non-negative duration in nanoseconds.
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds < 0 ? 0 : UInt64(seconds) &* 1_000_000_000 &+ UInt64(max(0, attoseconds) / 1_000_000_000)
+    }
+
+    /// Stable name for profiles: time here is the application's.
+    @inline(never)
+    static func callAction<Event>(_ action: (Event) -> Void, _ event: Event) { action(event) }
+}
+
+/// A shake, with UIKit's semantics for `.motionShake`: ``Phase/began`` when the device,
+/// moved hard (the hand's acceleration, gravity filtered out, over ``threshold``), first
+/// reverses direction; ``Phase/ended`` once it has been still for ``quietInterval``
+/// after at least ``minimumStrokes`` strokes; ``Phase/cancelled`` when it stops sooner (a
+/// knock, not a shake), lasts beyond ``maximumDuration``, or the device goes away.
+public final class ShakeRecognizer: MotionRecognizer {
+    /// UIKit's `motionBegan`, `motionEnded`, `motionCancelled`.
+    public enum Phase: String, Sendable, Hashable { case began, ended, cancelled }
+
+    /// One report of a shake.
+    public struct Event: Sendable, Hashable {
+        public var phase: Phase
+        public var device: HIDDeviceID
+        /// The kernel's stamp of the sample (or the time a deadline passed).
+        public var timestamp: MonotonicInstant
+        /// Strokes so far: moves over the threshold, each the other way from the last.
+        public var strokes: Int
+        /// The strongest acceleration of the hand so far, in g.
+        public var peak: Double
+        /// Since the first stroke.
+        public var duration: Duration
+    }
+
+    /// How hard a stroke is: the hand's acceleration (gravity filtered out), in g.
+    public var threshold = 1.5
+    /// Strokes a shake takes (four: there, back, there, back).
+    public var minimumStrokes = 4
+    /// Stillness after the last stroke that ends a shake.
+    public var quietInterval: Duration = .milliseconds(250)
+    /// A shake longer than this is cancelled (someone walking with the device).
+    public var maximumDuration: Duration = .seconds(3)
+    /// The time constant of the filter that tells gravity from the hand's acceleration.
+    public var gravityTimeConstant: Duration = .milliseconds(250)
+
+    private struct Track {
+        var device: HIDDeviceID
+        var gravity = MotionVector.zero
+        var lastTime: UInt64 = 0
+        var shaking = false
+        var announced = false
+        /// After a cancel for length: nothing starts until the device is still again.
+        var coolingDown = false
+        var axis = MotionVector.zero
+        var sign = 0
+        var strokes = 0
+        var start: UInt64 = 0
+        var lastStroke: UInt64 = 0
+        var peak = 0.0
+    }
+
+    private var tracks: [Track] = []
+    private var actions: [(Event) -> Void] = []
+
+    /// A shake recognizer named `shake`.
+    public init() { super.init(name: "shake") }
+
+    /// Adds an action, called with each phase on the loop's thread.
+    public func addAction(_ action: @escaping (Event) -> Void) { actions.append(action) }
+
+    /// Whether a shake is under way (began, not yet ended or cancelled) on `device`.
+    public func isShaking(_ device: HIDDeviceID) -> Bool { tracks.contains { $0.device == device && $0.announced } }
+
+    override func take(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {
+        let now = time.nanoseconds
+        let index = trackIndex(device, sample)
+        let dt = Self.step(from: tracks[index].lastTime, to: now)
+        tracks[index].lastTime = now
+        finishIfQuiet(index, now: now)
+        let gravity = tracks[index].gravity
+        let updated = gravity + (sample.acceleration - gravity) * Self.smoothing(dt, tau: gravityTimeConstant)
+        tracks[index].gravity = updated
+        let hand = sample.acceleration - updated
+        let strength = hand.magnitude
+        guard strength >= threshold else { return }
+        if tracks[index].coolingDown {
+            tracks[index].lastStroke = now
+            return
+        }
+        if !tracks[index].shaking {
+            tracks[index].shaking = true
+            tracks[index].axis = hand * (1 / strength)
+            tracks[index].sign = 1
+            tracks[index].strokes = 1
+            tracks[index].start = now
+            tracks[index].peak = strength
+        } else {
+            let along = hand.x * tracks[index].axis.x + hand.y * tracks[index].axis.y + hand.z * tracks[index].axis.z
+            let sign = along >= 0 ? 1 : -1
+            if sign != tracks[index].sign {
+                tracks[index].sign = sign
+                tracks[index].strokes += 1
+            }
+            tracks[index].peak = max(tracks[index].peak, strength)
+        }
+        tracks[index].lastStroke = now
+        if !tracks[index].announced, tracks[index].strokes >= 2 {
+            tracks[index].announced = true
+            report(.began, index, at: now)
+        }
+        if now &- tracks[index].start > Self.nanoseconds(maximumDuration) {
+            if tracks[index].announced { report(.cancelled, index, at: now) }
+            tracks[index].shaking = false
+            tracks[index].announced = false
+            tracks[index].coolingDown = true
+        }
+    }
+
+    /// Ends the shake of track `index` if it has been quiet long enough by `now`.
+    private func finishIfQuiet(_ index: Int, now: UInt64) {
+        let track = tracks[index]
+        guard track.shaking || track.coolingDown, track.lastStroke != 0 else { return }
+        guard now >= track.lastStroke &+ quietNanoseconds else { return }
+        if track.announced {
+            report(track.strokes >= minimumStrokes ? .ended : .cancelled, index, at: track.lastStroke &+ quietNanoseconds)
+        }
+        tracks[index].shaking = false
+        tracks[index].announced = false
+        tracks[index].coolingDown = false
+        tracks[index].strokes = 0
+    }
+
+    private var quietNanoseconds: UInt64 { Self.nanoseconds(quietInterval) }
+
+    public override func advance(to now: MonotonicInstant) {
+        for index in tracks.indices { finishIfQuiet(index, now: now.nanoseconds) }
+    }
+
+    public override var deadline: MonotonicInstant? {
+        var earliest: UInt64?
+        for track in tracks where (track.shaking || track.coolingDown) && track.lastStroke != 0 {
+            let due = track.lastStroke &+ quietNanoseconds
+            earliest = min(earliest ?? due, due)
+        }
+        return earliest.map { MonotonicInstant(nanoseconds: $0) }
+    }
+
+    public override func removeDevice(_ device: HIDDeviceID, at time: MonotonicInstant) {
+        guard let index = tracks.firstIndex(where: { $0.device == device }) else { return }
+        if tracks[index].announced { report(.cancelled, index, at: time.nanoseconds) }
+        tracks.remove(at: index)
+    }
+
+    private func trackIndex(_ device: HIDDeviceID, _ sample: MotionEvent) -> Int {
+        for index in tracks.indices where tracks[index].device == device { return index }
+        tracks.append(Track(device: device, gravity: sample.acceleration))
+        return tracks.count - 1
+    }
+
+    private func report(_ phase: Phase, _ index: Int, at nanoseconds: UInt64) {
+        let track = tracks[index]
+        let event = Event(
+            phase: phase, device: track.device, timestamp: MonotonicInstant(nanoseconds: nanoseconds), strokes: track.strokes,
+            peak: track.peak, duration: .nanoseconds(Int64(nanoseconds &- track.start)))
+        for action in actions { Self.callAction(action, event) }
+    }
+}
