@@ -70,6 +70,32 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     public var codes: [UInt16: Set<UInt16>]
     /// `INPUT_PROP_*` bits.
     public var properties: Set<UInt16>
+    /// Where the device is attached, as the kernel says (`phys`: `usb-0000:00:14.0-2/input3`,
+    /// a Bluetooth adapter's address); empty when it says nothing.
+    public var physicalLocation = ""
+    /// The device's own identifier (`uniq`: a serial number, a Bluetooth controller's
+    /// address); empty when it has none.
+    public var uniqueIdentifier = ""
+
+    /// The physical device the node belongs to, as libinput groups nodes: nodes with the
+    /// same bus, vendor and product and the same `uniq` (or, without one, the same
+    /// `phys` up to its last `/inputN` part) are one device — a DualSense's gamepad,
+    /// motion sensors and touchpad, a tablet's pen and pad. `nil` when the kernel gives
+    /// neither. See ``HIDEventSystem/siblings(of:)``.
+    public var physicalDevice: String? {
+        func hex(_ value: UInt16) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
+        let prefix = hex(busType) + ":" + hex(vendor) + ":" + hex(product) + ":"
+        if !uniqueIdentifier.isEmpty { return prefix + "uniq=" + uniqueIdentifier }
+        guard !physicalLocation.isEmpty else { return nil }
+        var location = Substring(physicalLocation)
+        if let slash = location.lastIndex(of: "/"), location[location.index(after: slash)...].hasPrefix("input") {
+            location = location[..<slash]
+        }
+        return prefix + "phys=" + location
+    }
 
     public func has(type: UInt16, code: UInt16) -> Bool { codes[type]?.contains(code) ?? false }
 }
@@ -91,6 +117,8 @@ extension HIDDeviceInfo {
             id: id, path: path, name: description.name, busType: description.busType, vendor: description.vendor,
             product: description.product, version: description.version, codes: description.codes,
             axes: description.absoluteAxes, properties: description.properties, slots: max(0, Int(slots)))
+        physicalLocation = description.physicalLocation
+        uniqueIdentifier = description.uniqueIdentifier
     }
 
     /// A device described in code rather than read from a node: for decoders fed from
@@ -100,15 +128,19 @@ extension HIDDeviceInfo {
     public static func describing(
         id: HIDDeviceID = HIDDeviceID(rawValue: 1), path: String = "(memory)", name: String,
         busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
-        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>
+        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>,
+        physicalLocation: String = "", uniqueIdentifier: String = ""
     ) -> HIDDeviceInfo {
         var slots = 0
         if let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0, Int(range.maximum) < Evdev.maximumSlotCount {
             slots = Int(range.maximum) + 1
         }
-        return HIDDeviceInfo(
+        var info = HIDDeviceInfo(
             id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
             codes: codes, axes: axes, properties: properties, slots: slots)
+        info.physicalLocation = physicalLocation
+        info.uniqueIdentifier = uniqueIdentifier
+        return info
     }
 
     /// The one place a description's derived fields are worked out, for nodes and for

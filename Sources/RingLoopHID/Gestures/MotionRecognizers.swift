@@ -17,6 +17,8 @@ public class MotionRecognizer {
     public let name: String
     /// A disabled recognizer ignores samples.
     public var isEnabled = true
+    /// Attached to an event system.
+    var isAttached = false
 
     init(name: String) { self.name = name }
 

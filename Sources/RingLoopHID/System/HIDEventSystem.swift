@@ -175,6 +175,8 @@ public final class HIDEventSystem {
     /// Gesture recognizers and the tracking run, once a recognizer is added or tracking
     /// is configured.
     var gestures: GestureMachinery?
+    /// Motion recognizers, once one is added.
+    var motion: MotionMachinery?
 
     struct Filter {
         var kinds: Set<HIDEvent.Kind>?
@@ -201,6 +203,16 @@ public final class HIDEventSystem {
     /// The device with `id`, if attached.
     public func device(_ id: HIDDeviceID) -> HIDDeviceInfo? { deviceTable.all.first { $0.id == id } }
 
+    /// The other attached nodes of the physical device `id` belongs to
+    /// (``HIDDeviceInfo/physicalDevice``): a DualSense's motion sensors find its gamepad
+    /// and touchpad, as libinput groups devices. Empty when the kernel names no physical
+    /// device for it. Safe from any thread.
+    public func siblings(of id: HIDDeviceID) -> [HIDDeviceInfo] {
+        let all = deviceTable.all
+        guard let group = all.first(where: { $0.id == id })?.physicalDevice else { return [] }
+        return all.filter { $0.id != id && $0.physicalDevice == group }
+    }
+
     // MARK: Starting and stopping
 
     /// Enumerates the device folder, attaches what is there and follows hotplug.
@@ -221,6 +233,7 @@ public final class HIDEventSystem {
             loop.add(observer, to: .common)
         }
         if configuration.tracksInteractions || gestures != nil { installGestureItems(gestureMachinery()) }
+        if let motion { installMotionItems(motion) }
         let settings = DeviceMonitor.Settings(
             directory: configuration.deviceDirectory, grab: configuration.grabDevices,
             openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval,
@@ -254,7 +267,7 @@ public final class HIDEventSystem {
 
     /// Attaches a device whose events arrive as `struct input_event` records on a stream
     /// (a pipe, a socket pair), exactly as an evdev node delivers them, described by
-    /// `description` (``HIDDeviceInfo/describing(id:path:name:busType:vendor:product:version:codes:axes:properties:)``,
+    /// `description` (``HIDDeviceInfo/describing(id:path:name:busType:vendor:product:version:codes:axes:properties:physicalLocation:uniqueIdentifier:)``,
     /// or a recording's). The chain reads it as it reads a node — in the ring, decoded,
     /// queued, dispatched — without FUSE or uinput: for latency measurements, tests and
     /// programs that get input from another process. The system owns `fileDescriptor`
@@ -299,6 +312,7 @@ public final class HIDEventSystem {
         }
         flushCoalesced()
         removeGestureItems()
+        removeMotionItems()
         coalescingObserver?.invalidate()
         coalescingObserver = nil
         (feed as? ThreadedDeviceFeed)?.invalidate()
