@@ -179,6 +179,33 @@ enum EventFormat {
         return object
     }
 
+    /// A shake's phase, as a gesture named `shake` with UIKit's phases as states.
+    static func json(_ event: ShakeRecognizer.Event, device: String) -> [String: Any] {
+        [
+            "kind": "gesture", "device": device, "time": Double(event.timestamp.nanoseconds) / 1e9, "gesture": "shake",
+            "state": event.phase.rawValue, "strokes": event.strokes, "peak": event.peak,
+            "duration": Double(event.duration.components.seconds) + Double(event.duration.components.attoseconds) / 1e18,
+        ]
+    }
+
+    static func text(_ event: ShakeRecognizer.Event, device: String) -> String {
+        "\(device): gesture shake \(event.phase.rawValue), \(event.strokes) strokes, peak "
+            + String(format: "%.2f g", event.peak)
+    }
+
+    /// An orientation change (`UIDevice.orientation`'s names).
+    static func json(_ event: OrientationRecognizer.Event, device: String) -> [String: Any] {
+        [
+            "kind": "orientation", "device": device, "time": Double(event.timestamp.nanoseconds) / 1e9,
+            "orientation": event.orientation.rawValue, "previous": event.previous.rawValue,
+            "gravity": ["x": event.gravity.x, "y": event.gravity.y, "z": event.gravity.z],
+        ]
+    }
+
+    static func text(_ event: OrientationRecognizer.Event, device: String) -> String {
+        "\(device): orientation \(event.orientation.rawValue) (was \(event.previous.rawValue)), gravity \(event.gravity) g"
+    }
+
     /// A gesture's state change as one line of text.
     static func text(_ event: GestureEvent, device: String) -> String {
         let values = event.values
