@@ -16,7 +16,7 @@ public class MotionRecognizer {
     /// The recognizer's name in reports and JSON (`shake`, `orientation`).
     public let name: String
     /// A disabled recognizer ignores samples.
-    public var isEnabled = true
+    @exclusivity(unchecked) public var isEnabled = true
     /// Attached to an event system.
     var isAttached = false
 
@@ -40,11 +40,10 @@ public class MotionRecognizer {
 
     func take(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {}
 
-    /// The fraction of a step of `dt` seconds a low-pass filter of time constant `tau`
+    /// The fraction of a step of `dt` seconds a low-pass filter of time constant `seconds`
     /// moves towards a new value.
-    static func smoothing(_ dt: Double, tau: Duration) -> Double {
-        let seconds = Double(nanoseconds(tau)) / 1e9
-        return dt <= 0 ? 0 : dt / (seconds + dt)
+    static func smoothing(_ dt: Double, tau seconds: Double) -> Double {
+        dt <= 0 ? 0 : dt / (seconds + dt)
     }
 
     /// Seconds from `earlier` to `later`, at most 0.1 (a gap in the samples is not motion).
@@ -88,15 +87,24 @@ public final class ShakeRecognizer: MotionRecognizer {
     }
 
     /// How hard a stroke is: the hand's acceleration (gravity filtered out), in g.
-    public var threshold = 1.5
+    @exclusivity(unchecked) public var threshold = 1.5
     /// Strokes a shake takes (four: there, back, there, back).
-    public var minimumStrokes = 4
+    @exclusivity(unchecked) public var minimumStrokes = 4
     /// Stillness after the last stroke that ends a shake.
-    public var quietInterval: Duration = .milliseconds(250)
+    public var quietInterval: Duration = .milliseconds(250) { didSet { quiet = Self.nanoseconds(quietInterval) } }
     /// A shake longer than this is cancelled (someone walking with the device).
-    public var maximumDuration: Duration = .seconds(3)
+    public var maximumDuration: Duration = .seconds(3) { didSet { longest = Self.nanoseconds(maximumDuration) } }
     /// The time constant of the filter that tells gravity from the hand's acceleration.
-    public var gravityTimeConstant: Duration = .milliseconds(250)
+    public var gravityTimeConstant: Duration = .milliseconds(250) {
+        didSet { tau = Double(Self.nanoseconds(gravityTimeConstant)) / 1e9 }
+    }
+
+    // The per-sample state and the settings in the units the samples use, exempt from
+    // dynamic exclusivity checks (a third of the per-sample cost): the recognizer lives on
+    // the client loop's thread and no access overlaps another.
+    @exclusivity(unchecked) private var quiet: UInt64 = 250_000_000
+    @exclusivity(unchecked) private var longest: UInt64 = 3_000_000_000
+    @exclusivity(unchecked) private var tau = 0.25
 
     private struct Track {
         var device: HIDDeviceID
@@ -114,7 +122,7 @@ public final class ShakeRecognizer: MotionRecognizer {
         var peak = 0.0
     }
 
-    private var tracks: [Track] = []
+    @exclusivity(unchecked) private var tracks: [Track] = []
     private var actions: [(Event) -> Void] = []
 
     /// A shake recognizer named `shake`.
@@ -133,7 +141,7 @@ public final class ShakeRecognizer: MotionRecognizer {
         tracks[index].lastTime = now
         finishIfQuiet(index, now: now)
         let gravity = tracks[index].gravity
-        let updated = gravity + (sample.acceleration - gravity) * Self.smoothing(dt, tau: gravityTimeConstant)
+        let updated = gravity + (sample.acceleration - gravity) * Self.smoothing(dt, tau: tau)
         tracks[index].gravity = updated
         let hand = sample.acceleration - updated
         let strength = hand.magnitude
@@ -163,7 +171,7 @@ public final class ShakeRecognizer: MotionRecognizer {
             tracks[index].announced = true
             report(.began, index, at: now)
         }
-        if now &- tracks[index].start > Self.nanoseconds(maximumDuration) {
+        if now &- tracks[index].start > longest {
             if tracks[index].announced { report(.cancelled, index, at: now) }
             tracks[index].shaking = false
             tracks[index].announced = false
@@ -185,7 +193,7 @@ public final class ShakeRecognizer: MotionRecognizer {
         tracks[index].strokes = 0
     }
 
-    private var quietNanoseconds: UInt64 { Self.nanoseconds(quietInterval) }
+    private var quietNanoseconds: UInt64 { quiet }
 
     public override func advance(to now: MonotonicInstant) {
         for index in tracks.indices { finishIfQuiet(index, now: now.nanoseconds) }

@@ -57,16 +57,18 @@ public final class OrientationRecognizer: MotionRecognizer {
     }
 
     /// How far past the 45° border between two orientations gravity must be, degrees.
-    public var hysteresis = 15.0
+    public var hysteresis = 15.0 { didSet { entryCosine = cos((45 - hysteresis) * .pi / 180) } }
     /// How long gravity must stay in a new orientation before it is reported.
-    public var settleTime: Duration = .milliseconds(200)
+    public var settleTime: Duration = .milliseconds(200) { didSet { settle = Self.nanoseconds(settleTime) } }
     /// The time constant of the filter that takes gravity from the readings.
-    public var gravityTimeConstant: Duration = .milliseconds(100)
+    public var gravityTimeConstant: Duration = .milliseconds(100) {
+        didSet { tau = Double(Self.nanoseconds(gravityTimeConstant)) / 1e9 }
+    }
     /// Readings of this strength (g) say where gravity is; others are motion.
-    public var acceptedMagnitude: ClosedRange<Double> = 0.8...1.2
+    @exclusivity(unchecked) public var acceptedMagnitude: ClosedRange<Double> = 0.8...1.2
     /// Rows of the matrix that turns the sensor's axes into a screen's (identity by
     /// default): `mounted.x = row0 · reading`, and so on.
-    public var mountMatrix: (MotionVector, MotionVector, MotionVector) = (
+    @exclusivity(unchecked) public var mountMatrix: (MotionVector, MotionVector, MotionVector) = (
         MotionVector(x: 1, y: 0, z: 0), MotionVector(x: 0, y: 1, z: 0), MotionVector(x: 0, y: 0, z: 1)
     )
 
@@ -79,7 +81,12 @@ public final class OrientationRecognizer: MotionRecognizer {
         var candidateSince: UInt64 = 0
     }
 
-    private var tracks: [Track] = []
+    // The per-sample state and the settings in the units the samples use, exempt from
+    // dynamic exclusivity checks (see ShakeRecognizer).
+    @exclusivity(unchecked) private var tracks: [Track] = []
+    @exclusivity(unchecked) private var entryCosine = cos(30 * Double.pi / 180)
+    @exclusivity(unchecked) private var settle: UInt64 = 200_000_000
+    @exclusivity(unchecked) private var tau = 0.1
     private var actions: [(Event) -> Void] = []
 
     /// An orientation recognizer named `orientation`.
@@ -108,7 +115,7 @@ public final class OrientationRecognizer: MotionRecognizer {
         let dt = Self.step(from: tracks[index].lastTime, to: now)
         tracks[index].lastTime = now
         let gravity = tracks[index].gravity
-        let updated = gravity + (reading - gravity) * Self.smoothing(dt, tau: gravityTimeConstant)
+        let updated = gravity + (reading - gravity) * Self.smoothing(dt, tau: tau)
         tracks[index].gravity = updated
         let strength = updated.magnitude
         guard acceptedMagnitude.contains(strength), acceptedMagnitude.contains(reading.magnitude) else {
@@ -117,7 +124,7 @@ public final class OrientationRecognizer: MotionRecognizer {
         }
         let nearest = Self.nearest(updated * (1 / strength))
         let current = tracks[index].orientation
-        guard nearest.orientation != current, nearest.cosine >= cos((45 - hysteresis) * .pi / 180) else {
+        guard nearest.orientation != current, nearest.cosine >= entryCosine else {
             tracks[index].candidate = .unknown
             return
         }
@@ -125,7 +132,7 @@ public final class OrientationRecognizer: MotionRecognizer {
             tracks[index].candidate = nearest.orientation
             tracks[index].candidateSince = now
         }
-        guard now &- tracks[index].candidateSince >= Self.nanoseconds(settleTime) else { return }
+        guard now &- tracks[index].candidateSince >= settle else { return }
         tracks[index].orientation = nearest.orientation
         tracks[index].candidate = .unknown
         let event = Event(
