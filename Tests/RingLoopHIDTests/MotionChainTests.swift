@@ -134,3 +134,49 @@ struct MotionChainTests {
         }
     }
 }
+
+/// The kernel's hid-playstation recordings (devices/kernel) through a live event system.
+@Suite("Motion in the chain: the kernel's DualSense", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct KernelMotionChainTests {
+    @Test("the driver's motion node, replayed at recorded speed: every sample, the shake, the orientations")
+    func replay() throws {
+        let recording = try KernelMotionTests.load("dualsense-usb-motion")
+        let shakes = JoinedBox<[ShakeRecognizer.Phase]>([])
+        let orientations = JoinedBox<[DeviceOrientation]>([])
+        let events = try runChain(recording, shape: .dedicatedThread, speed: .recorded) { system, _ in
+            let shake = ShakeRecognizer()
+            shake.addAction { shakes.value.append($0.phase) }
+            let orientation = OrientationRecognizer()
+            orientation.addAction { orientations.value.append($0.orientation) }
+            system.addMotionRecognizer(shake)
+            system.addMotionRecognizer(orientation)
+        }
+        #expect(events.filter { $0.kind == .motion }.count == 1750)
+        #expect(shakes.value == [.began, .ended])
+        #expect(orientations.value == [.portrait, .landscapeLeft, .faceUp, .portrait])
+    }
+
+    @Test("the DualSense's three nodes are one device: the motion sensors find the gamepad and the touchpad")
+    func siblings() throws {
+        try onFreshThread {
+            _ = MountLeakCheck.armed
+            let path = "/tmp/ringloop-motion-kernel-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: path), loop: RingRunLoop.current)
+            try system.start()
+            defer { system.stop() }
+            for name in ["dualsense-usb-gamepad", "dualsense-usb-motion", "dualsense-usb-touchpad"] {
+                var description = try #require(try KernelMotionTests.load(name).description)
+                // hid-playstation gives every node the controller's address as uniq (the
+                // stage's made-up 12:34:56:78:9a:bc); evemu does not record it.
+                description.uniqueIdentifier = "12:34:56:78:9a:bc"
+                _ = try folder.addDevice(description)
+            }
+            #expect(runUntil(RingRunLoop.current) { system.devices.count == 3 })
+            let motion = try #require(system.devices.first { $0.deviceClass == .motion })
+            let siblings = system.siblings(of: motion.id).map(\.deviceClass)
+            #expect(Set(siblings) == [.gamepad, .touchpad], "\(siblings)")
+        }
+    }
+}

@@ -199,3 +199,42 @@ struct MotionTests {
         #expect(run.orientations.prefix(3).map(\.orientation) == [.landscapeLeft, .portraitUpsideDown, .landscapeRight])
     }
 }
+
+/// The kernel's own hid-playstation driver, fed a DualSense's report stream through uhid
+/// (devices/kernel, made by the booted-kernel stage of the kernel issue: the reports come
+/// from a physical model, the events are what Linux 6.12 and 6.1 made of them).
+@Suite("Motion on the kernel's hid-playstation recordings (from memory)")
+struct KernelMotionTests {
+    static let kernels = ["dualsense-usb-motion", "linux-6.1/dualsense-usb-motion"]
+
+    static func load(_ name: String) throws -> Recording {
+        try Recording.load(contentsOf: devicesFolder + "/kernel/" + name + ".evemu")
+    }
+
+    @Test("the driver's node is a motion device; its samples are in g and °/s on the sensor's 250 Hz clock", arguments: kernels)
+    func decoding(_ name: String) throws {
+        let recording = try Self.load(name)
+        #expect(deviceInfo(of: recording).deviceClass == .motion)
+        let samples = motionSamples(recording)
+        #expect(samples.count == 1750, "7 s at 250 Hz")
+        let times = samples.compactMap(\.1.sensorTime)
+        #expect(times.count == samples.count && times.first == 4000 && times.last == 7_000_000)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 4000 })
+        #expect(samples.dropFirst(20).allSatisfy { abs($0.1.sampleRate - 250) < 0.5 })
+        let rest = try #require(samples.first?.1)
+        #expect(abs(rest.acceleration.y - 1) < 0.01 && abs(rest.acceleration.x) < 0.01 && abs(rest.acceleration.z) < 0.01)
+        // Linux 6.1 subtracts the calibration report's gyroscope bias (under 1 °/s here).
+        #expect(rest.rotationRate.magnitude < 1, "at rest: \(rest.rotationRate)")
+        // The roll about z at 90 °/s.
+        let roll = samples.map(\.1.rotationRate.z).max() ?? 0
+        #expect(abs(roll - 90) < 2, "roll rate \(roll) °/s")
+    }
+
+    @Test("the shake and the four orientations, on either kernel's events", arguments: kernels)
+    func recognition(_ name: String) throws {
+        let run = MotionRun(try Self.load(name))
+        #expect(run.shakePhases == ["began", "ended"])
+        #expect((run.shakes.last?.strokes ?? 0) >= 12, "1.5 s at 6 Hz")
+        #expect(run.orientations.map(\.orientation) == [.portrait, .landscapeLeft, .faceUp, .portrait])
+    }
+}
