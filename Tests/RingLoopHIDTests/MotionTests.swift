@@ -34,7 +34,6 @@ struct MotionRun {
         var last = MonotonicInstant(nanoseconds: 0)
         for (time, sample) in motionSamples(recording) {
             for recognizer in [shake, orientation] as [MotionRecognizer] {
-                recognizer.advance(to: time)
                 recognizer.process(sample, device: device, at: time)
             }
             last = time
@@ -161,6 +160,24 @@ struct MotionTests {
     func notShakes() throws {
         #expect(MotionRun(try loadMotionRecording("dualsense-bump")).shakePhases == ["began", "cancelled"])
         #expect(MotionRun(try loadMotionRecording("dualsense-rotation")).shakePhases == [])
+    }
+
+    @Test("stamps that gap and bunch (a Bluetooth link's batches, a busy host) do not split a shake: the sensor's clock times it")
+    func bunchedStamps() throws {
+        var recording = try loadMotionRecording("dualsense-shake")
+        // Mid-shake, 0.4 s of frames reach the host at once, stamped at its end.
+        let start = recording.events[0].timeMicroseconds
+        for index in recording.events.indices {
+            let offset = recording.events[index].timeMicroseconds - start
+            guard offset >= 1_000_000 && offset < 1_400_000 else { continue }
+            recording.events[index].seconds = (start + 1_400_000) / 1_000_000
+            recording.events[index].microseconds = Int32((start + 1_400_000) % 1_000_000)
+        }
+        #expect(MotionRun(recording).shakePhases == ["began", "ended"])
+        // Without the sensor's clock the silence is stillness: the shake ends there, another begins.
+        recording.events.removeAll { $0.type == Evdev.EV_MSC }
+        let unclocked = MotionRun(recording).shakePhases
+        #expect(unclocked.count == 4 && unclocked.first == "began", "\(unclocked)")
     }
 
     @Test("a shake that goes on too long is cancelled")

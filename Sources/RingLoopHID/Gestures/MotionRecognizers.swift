@@ -8,8 +8,10 @@ import RingLoop
 /// Attached with ``HIDEventSystem/addMotionRecognizer(_:)``, a recognizer sees every
 /// sample (also when the event system coalesces motion for handlers) and is evaluated at
 /// BeforeWaiting with the gesture recognizers, its actions running there on the loop's
-/// thread. It is pure otherwise: time comes from the samples' timestamps and from
-/// ``advance(to:)``, so a recording gives the same results from memory as live. Samples
+/// thread. It is pure otherwise: time comes from the samples (the sensor's own clock where
+/// it has one, the kernel's stamps otherwise) and from ``advance(to:)``, so a recording
+/// gives the same results from memory as live, and reports batched by a Bluetooth link
+/// or delayed by a busy machine are timed as the sensor sampled them. Samples
 /// that are not calibrated (``MotionEvent/isCalibrated``) or have no accelerometer are
 /// ignored. Per sample nothing is allocated (a device's first sample adds its state).
 public class MotionRecognizer {
@@ -46,12 +48,6 @@ public class MotionRecognizer {
         dt <= 0 ? 0 : dt / (seconds + dt)
     }
 
-    /// Seconds from `earlier` to `later`, at most 0.1 (a gap in the samples is not motion).
-    static func step(from earlier: UInt64, to later: UInt64) -> Double {
-        guard earlier != 0, later > earlier else { return 0 }
-        return min(0.1, Double(later - earlier) / 1e9)
-    }
-
     /// A non-negative duration in nanoseconds.
     static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
@@ -63,11 +59,65 @@ public class MotionRecognizer {
     static func callAction<Event>(_ action: (Event) -> Void, _ event: Event) { action(event) }
 }
 
+/// A device's time as its samples tell it: steps between samples from the sensor's own
+/// clock (``MotionEvent/sensorTime``) where it has one, from the kernel's stamps
+/// otherwise. The host stamps a sample when it arrives, so a Bluetooth controller's
+/// batched reports, or a loaded machine, give stamps that bunch and gap; the sensor
+/// samples at its steady rate. Deadlines without a sample are kernel instants, mapped
+/// onto this time by the kernel's clock since the last sample.
+struct SampleClock {
+    /// Where the device's time is, nanoseconds (the first sample's kernel stamp to start).
+    private(set) var now: UInt64 = 0
+    /// The kernel's stamp of the last sample.
+    private(set) var lastKernel: UInt64 = 0
+    private var lastSensor: UInt64 = 0
+    private var hasSensor = false
+
+    /// Whether the samples carry the sensor's clock: such a sensor sends steadily, so a
+    /// silence is the host's delay, not the device's stillness.
+    var isSteady: Bool { hasSensor }
+
+    /// Moves to a sample stamped `kernel` by the kernel, `sensor` µs on its own clock;
+    /// returns the step in seconds (at most 0.1: a gap is not motion).
+    mutating func advance(kernel: UInt64, sensor: UInt64?) -> Double {
+        var step: UInt64 = 0
+        if lastKernel == 0 {
+            now = kernel
+        } else if let sensor, hasSensor, sensor >= lastSensor, sensor - lastSensor < 1_000_000 {
+            step = (sensor - lastSensor) * 1000
+        } else if kernel > lastKernel {
+            step = kernel - lastKernel
+        }
+        now &+= step
+        lastKernel = kernel
+        if let sensor {
+            lastSensor = sensor
+            hasSensor = true
+        } else {
+            hasSensor = false
+        }
+        return min(0.1, Double(step) / 1e9)
+    }
+
+    /// The device's time at the kernel instant `kernel` (after the last sample).
+    func time(at kernel: UInt64) -> UInt64 { kernel > lastKernel ? now &+ (kernel - lastKernel) : now }
+
+    /// The kernel instant of the device's time `time` (as far as the last sample says).
+    func kernelInstant(of time: UInt64) -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: time >= now ? lastKernel &+ (time - now) : lastKernel &- min(lastKernel, now - time))
+    }
+}
+
 /// A shake, with UIKit's semantics for `.motionShake`: ``Phase/began`` when the device,
 /// moved hard (the hand's acceleration, gravity filtered out, over ``threshold``), first
 /// reverses direction; ``Phase/ended`` once it has been still for ``quietInterval``
 /// after at least ``minimumStrokes`` strokes; ``Phase/cancelled`` when it stops sooner (a
 /// knock, not a shake), lasts beyond ``maximumDuration``, or the device goes away.
+///
+/// The stillness is measured on the device's time: a sensor with its own clock
+/// (`MSC_TIMESTAMP`) sends steadily, and its shake ends on the first sample a quiet
+/// interval after the last stroke; one without may stop sending when still, and its
+/// shake ends when the kernel's clock has passed the quiet interval.
 public final class ShakeRecognizer: MotionRecognizer {
     /// UIKit's `motionBegan`, `motionEnded`, `motionCancelled`.
     public enum Phase: String, Sendable, Hashable { case began, ended, cancelled }
@@ -109,7 +159,7 @@ public final class ShakeRecognizer: MotionRecognizer {
     private struct Track {
         var device: HIDDeviceID
         var gravity = MotionVector.zero
-        var lastTime: UInt64 = 0
+        var clock = SampleClock()
         var shaking = false
         var announced = false
         /// After a cancel for length: nothing starts until the device is still again.
@@ -135,10 +185,9 @@ public final class ShakeRecognizer: MotionRecognizer {
     public func isShaking(_ device: HIDDeviceID) -> Bool { tracks.contains { $0.device == device && $0.announced } }
 
     override func take(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {
-        let now = time.nanoseconds
         let index = trackIndex(device, sample)
-        let dt = Self.step(from: tracks[index].lastTime, to: now)
-        tracks[index].lastTime = now
+        let dt = tracks[index].clock.advance(kernel: time.nanoseconds, sensor: sample.sensorTime)
+        let now = tracks[index].clock.now
         finishIfQuiet(index, now: now)
         let gravity = tracks[index].gravity
         let updated = gravity + (sample.acceleration - gravity) * Self.smoothing(dt, tau: tau)
@@ -195,14 +244,19 @@ public final class ShakeRecognizer: MotionRecognizer {
 
     private var quietNanoseconds: UInt64 { quiet }
 
+    /// Ends shakes on sensors without a clock of their own that have gone quiet (a sensor
+    /// with one sends steadily, and its shake ends on the sample that shows the stillness,
+    /// so a host that falls behind does not end a shake early).
     public override func advance(to now: MonotonicInstant) {
-        for index in tracks.indices { finishIfQuiet(index, now: now.nanoseconds) }
+        for index in tracks.indices where !tracks[index].clock.isSteady {
+            finishIfQuiet(index, now: tracks[index].clock.time(at: now.nanoseconds))
+        }
     }
 
     public override var deadline: MonotonicInstant? {
         var earliest: UInt64?
-        for track in tracks where (track.shaking || track.coolingDown) && track.lastStroke != 0 {
-            let due = track.lastStroke &+ quietNanoseconds
+        for track in tracks where (track.shaking || track.coolingDown) && track.lastStroke != 0 && !track.clock.isSteady {
+            let due = track.clock.kernelInstant(of: track.lastStroke &+ quietNanoseconds).nanoseconds
             earliest = min(earliest ?? due, due)
         }
         return earliest.map { MonotonicInstant(nanoseconds: $0) }
@@ -210,7 +264,7 @@ public final class ShakeRecognizer: MotionRecognizer {
 
     public override func removeDevice(_ device: HIDDeviceID, at time: MonotonicInstant) {
         guard let index = tracks.firstIndex(where: { $0.device == device }) else { return }
-        if tracks[index].announced { report(.cancelled, index, at: time.nanoseconds) }
+        if tracks[index].announced { report(.cancelled, index, at: tracks[index].clock.time(at: time.nanoseconds)) }
         tracks.remove(at: index)
     }
 
@@ -220,11 +274,12 @@ public final class ShakeRecognizer: MotionRecognizer {
         return tracks.count - 1
     }
 
-    private func report(_ phase: Phase, _ index: Int, at nanoseconds: UInt64) {
+    /// Reports `phase` at the device's time `time` (stamped with its kernel instant).
+    private func report(_ phase: Phase, _ index: Int, at time: UInt64) {
         let track = tracks[index]
         let event = Event(
-            phase: phase, device: track.device, timestamp: MonotonicInstant(nanoseconds: nanoseconds), strokes: track.strokes,
-            peak: track.peak, duration: .nanoseconds(Int64(nanoseconds &- track.start)))
+            phase: phase, device: track.device, timestamp: track.clock.kernelInstant(of: time), strokes: track.strokes,
+            peak: track.peak, duration: .nanoseconds(Int64(time &- track.start)))
         for action in actions { Self.callAction(action, event) }
     }
 }

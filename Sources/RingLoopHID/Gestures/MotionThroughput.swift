@@ -2,7 +2,7 @@ import RingLoop
 
 /// Recognizer cost per motion sample, for `ringloop-bench`'s `motion` rows: samples
 /// from memory through a shake and an orientation recognizer with their actions, as the
-/// BeforeWaiting observer runs them (time advanced to each sample, then the sample). It
+/// BeforeWaiting observer runs them (each sample in turn, then the time). It
 /// lives here, with package access, so the measured path is compiled as the chain's own
 /// is (see ``DecodeThroughput``).
 package enum MotionThroughput {
@@ -38,10 +38,7 @@ package enum MotionThroughput {
             let shift = span * round
             for index in samples.indices {
                 let at = samples[index].0 + shift
-                for recognizer in recognizers {
-                    recognizer.advance(to: at)
-                    recognizer.process(samples[index].1, device: device, at: at)
-                }
+                for recognizer in recognizers { recognizer.process(samples[index].1, device: device, at: at) }
                 fed += 1
             }
             for recognizer in recognizers { recognizer.advance(to: last + shift + .seconds(1)) }

@@ -75,7 +75,7 @@ public final class OrientationRecognizer: MotionRecognizer {
     private struct Track {
         var device: HIDDeviceID
         var gravity: MotionVector
-        var lastTime: UInt64 = 0
+        var clock = SampleClock()
         var orientation = DeviceOrientation.unknown
         var candidate = DeviceOrientation.unknown
         var candidateSince: UInt64 = 0
@@ -101,7 +101,6 @@ public final class OrientationRecognizer: MotionRecognizer {
     }
 
     override func take(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {
-        let now = time.nanoseconds
         let reading = mounted(sample.acceleration)
         var index = -1
         for candidate in tracks.indices where tracks[candidate].device == device {
@@ -112,8 +111,8 @@ public final class OrientationRecognizer: MotionRecognizer {
             tracks.append(Track(device: device, gravity: reading))
             index = tracks.count - 1
         }
-        let dt = Self.step(from: tracks[index].lastTime, to: now)
-        tracks[index].lastTime = now
+        let dt = tracks[index].clock.advance(kernel: time.nanoseconds, sensor: sample.sensorTime)
+        let now = tracks[index].clock.now
         let gravity = tracks[index].gravity
         let updated = gravity + (reading - gravity) * Self.smoothing(dt, tau: tau)
         tracks[index].gravity = updated

@@ -116,10 +116,7 @@ extension HIDEventSystem {
                 var lag = now - time
                 if lag < .zero || lag > GestureMachinery.maximumLag { lag = .zero }
                 machinery.lag = lag
-                for recognizer in machinery.recognizers {
-                    recognizer.advance(to: time)
-                    recognizer.process(sample, device: device, at: time)
-                }
+                for recognizer in machinery.recognizers { recognizer.process(sample, device: device, at: time) }
             case .removed(let device, let time):
                 for recognizer in machinery.recognizers { recognizer.removeDevice(device, at: time) }
             }
