@@ -105,6 +105,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
     case key(KeyEvent), button(ButtonEvent), motion(Int32, Int32), scroll(ScrollEvent)
     case absolutePointer(AbsolutePointerEvent), pen(PenEvent), gamepadButton(GamepadButtonEvent)
     case gamepadAxis(GamepadAxisEvent), switchChanged(SwitchEvent), dial(Int32), axis(AxisEvent)
+    case motionSample(MotionEvent)
     case digitizer(contacts: [Contact], fingers: Int, boundingBox: Bool, button: Bool)
     case added, removed, dropped(Int)
 
@@ -124,6 +125,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .switchChanged(let event): self = .switchChanged(event)
         case .dial(let steps): self = .dial(steps)
         case .axis(let event): self = .axis(event)
+        case .motion(let event): self = .motionSample(event)
         case .deviceAdded: self = .added
         case .deviceRemoved: self = .removed
         case .eventsDropped(let count): self = .dropped(count)

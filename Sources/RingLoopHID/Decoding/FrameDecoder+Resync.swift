@@ -91,6 +91,7 @@ extension FrameDecoder {
         if frame.count > 0 { emitDigitizer(frame, at: time, into: &out) } else { keep(frame.buffer) }
         if hadPen {
             penTool = nil
+            implicitPenTool = false
             penTouching = false
             penButtons = 0
             out.append(event(time, .pen(penEvent())))
