@@ -289,7 +289,7 @@ public final class RingRunLoop: @unchecked Sendable {
         }
         for state in modeList {
             state.sources0.forEach(release)
-            state.sources1.forEach(release)
+            state.sources1.values.forEach(release)
             state.observers.forEach(release)
             state.timers.forEachTimer(release)
         }
