@@ -69,8 +69,8 @@ struct IOChannelTests {
         }
     }
 
-    @Test("Pipe: a short write on a full non-blocking pipe, then EPIPE once the reader is gone")
-    func shortWriteAndBrokenPipe() throws {
+    @Test("Pipe: writes larger than a full non-blocking pipe go out whole and in order as the reader drains it; then EPIPE")
+    func pipeWritesContinueInOrderThenBrokenPipe() throws {
         signal(SIGPIPE, SIG_IGN)
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
@@ -81,14 +81,30 @@ struct IOChannelTests {
             let log = CompletionLog()
             let writer = LoopIOChannel(fileDescriptor: writeEnd, loop: loop) { log.append($1) }
             loop.add(writer.source, to: .default)
-            try writer.write([UInt8](repeating: 7, count: capacity * 3))
-            #expect(run(loop) { log.count == 1 })
-            let short = try #require(log.last(.write))
-            #expect(short.outcome == .transferred(capacity) && short.isShort)
+            let first = (0..<(capacity * 3)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            let second = (0..<capacity).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+            try writer.write(first)
+            try writer.write(second)
+            // The kernel takes a pipe's worth, then answers EAGAIN: the rest waits for room.
+            #expect(!run(loop, timeout: .milliseconds(100)) { log.count > 0 }, "nothing completes while the pipe is full")
+            #expect(writer.queuedWriteBytes == capacity * 3, "the queue holds what the pipe did not take")
+            var read: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1024)
+            #expect(
+                run(loop) {
+                    let count = chunk.withUnsafeMutableBytes { Glibc.read(readEnd, $0.baseAddress, $0.count) }
+                    if count > 0 { read += chunk[..<count] }
+                    return read.count == first.count + second.count
+                })
+            #expect(read == first + second, "bytes in order, none lost or repeated")
+            #expect(run(loop) { log.count == 2 })
+            #expect(log.all.map(\.outcome) == [.transferred(first.count), .transferred(second.count)])
+            #expect(log.all.allSatisfy { $0.isFinal && !$0.isShort })
             close(readEnd)
             try writer.write([1, 2, 3])
-            #expect(run(loop) { log.count == 2 })
+            #expect(run(loop) { log.count == 3 })
             #expect(log.all.last?.outcome == .failed(.brokenPipe))
+            #expect(throws: IOFailure.brokenPipe) { try writer.write([4]) }
             writer.close()
         }
     }

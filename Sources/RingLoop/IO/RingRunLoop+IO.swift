@@ -9,6 +9,9 @@ extension RingRunLoop {
         guard let record = ioOperations[id] else { return }
         let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
         if kernelDone { ioOperations[id] = nil }
+        if record.flush != nil || record.pollingWritable {
+            return record.channel.flushCompleted(record, result: result)
+        }
         let bufferID = ProvidedBuffers.bufferID(of: flags)
         if let bufferID { record.provided?.taken(bufferID) }
         switch record.operation.kind {
@@ -80,10 +83,12 @@ extension RingRunLoop {
         guard !record.ended else { return }
         record.ended = true
         record.channel.finished(record)
+        // A receive's buffer a send wrote from goes back once the kernel is done with it.
+        if !record.inKernel { record.channel.releaseLent(record) }
         queueIO(PendingIO(record: record, outcome: outcome, received: nil, isFinal: true))
     }
 
-    private func queueIO(_ pending: PendingIO) {
+    func queueIO(_ pending: PendingIO) {
         // A closed channel's completions have no one to go to: their buffers go back now
         // rather than when the loop next delivers (which may be never).
         guard pending.record.channel.source.isValid else { return deliverIO(pending, deliver: false) }
@@ -94,22 +99,28 @@ extension RingRunLoop {
     /// provided buffer back to the kernel (and re-arms a receive that ran out of them).
     func deliverIO(_ pending: PendingIO, deliver: Bool) {
         let record = pending.record
+        let channel = record.channel
+        if let writable = pending.writability {
+            if deliver, let handler = channel.writabilityCallback {
+                Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { handler(channel, writable) } }
+            }
+            return
+        }
         var outcome = pending.outcome
         if let received = pending.received, let provided = record.provided {
-            let bytes = provided.bytes(received.id, length: received.count)
-            if deliver, let take = record.channel.rawBytesHandler {
-                // In place, without a copy or an allocation (the input chain's reads).
-                Callout.tracked(calloutProbe, .port, record.channel.source) { Callout.toSource1Perform { take(bytes) } }
-                provided.recycle(received.id)
-                return rearmIfWaiting(record)
+            if deliver, let take = record.bytesHandler {
+                // In place, without a copy or an allocation.
+                let bytes = ReceivedBytes(buffers: provided, id: received.id, count: received.count, receiver: channel)
+                Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { take(channel, bytes) } }
+                channel.returnBuffer(provided, received.id)
+                return
             }
-            if deliver { outcome = .bytes(Array(bytes)) }
-            provided.recycle(received.id)
+            if deliver { outcome = .bytes(Array(provided.bytes(received.id, length: received.count))) }
+            channel.returnBuffer(provided, received.id)
         }
-        if deliver, let handler = record.completion ?? record.channel.handler {
+        if deliver, let handler = record.completion ?? channel.handler {
             let completion = IOCompletion(
                 operation: record.operation, outcome: outcome, requested: record.requested, isFinal: pending.isFinal)
-            let channel = record.channel
             Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { handler(channel, completion) } }
         }
         rearmIfWaiting(record)
@@ -117,7 +128,7 @@ extension RingRunLoop {
 
     /// Arms a multishot operation again that stopped because every buffer waited for a
     /// callout, now that one came back.
-    private func rearmIfWaiting(_ record: IORecord) {
+    func rearmIfWaiting(_ record: IORecord) {
         if record.waitingForBuffers, !record.ended {
             record.waitingForBuffers = false
             if record.cancelled {

@@ -124,12 +124,14 @@ final class DeviceReader {
             guard completion.isFinal else { return }
             reader.value.streamEnded(completion.outcome)
         }
-        channel.rawBytesHandler = { bytes in reader.value.consume(bytes) }
         loop.add(channel.source, to: .common)
         do {
             // 8 buffers of 128 records: a burst the size of the kernel's default evdev
-            // buffer fits without the read stopping for want of buffers.
-            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize)
+            // buffer fits without the read stopping for want of buffers. Each is decoded
+            // in place, with no copy or allocation.
+            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize) { _, bytes in
+                bytes.withUnsafeBytes { reader.value.consume($0) }
+            }
         } catch {
             channel.source.invalidate()
             return false
