@@ -28,6 +28,10 @@ final class IORecord {
     /// A multishot accept that failed for want of descriptors or memory: re-armed when its
     /// back-off timeout completes.
     var backingOff = false
+    /// How long an accept waits before it tries again after such a failure (`nil`: it ends).
+    var acceptBackoff: Duration?
+    /// The back-off timeout's time, read by the kernel when it takes the submission.
+    private var timeout: UnsafeMutablePointer<__kernel_timespec>?
     /// The final completion has been routed: nothing of the kernel's refers to the record.
     var ended = false
 
@@ -60,10 +64,21 @@ final class IORecord {
         self.completion = completion
     }
 
-    deinit { buffer?.deallocate() }
+    deinit {
+        buffer?.deallocate()
+        timeout?.deallocate()
+    }
 
-    /// Asks the kernel to cancel; a receive waiting for buffers, or an accept backing off
-    /// before the kernel ran its timeout, ends at once; a queued write leaves the queue.
+    /// Memory for the back-off timeout's time, kept with the record.
+    func backoffTimeout() -> UnsafeMutablePointer<__kernel_timespec> {
+        if let timeout { return timeout }
+        let made = UnsafeMutablePointer<__kernel_timespec>.allocate(capacity: 1)
+        timeout = made
+        return made
+    }
+
+    /// Asks the kernel to cancel (an accept backing off: its timeout); a receive waiting for
+    /// buffers ends at once; a queued write leaves the queue.
     func cancel(_ loop: RingRunLoop) {
         guard !ended, !cancelled else { return }
         if isQueuedWrite {

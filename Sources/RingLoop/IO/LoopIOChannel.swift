@@ -6,7 +6,7 @@ import Glibc
 ///
 /// The loop's ring does the I/O itself: a read, write, send, connect or accept is one
 /// submission, and its completion arrives with the loop's next wait, which makes no other
-/// system call. ``receive(bufferCount:bufferSize:completion:)`` and ``accept(completion:)``
+/// system call. ``receive(bufferCount:bufferSize:completion:)`` and ``accept(backoff:completion:)``
 /// stay armed (multishot) until cancelled. Each completion is performed as a callout of
 /// ``source`` in the modes the source is in; completions that arrive while the loop runs
 /// another mode wait for one of them.
@@ -200,9 +200,18 @@ public final class LoopIOChannel: @unchecked Sendable {
 
     /// Accepts connections on a listening socket until cancelled (multishot). Each
     /// ``IOCompletion/Outcome/accepted(_:)`` hands over a new close-on-exec descriptor.
+    ///
+    /// When the process or the system runs out of descriptors or memory (`EMFILE`,
+    /// `ENFILE`, `ENOBUFS`, `ENOMEM`) the accept is not ended: the channel gets that
+    /// failure in a completion that is not final, and the accept is armed again after
+    /// `backoff` (swift-nio's `acceptBackoff`); connections wait in the listen queue
+    /// meanwhile. `nil` ends the accept with the failure instead.
     @discardableResult
-    public func accept(completion: Handler? = nil) throws(IOFailure) -> IOOperation {
-        try start(.accept, requested: 0, completion: completion) { sqe in
+    public func accept(backoff: Duration? = .seconds(1), completion: Handler? = nil) throws(IOFailure) -> IOOperation {
+        if let backoff {
+            precondition(backoff > .zero, "an accept's back-off must be longer than zero, not \(backoff)")
+        }
+        return try start(.accept, requested: 0, completion: completion, acceptBackoff: backoff) { sqe in
             Self.prepareAccept(sqe, descriptor)
         }
     }
@@ -297,7 +306,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     func start(
         _ kind: IOOperation.Kind, requested: Int, buffer: UnsafeMutableRawBufferPointer? = nil,
         provided: ProvidedBuffers? = nil, lent: LentBuffer? = nil, completion: Handler?, received: ReceivedHandler? = nil,
-        prepare: (UnsafeMutablePointer<io_uring_sqe>) -> Void
+        acceptBackoff: Duration? = nil, prepare: (UnsafeMutablePointer<io_uring_sqe>) -> Void
     ) throws(IOFailure) -> IOOperation {
         loop.preconditionOnLoopThread("LoopIOChannel.\(kind)")
         guard !closing, !writeQueue.closeWhenWritten, source.isValid else {
@@ -312,6 +321,7 @@ public final class LoopIOChannel: @unchecked Sendable {
             channel: self, operation: nextOperation(kind), requested: requested, buffer: buffer, provided: provided,
             completion: completion)
         record.bytesHandler = received
+        record.acceptBackoff = acceptBackoff
         do {
             record.port = try core.startOperation(prepare)
         } catch {

@@ -12,8 +12,14 @@ extension RingRunLoop {
         if record.flush != nil || record.pollingWritable {
             return record.channel.flushCompleted(record, result: result)
         }
+        if record.backingOff { return backOffEnded(record, result: result) }
         let bufferID = ProvidedBuffers.bufferID(of: flags)
         if let bufferID { record.provided?.taken(bufferID) }
+        if record.operation.kind == .accept, result < 0, Self.acceptCanRecover(-result), !record.cancelled,
+            let backoff = record.acceptBackoff
+        {
+            return backOff(record, for: backoff, after: -result)
+        }
         switch record.operation.kind {
         case .receive, .accept, .readStream:
             if result > 0 || (result == 0 && record.operation.kind == .accept) {
@@ -52,6 +58,40 @@ extension RingRunLoop {
             endIO(record, with: result >= 0 ? .transferred(Int(result)) : .failed(IOFailure(errno: -result)))
         case .connect:
             endIO(record, with: result >= 0 ? .connected : .failed(IOFailure(errno: -result)))
+        }
+    }
+
+    /// Whether an accept that failed with `errno` may succeed later: the process or the
+    /// system ran out of descriptors (`EMFILE`, `ENFILE`) or memory (`ENOBUFS`, `ENOMEM`).
+    static func acceptCanRecover(_ errno: Int32) -> Bool {
+        errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM
+    }
+
+    /// Tells the channel its accept stopped for want of resources (a completion that is
+    /// not final) and arms it again after `backoff`, as swift-nio's `acceptBackoff`: the
+    /// connections wait in the listen queue meanwhile.
+    private func backOff(_ record: IORecord, for backoff: Duration, after errno: Int32) {
+        queueIO(PendingIO(record: record, outcome: .failed(IOFailure(errno: errno)), received: nil, isFinal: false))
+        guard let core else { return endIO(record, with: .failed(.closed)) }
+        let timeout = record.backoffTimeout()
+        timeout.pointee = __kernel_timespec(
+            tv_sec: backoff.components.seconds, tv_nsec: backoff.components.attoseconds / 1_000_000_000)
+        do {
+            record.port = try core.startOperation { io_uring_prep_timeout($0, timeout, 0, 0) }
+        } catch {
+            return endIO(record, with: .failed(IOFailure(error)))
+        }
+        record.backingOff = true
+        ioOperations[record.port] = record
+    }
+
+    /// An accept's back-off timeout completed (`ETIME`), or was cancelled.
+    private func backOffEnded(_ record: IORecord, result: Int32) {
+        record.backingOff = false
+        if record.cancelled || (result < 0 && result != -ETIME) {
+            endIO(record, with: .failed(record.cancelled ? .cancelled : IOFailure(errno: -result)))
+        } else if let failure = record.rearm(self) {
+            endIO(record, with: .failed(failure))
         }
     }
 
