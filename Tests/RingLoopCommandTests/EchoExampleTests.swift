@@ -43,7 +43,7 @@ struct EchoExampleTests {
 
     static func connect(_ port: UInt16) throws -> Int32 {
         let address = SocketAddress.loopback(port: port)
-        let socket = try address.makeSocket()
+        let socket = try address.makeSocket().rawValue
         guard address.withSockaddr({ Glibc.connect(socket, $0, $1) }) == 0 else {
             let failure = IOFailure(errno: errno)
             close(socket)

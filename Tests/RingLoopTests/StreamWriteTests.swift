@@ -1,6 +1,7 @@
 import Glibc
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoop
@@ -106,7 +107,7 @@ final class StreamPeer: Sendable {
     private let threads = ThreadLock<[PosixThread]>([])
 
     init(connectingTo address: SocketAddress, total: Int) throws {
-        let socket = try address.makeSocket()
+        let socket = try address.makeSocket().rawValue
         guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else {
             close(socket)
             throw IOFailure(errno: errno)
@@ -228,7 +229,7 @@ struct StreamWriteTests {
             defer { close(pair[1]) }
             let log = CompletionLog()
             let changes = ThreadLock<[Bool]>([])
-            let channel = LoopIOChannel(fileDescriptor: pair[0], loop: loop) { log.append($1) }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: loop) { log.append($1) }
             channel.writabilityHandler = { channel, writable in
                 #expect(channel.isWritable == writable)
                 changes.withLock { $0.append(writable) }
@@ -268,7 +269,7 @@ struct StreamWriteTests {
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
             let peer = pair[1]
             defer { close(peer) }
-            let channel = LoopIOChannel(fileDescriptor: pair[0], loop: driver)
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: driver)
             driver.add(channel.source, to: .common)
             let first = (0..<1_000_000).map { streamByte($0) }
             let queued = try await Task(executorPreference: driver) {
@@ -306,7 +307,7 @@ struct StreamWriteTests {
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
             defer { close(pair[1]) }
             let log = CompletionLog()
-            let channel = LoopIOChannel(fileDescriptor: pair[0], loop: loop) { log.append($1) }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: loop) { log.append($1) }
             loop.add(channel.source, to: .default)
             let big = [UInt8](repeating: 1, count: 1 << 20)
             try channel.send(big)
@@ -336,7 +337,7 @@ struct StreamWriteTests {
             var pair: [Int32] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
             defer { close(pair[1]) }
-            let channel = LoopIOChannel(fileDescriptor: pair[0], loop: loop) { _, _ in }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: loop) { _, _ in }
             loop.add(channel.source, to: .default)
             let bytes = (0..<3_000_000).map { streamByte($0) }
             try channel.send(bytes)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RingLoop
+import SystemPackage
 
 /// I/O on the ring: a loopback TCP echo (one connection's ping-pong latency, 64
 /// connections' throughput) against Foundation's `FileHandle` on a `RunLoop` and swift-nio,
@@ -13,6 +14,7 @@ enum IOBench {
     final class ServerProcess {
         let process = Process()
         private let input = Pipe()
+        private let output = Pipe()
         let port: UInt16
 
         enum Failure: Error, CustomStringConvertible {
@@ -25,7 +27,6 @@ enum IOBench {
         }
 
         init(_ executable: String, _ arguments: [String]) throws {
-            let output = Pipe()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             process.standardInput = input
@@ -41,6 +42,28 @@ enum IOBench {
                 throw Failure.notReady("\(executable) \(arguments.joined(separator: " "))")
             }
             self.port = port
+        }
+
+        /// Whether the server has written more (a line, byte by byte) since the last read.
+        var hasLine: Bool {
+            var entry = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            return poll(&entry, 1, 0) == 1
+        }
+
+        /// The server's next line of output; `nil` if none comes within `timeout`.
+        func nextLine(timeout: Duration) -> String? {
+            let reader = output.fileHandleForReading.fileDescriptor
+            let limit = MonotonicInstant.now + timeout
+            var line: [UInt8] = []
+            var byte: UInt8 = 0
+            while MonotonicInstant.now < limit {
+                var entry = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+                guard poll(&entry, 1, 100) == 1 else { continue }
+                guard read(reader, &byte, 1) == 1 else { return nil }
+                if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+                line.append(byte)
+            }
+            return nil
         }
 
         func stop() {
@@ -68,9 +91,13 @@ enum IOBench {
 
     static func connectedSocket(port: UInt16) throws -> Int32 {
         let address = SocketAddress.loopback(port: port)
-        let socket = try address.makeSocket()
+        let socket = try address.makeSocket().rawValue
         let result = address.withSockaddr { connect(socket, $0, $1) }
-        guard result == 0 else { throw IOFailure(errno: errno) }
+        guard result == 0 else {
+            let failure = IOFailure(errno: errno)
+            close(socket)
+            throw failure
+        }
         return socket
     }
 
@@ -224,7 +251,7 @@ enum IOBench {
             server.stop()
             let peer = try ServerProcess(benchExecutable, ["bench-server", "seqpacket", name + ".socket"])
             let address = try SocketAddress.abstract(name + ".socket")
-            let socket = try address.makeSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+            let socket = try address.makeSocket(type: .sequencedPacket).rawValue
             guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
             processPeer.append(
                 median(

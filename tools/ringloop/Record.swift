@@ -4,6 +4,7 @@ import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
+import SystemPackage
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -65,7 +66,7 @@ struct Record: ParsableCommand {
             var buffer = [UInt8](repeating: 0, count: InputEvent.size * 256)
         }
         let capture = LoopBound(Capture(), loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { reported in
             while true {
                 let count = capture.value.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count <= 0 {
@@ -83,7 +84,7 @@ struct Record: ParsableCommand {
                     capture.value.events.append(event)
                 }
             }
-            if mask & Int16(POLLHUP | POLLERR) != 0 { loop.stop() }
+            if !reported.isDisjoint(with: [.hangUp, .error]) { loop.stop() }
         }
         loop.add(source, to: .default)
         signals.watch(on: loop) { _ in loop.stop() }

@@ -1,3 +1,5 @@
+import SystemPackage
+
 // Async forms of the channel's operations: each starts the operation on the loop's thread
 // and resumes with its final completion; cancelling the task cancels the operation.
 extension LoopIOChannel {
@@ -50,7 +52,7 @@ extension LoopIOChannel {
 
     /// Connections accepted on a listening socket (descriptors the receiver owns), until
     /// a failure (it throws). Ending the iteration cancels the accept.
-    public func acceptedConnections() -> AsyncThrowingStream<Int32, any Error> {
+    public func acceptedConnections() -> AsyncThrowingStream<FileDescriptor, any Error> {
         stream { channel, handler throws(IOFailure) in
             try channel.accept(completion: handler)
         } element: { outcome in

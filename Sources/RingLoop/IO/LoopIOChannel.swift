@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 /// Completion-based I/O on one descriptor — a file, a pipe or a socket — with the results
 /// delivered through a port source, as `CFSocket` delivers its callbacks.
@@ -65,9 +66,9 @@ public final class LoopIOChannel: @unchecked Sendable {
     public typealias ReceivedHandler = @Sendable (LoopIOChannel, borrowing ReceivedBytes) -> Void
 
     /// The descriptor the channel works on.
-    public let fileDescriptor: Int32
+    public let fileDescriptor: FileDescriptor
     /// The descriptor, for the ring's submissions.
-    var descriptor: Int32 { fileDescriptor }
+    var descriptor: Int32 { fileDescriptor.rawValue }
     /// The loop whose ring does the I/O.
     public let loop: RingRunLoop
     /// The source to add to the modes completions should be delivered in.
@@ -99,7 +100,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     ///   - order: The source's order among the loop's port sources.
     ///   - handler: Where completions go when their operation has no closure of its own.
     public init(
-        fileDescriptor: Int32, loop: RingRunLoop, ownsDescriptor: Bool = true, order: Int = 0,
+        fileDescriptor: FileDescriptor, loop: RingRunLoop, ownsDescriptor: Bool = true, order: Int = 0,
         handler: Handler? = nil
     ) {
         self.fileDescriptor = fileDescriptor
@@ -112,7 +113,7 @@ public final class LoopIOChannel: @unchecked Sendable {
 
     deinit {
         writeQueue.deallocate()
-        if ownsDescriptor, !isDescriptorClosed { Glibc.close(fileDescriptor) }
+        if ownsDescriptor, !isDescriptorClosed { Glibc.close(descriptor) }
     }
 
     /// Operations started and not finished yet, queued writes included (loop thread).
@@ -342,7 +343,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     func closeDescriptorIfIdle() {
         guard closing, inFlight.isEmpty, writeQueue.flushing == nil, ownsDescriptor, !isDescriptorClosed else { return }
         isDescriptorClosed = true
-        Glibc.close(fileDescriptor)
+        Glibc.close(descriptor)
         descriptorClosed?()
     }
 }

@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 // Completions of I/O operations: routing each to its operation, performing them as
 // callouts of the channel's source, re-arming multishot operations.
@@ -23,7 +24,8 @@ extension RingRunLoop {
         switch record.operation.kind {
         case .receive, .accept, .readStream:
             if result > 0 || (result == 0 && record.operation.kind == .accept) {
-                let outcome: IOCompletion.Outcome = record.operation.kind == .accept ? .accepted(result) : .bytes([])
+                let outcome: IOCompletion.Outcome =
+                    record.operation.kind == .accept ? .accepted(FileDescriptor(rawValue: result)) : .bytes([])
                 let received = bufferID.map { (id: $0, count: Int(result)) }
                 queueIO(PendingIO(record: record, outcome: outcome, received: received, isFinal: false))
                 guard kernelDone else { return }
