@@ -360,3 +360,64 @@ struct StreamWriteTests {
         }
     }
 }
+
+/// README's echo, verbatim inside a function (its port 0 here), so README cannot rot.
+@Suite("README's echo")
+struct ReadmeEchoTests {
+    /// Starts README's echo server on the calling thread's loop; returns the listener.
+    static func readmeEcho(_ loop: RingRunLoop) throws -> (LoopIOChannel, SocketAddress) {
+        let listener = try SocketAddress.loopback(port: 0).makeListeningSocket()
+        let server = LoopIOChannel(fileDescriptor: listener, loop: loop) { server, completion in
+            guard case .accepted(let socket) = completion.outcome else { return }
+            let connection = LoopIOChannel(fileDescriptor: socket, loop: server.loop) { connection, completion in
+                switch completion.outcome {
+                case .endOfFile: connection.closeAfterWrites()  // what is owed still goes out
+                case .failed: connection.close()
+                default: break
+                }
+            }
+            connection.pausesReceivingWhileUnwritable = true  // a peer that does not read is held back
+            server.loop.add(connection.source, to: .common)
+            _ = try? connection.receive { connection, bytes in  // multishot; the bytes lent in place
+                _ = try? connection.send(bytes)  // from the same buffer, behind earlier sends
+            }
+        }
+        loop.add(server.source, to: .common)
+        try server.accept()  // multishot; backs off when descriptors run out
+        return (server, try SocketAddress.local(of: listener))
+    }
+
+    @Test("README's echo: 64 MB written from one thread and read back after two seconds come back identical, the writer held back")
+    func delayedReader() throws {
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            let (server, address) = try Self.readmeEcho(loop)
+            let peer = try StreamPeer(connectingTo: address, total: 64 << 20)
+            peer.start()
+            let reading = MonotonicInstant.now + .seconds(2)
+            _ = run(loop, timeout: .seconds(3)) { MonotonicInstant.now >= reading }
+            let writtenBeforeReading = peer.written.load(ordering: .relaxed)
+            peer.startReading.store(true, ordering: .releasing)
+            #expect(run(loop, timeout: .seconds(120)) { peer.done })
+            peer.finish()
+            #expect(peer.failure.withLock { $0 } == nil)
+            #expect(peer.read.load(ordering: .relaxed) == peer.total)
+            #expect(peer.firstDifference.load(ordering: .relaxed) == -1, "bytes came back out of order")
+            #expect(writtenBeforeReading < 48 << 20, "the writer was never held back (\(writtenBeforeReading) bytes)")
+            server.close()
+        }
+    }
+
+    @Test("README's echo is the one this file runs")
+    func readmeMatches() throws {
+        let lines = try #require(ReadmeExample.lines(after: "## Files, sockets and ports between processes"))
+        let ran = ReadmeExample.sourceLines(#filePath)
+        // The example's lines, except the listener's, whose port differs here.
+        let checked = lines.filter { !$0.isEmpty && !$0.hasPrefix("let listener") }
+        #expect(checked.count >= 15)
+        for line in checked {
+            let tested = ran.contains(line)
+            #expect(tested, "README line not in the tested example: \(line)")
+        }
+    }
+}

@@ -24,7 +24,11 @@ final class IORecord {
     var port = PortID(slot: 0, generation: 0)
     var cancelled = false
     /// A receive the kernel ended with `ENOBUFS`: re-armed when a buffer comes back.
-    var waitingForBuffers = false
+    var waitingForBuffers = false {
+        didSet {
+            if oldValue != waitingForBuffers { provided?.waitingReceives += waitingForBuffers ? 1 : -1 }
+        }
+    }
     /// A multishot accept that failed for want of descriptors or memory: re-armed when its
     /// back-off timeout completes.
     var backingOff = false

@@ -64,6 +64,8 @@ struct WriteQueue {
     var heldBuffers: [LentBuffer] = []
     /// Async senders waiting for the channel to become writable (`nil`) or fail.
     var waiters: [@Sendable (IOFailure?) -> Void] = []
+    /// The array of the last flush's writes, emptied, for the next flush.
+    var spareBatch: [IORecord] = []
     /// Room for a flush's `iovec`s and `msghdr`, allocated at the first batched flush.
     var vectors: UnsafeMutablePointer<iovec>?
     var message: UnsafeMutablePointer<msghdr>?
@@ -99,7 +101,7 @@ extension LoopIOChannel {
         record.isQueuedWrite = true
         record.bytes = bytes
         record.lent = lent
-        inFlight[record.operation.number] = record
+        track(record)
         writeQueue.writes.append(record)
         writeQueue.queuedBytes += count
         updateWritability()
@@ -114,10 +116,13 @@ extension LoopIOChannel {
         advanceWrites(by: 0)  // empty writes at the head are done
         guard !writeQueue.writes.isEmpty, let core = loop.core else { return }
         let socket = writeMode == .streamSocket
-        let batch = Array(writeQueue.writes.prefix(WriteQueue.batchLimit))
         let flush = IORecord(
-            channel: self, operation: IOOperation(kind: socket ? .send : .write, number: 0),
-            requested: batch.reduce(0) { $0 + $1.requested - $1.written }, buffer: nil, provided: nil, completion: nil)
+            channel: self, operation: IOOperation(kind: socket ? .send : .write, number: 0), requested: 0,
+            buffer: nil, provided: nil, completion: nil)
+        // The last flush's array, emptied, holds this one's writes (no allocation).
+        var batch = writeQueue.spareBatch
+        writeQueue.spareBatch = []
+        batch.append(contentsOf: writeQueue.writes.prefix(WriteQueue.batchLimit))
         flush.flush = batch
         let descriptor = self.descriptor
         let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_WAITALL)
@@ -189,13 +194,14 @@ extension LoopIOChannel {
     /// The kernel finished a flush with `result` (loop thread, from the completion's routing).
     func flushCompleted(_ flush: IORecord, result: Int32) {
         writeQueue.flushing = nil
-        let batch = flush.flush ?? []
+        var batch = flush.flush ?? []
+        flush.flush = nil
         for write in batch { write.inKernel = false }
         if closing {
             // The writes ended when the channel closed; their bytes were the kernel's until now.
         } else if flush.pollingWritable {
             if result < 0 { failWrites(IOFailure(errno: -result)) }
-        } else if result == -EAGAIN || (result == 0 && flush.requested > 0) {
+        } else if result == -EAGAIN || (result == 0 && !batch.isEmpty) {
             pollWritable()
         } else if result < 0 {
             failWrites(IOFailure(errno: -result))
@@ -203,6 +209,8 @@ extension LoopIOChannel {
             advanceWrites(by: Int(result))
         }
         for write in batch where write.ended { releaseLent(write) }
+        batch.removeAll(keepingCapacity: true)
+        writeQueue.spareBatch = batch
         updateWritability()
         if closing {
             closeDescriptorIfIdle()
@@ -293,6 +301,7 @@ extension LoopIOChannel {
     private func giveBack(_ buffers: ProvidedBuffers, _ id: UInt16) {
         buffers.giveBack(id)
         // A receive that stopped for want of buffers starts again.
+        guard buffers.waitingReceives > 0 else { return }
         for record in inFlight.values where record.provided === buffers && record.waitingForBuffers {
             loop.rearmIfWaiting(record)
         }

@@ -108,7 +108,6 @@ public final class LoopIOChannel: @unchecked Sendable {
         self.ownsDescriptor = ownsDescriptor
         self.handler = handler
         self.source = LoopPortSource(channelOf: fileDescriptor, order: order)
-        source.channel = self
     }
 
     deinit {
@@ -329,14 +328,22 @@ public final class LoopIOChannel: @unchecked Sendable {
             throw IOFailure(error)  // the record frees the buffer
         }
         record.lent = lent
-        inFlight[record.operation.number] = record
+        track(record)
         loop.ioOperations[record.port] = record
         return record.operation
+    }
+
+    /// Counts an operation in flight. A channel with operations in flight is known to its
+    /// loop by its source, so invalidating the source cancels them.
+    func track(_ record: IORecord) {
+        inFlight[record.operation.number] = record
+        if inFlight.count == 1 { loop.busyChannels[ObjectIdentifier(source)] = self }
     }
 
     /// The record's operation has delivered its final completion (or was dropped).
     func finished(_ record: IORecord) {
         inFlight[record.operation.number] = nil
+        if inFlight.isEmpty { loop.busyChannels[ObjectIdentifier(source)] = nil }
         closeDescriptorIfIdle()
     }
 

@@ -116,8 +116,14 @@ extension RingRunLoop {
         for case .completion(_, let pending) in pendingPortEvents + keptPortEvents {
             channels[ObjectIdentifier(pending.record.channel)] = pending.record.channel
         }
+        for channel in busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
         ioOperations = [:]
-        for channel in channels.values { channel.inFlight = [:] }
+        busyChannels = [:]
+        for channel in channels.values {
+            channel.inFlight = [:]
+            channel.writeQueue.writes = []
+            channel.writeQueue.flushing = nil
+        }
     }
 
     /// Queues the operation's final completion; the kernel is done with it.

@@ -197,9 +197,6 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
         self.onMessage = nil
     }
 
-    /// The channel whose completions the source performs (set once, at the channel's init).
-    weak var channel: LoopIOChannel?
-
     /// The source whose modes this one is performed in, instead of its own (loop thread;
     /// set once, before the source's first operation): a named port's transport follows
     /// the port's source into every mode it is in. Such a source is never added to a mode

@@ -80,7 +80,7 @@ extension RingRunLoop {
             pendingPortEvents = remaining
         case .operations:
             // Invalidated (not only removed from its modes): the channel's operations end.
-            if !source.isValid { source.channel?.cancelAll() }
+            if !source.isValid { busyChannels[ObjectIdentifier(source)]?.cancelAll() }
         }
     }
 }

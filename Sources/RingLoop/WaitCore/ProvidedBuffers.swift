@@ -35,6 +35,8 @@ final class ProvidedBuffers {
     private(set) var outstanding = 0
     /// Holds on each buffer out of the kernel's hands (0 for those in the ring).
     private var holds: [UInt16]
+    /// Receives of this group stopped for want of a buffer, to arm again when one comes back.
+    var waitingReceives = 0
 
     /// Allocates `count` (rounded up to a power of two, at most 32768) buffers of `size`
     /// bytes and registers them with `ring` as `group`.
