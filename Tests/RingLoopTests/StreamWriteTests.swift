@@ -112,6 +112,11 @@ final class StreamPeer: Sendable {
             close(socket)
             throw IOFailure(errno: errno)
         }
+        // A peer that stops answering fails the test within a minute instead of hanging it.
+        var limit = timeval(tv_sec: 60, tv_usec: 0)
+        for option in [SO_SNDTIMEO, SO_RCVTIMEO] {
+            setsockopt(socket, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
         self.socket = socket
         self.total = total
     }
@@ -137,7 +142,8 @@ final class StreamPeer: Sendable {
             }
         }
         let reader = PosixThread.start(name: "peer-reader") { [self] in
-            while !startReading.load(ordering: .acquiring) { usleep(1000) }
+            let limit = MonotonicInstant.now + .seconds(120)
+            while !startReading.load(ordering: .acquiring), MonotonicInstant.now < limit { usleep(1000) }
             var buffer = [UInt8](repeating: 0, count: 65_536)
             var offset = 0
             while offset < total {
