@@ -116,7 +116,7 @@ let package = Package(
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibURing",
                 "CLibEvdev", "CHeapStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop"
         ),
@@ -128,6 +128,7 @@ let package = Package(
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopBenchmarks", "RingLoopToolSupport",
                 "CMallocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop-bench"
         ),
@@ -165,11 +166,17 @@ let package = Package(
             dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport", .product(name: "SystemPackage", package: "swift-system")]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
-        .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
+        .testTarget(
+            name: "RingLoopDifferentialTests",
+            dependencies: ["RingLoop", .product(name: "SystemPackage", package: "swift-system")]),
         // The `ringloop` command, run as a subprocess.
         .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
         .testTarget(
-            name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport"]),
+            name: "RingLoopHIDTests",
+            dependencies: [
+                "RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
             name: "CEvemu",

@@ -4,6 +4,7 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -226,7 +227,7 @@ extension FUSENodeTests {
                 let loop = RingRunLoop.current
                 let fd = open(node.path, O_RDONLY | O_NONBLOCK)
                 defer { close(fd) }
-                let source = LoopPortSource(fileDescriptor: fd) { _ in
+                let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
                     let events = readEvents(fd).map { [Int($0.type), Int($0.code), Int($0.value)] }
                     received.mutate { $0 += events }
                     if received.value.count >= 4 { loop.stop() }

@@ -2,6 +2,7 @@ import Glibc
 import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -143,7 +144,7 @@ final class GestureStream {
         let size = recording.events.first.map { MemoryLayout.size(ofValue: $0.kernelEvent) } ?? 0
         try #require(recording.events.count * size <= room, "the recording does not fit the pipe")
         shift = Int64(start.nanoseconds / 1000) - (recording.events.first?.timeMicroseconds ?? 0)
-        device = try system.attachStream(fileDescriptor: ends[0], description: deviceInfo(of: recording))
+        device = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: deviceInfo(of: recording))
     }
 
     deinit { close() }

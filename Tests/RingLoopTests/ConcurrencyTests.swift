@@ -304,7 +304,7 @@ struct AsyncSourceTests {
             let pipe = TestPipe()
             let reports = Atomic<Int>(0)
             let consumer = Task(executorPreference: driver) {
-                for await mask in loop.readiness(of: pipe.readEnd) where mask & Int16(POLLIN) != 0 {
+                for await events in loop.readiness(of: FileDescriptor(rawValue: pipe.readEnd)) where events.contains(.readable) {
                     pipe.drain()
                     reports.add(1, ordering: .relaxed)
                 }

@@ -4,6 +4,7 @@ import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
+import SystemPackage
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -89,9 +90,9 @@ struct Record: ParsableCommand {
                 }
             }
         }
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { reported in
             drain()
-            if mask & Int16(POLLHUP | POLLERR) != 0 { loop.stop() }
+            if !reported.isDisjoint(with: [.hangUp, .error]) { loop.stop() }
         }
         loop.add(source, to: .default)
         signals.watch(on: loop) { _ in loop.stop() }

@@ -5,6 +5,7 @@ import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+import SystemPackage
 
 /// Ctrl-C, SIGTERM, SIGHUP and SIGQUIT through the ring: the signals are blocked in every
 /// thread and read from a signalfd by a port source on the main loop, so the command ends
@@ -38,7 +39,7 @@ final class SignalWatcher {
     func watch(on loop: RingRunLoop, _ onSignal: @escaping @Sendable (Int32) -> Void) {
         guard fd >= 0 else { return }
         let fd = fd
-        let source = LoopPortSource(fileDescriptor: fd) { _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             var info = signalfd_siginfo()
             while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 { onSignal(Int32(info.ssi_signo)) }
         }

@@ -111,6 +111,8 @@ public final class RingRunLoop: @unchecked Sendable {
     var orphanDoorbellMessages: [LoopDoorbell: Deque<LoopDoorbell.Message>] = [:]
     /// I/O operations in flight by their wait-core id (each keeps its channel, and so the loop).
     var ioOperations: [PortID: IORecord] = [:]
+    /// Channels with operations in flight by source, to cancel when the source is invalidated.
+    var busyChannels: [ObjectIdentifier: LoopIOChannel] = [:]
     @exclusivity(unchecked) var pendingPortEvents: Deque<PendingPortEvent> = []
     var timerSequence: UInt64 = 0
     @exclusivity(unchecked) var source0Scratch: [LoopSource] = []
@@ -289,7 +291,7 @@ public final class RingRunLoop: @unchecked Sendable {
         }
         for state in modeList {
             state.sources0.forEach(release)
-            state.sources1.forEach(release)
+            state.sources1.values.forEach(release)
             state.observers.forEach(release)
             state.timers.forEachTimer(release)
         }
@@ -298,7 +300,7 @@ public final class RingRunLoop: @unchecked Sendable {
         modeList = []
         commonItems = [:]
         blocks = []
-        if !ioOperations.isEmpty || !pendingPortEvents.isEmpty {
+        if !ioOperations.isEmpty || !pendingPortEvents.isEmpty || !busyChannels.isEmpty {
             // Close the ring before freeing what operations in flight read or write (a
             // provided-buffer ring may hold the ring object itself a little longer).
             core?.ring.close()

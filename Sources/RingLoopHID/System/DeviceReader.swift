@@ -3,6 +3,7 @@ import Logging
 import RingLoop
 import RingLoopEvdev
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -113,28 +114,31 @@ final class DeviceReader {
     private func startPoll(on loop: RingRunLoop) {
         path = .poll
         let reader = UnownedLoopReference(self, loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd, events: Int16(POLLIN)) { events in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in
             reader.value.readable(events)
         }
         self.source = source
         loop.add(source, to: .common)
         // Whatever was queued before the poll was armed is read at once.
-        readable(Int16(POLLIN))
+        readable(.readable)
     }
 
     /// Arms the multishot read; returns `false` when the ring cannot take it at all.
     private func startRing(on loop: RingRunLoop) -> Bool {
         let reader = UnownedLoopReference(self, loop: loop)
-        let channel = LoopIOChannel(fileDescriptor: fd, loop: loop, ownsDescriptor: false) { _, completion in
+        let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: fd), loop: loop, ownsDescriptor: false) {
+            _, completion in
             guard completion.isFinal else { return }
             reader.value.streamEnded(completion.outcome)
         }
-        channel.rawBytesHandler = { bytes in reader.value.consume(bytes) }
         loop.add(channel.source, to: .common)
         do {
             // 8 buffers of 128 records: a burst the size of the kernel's default evdev
-            // buffer fits without the read stopping for want of buffers.
-            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize)
+            // buffer fits without the read stopping for want of buffers. Each is decoded
+            // in place, with no copy or allocation.
+            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize) { _, bytes in
+                bytes.withUnsafeBytes { reader.value.consume($0) }
+            }
         } catch {
             channel.source.invalidate()
             return false
@@ -200,7 +204,7 @@ final class DeviceReader {
     }
 
     /// Poll path: the device is readable; read until it is drained.
-    private func readable(_ events: Int16) {
+    private func readable(_ events: PollEvents) {
         guard isAttached else { return }
         while true {
             readCalls.count.add(1, ordering: .relaxed)
@@ -223,7 +227,7 @@ final class DeviceReader {
             flushOutput()
             if records < Self.batch { break }
         }
-        if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { onGone(self) }
+        if !events.isDisjoint(with: [.error, .hangUp, .invalid]) { onGone(self) }
     }
 
     @inline(__always)

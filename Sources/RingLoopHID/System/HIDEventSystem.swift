@@ -278,13 +278,13 @@ public final class HIDEventSystem {
     /// removal. There is no state to read back after a loss (no ioctls): the decoder's
     /// own view is the truth. Client loop thread, while started.
     @discardableResult
-    public func attachStream(fileDescriptor: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
+    public func attachStream(fileDescriptor: FileDescriptor, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
         loop.preconditionOnLoopThread("HIDEventSystem.attachStream")
         guard let feed else {
-            close(fileDescriptor)
+            close(fileDescriptor.rawValue)
             throw .configuration("attachStream: the event system is not started")
         }
-        guard let id = feed.attachStream(fd: fileDescriptor, description: description) else {
+        guard let id = feed.attachStream(fd: fileDescriptor.rawValue, description: description) else {
             throw .configuration("attachStream: the event system's thread is not reading devices")
         }
         takeForwarded()
