@@ -6,7 +6,9 @@ extension EvemuFormat {
     /// The evemu 1.3 text of a recording, with evemu's explanatory comments; the masks are
     /// written as evemu-record writes them (`B: 00 0b`, every type with codes, `B: 14` with
     /// the key repeat bits or none).
-    public static func write(_ recording: Recording) -> String {
+    public static func write(_ recording: Recording) -> String { write(recording, eventsBanner: true) }
+
+    static func write(_ recording: Recording, eventsBanner: Bool) -> String {
         var out = "# EVEMU 1.3\n"
         for note in recording.notes { out += "# \(note)\n" }
         if let device = recording.description {
@@ -37,7 +39,9 @@ extension EvemuFormat {
             for code in device.ledStates.keys.sorted() { out += "L: \(pad2(code)) \(device.ledStates[code]!)\n" }
             for code in device.switchStates.keys.sorted() { out += "S: \(pad2(code)) \(device.switchStates[code]!)\n" }
         }
-        out += "################################\n#      Waiting for events      #\n################################\n"
+        if eventsBanner {
+            out += "################################\n#      Waiting for events      #\n################################\n"
+        }
         var frameStart: Int64?
         for event in recording.events {
             let micro = String(event.microseconds)
@@ -63,5 +67,13 @@ extension EvemuFormat {
             out += prefix + mask[start..<min(bytes, start + 8)].map { pad2(UInt16($0)) }.joined(separator: " ") + "\n"
         }
         return out
+    }
+}
+
+extension EvemuFormat {
+    /// A device's description as `evemu-describe` prints it: the evemu text of the
+    /// description with no event section.
+    public static func describe(_ description: InputDeviceDescription) -> String {
+        write(Recording(description: description, events: []), eventsBanner: false)
     }
 }
