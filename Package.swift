@@ -61,7 +61,7 @@ let package = Package(
         // A counting malloc for the benchmarks (linked into ringloop-bench only: it replaces
         // malloc for the whole process).
         .target(name: "CMallocCounter", path: "Sources/CMallocCounter"),
-        // glibc's heap statistics (mallinfo2), for `ringloop soak`.
+        // glibc's heap statistics (mallinfo2), for the soak fixture.
         .target(name: "CHeapStatistics", path: "Sources/CHeapStatistics"),
 
         // The run loop: wait core, loop, modes, sources, ports, timers, observers, blocks.
@@ -113,10 +113,9 @@ let package = Package(
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibURing",
-                "CLibEvdev", "CHeapStatistics",
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibEvdev",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop"
         ),
@@ -159,6 +158,16 @@ let package = Package(
         // Test helpers shared by the test targets (child processes without Foundation's
         // Process, which leaks inside itself).
         .target(name: "RingLoopTestSupport", dependencies: ["RingLoop"], path: "Tests/RingLoopTestSupport"),
+        // `ringloop-fixtures`: programs the command tests run as children (a host that reads
+        // its own FUSE node and is killed in every way; the soak). Not a product.
+        .executableTarget(
+            name: "ringloop-fixtures",
+            dependencies: [
+                "RingLoop", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CHeapStatistics",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/RingLoopFixtures"
+        ),
         .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
         .testTarget(
             name: "RingLoopTests",
