@@ -13,11 +13,12 @@ struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show input flowing through the whole chain: real devices if readable, else the bundled recordings.",
         discussion: """
-            With readable devices in /dev/input, monitors them until Ctrl-C (or --duration).
-            Otherwise hosts the recordings in devices/ as virtual devices (uinput where
-            usable, else a FUSE folder), replays them at recorded speed through the whole
-            chain (event-system thread → client loop → handlers), prints each HID event
-            with its device→handler latency, and ends with a summary.
+            With readable devices in /dev/input, monitors them until Ctrl-C (or
+            --duration). Otherwise hosts the recordings in devices/ as virtual devices
+            (uinput where usable, else a FUSE folder), replays them at recorded speed
+            through the whole chain (event-system thread -> client loop -> handlers),
+            prints each HID event with its device-to-handler latency, and ends with a
+            summary.
 
             Examples:
               ringloop demo
@@ -66,6 +67,7 @@ struct Demo: ParsableCommand {
                 labels.append(file)
             }
             settings.duration = nil
+            settings.command = "demo"
             settings.announce = ("ringloop demo: \(loaded.count) recordings from \(folder)", labels)
             try Monitor.monitor(.recordings(loaded, speed: speed), settings)
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import RingLoopDevices
+import RingLoopToolSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -10,13 +11,13 @@ struct Describe: ParsableCommand {
         abstract: "Print a device's description as an evemu file, without events (as evemu-describe).",
         discussion: """
             DEVICE is an evdev node, real or virtual; RECORDING an evemu or libinput
-            record file, whose devices are described one after the other. The output
-            is what evemu-describe prints, its comment block included: what
-            `ringloop replay` and evemu-device take.
+            record file, whose devices are described one after the other. The output is
+            what evemu-describe prints, its comment block included: what `ringloop replay`
+            and evemu-device take.
 
-            -o writes as a shell's `>` would: into a FIFO or a character device; a
-            regular file is replaced only once the whole description is written; a
-            folder is refused.
+            -o writes as a shell's `>` would: into a FIFO or a character device; a regular
+            file is replaced only once the whole description is written; a folder is
+            refused.
 
             Examples:
               ringloop describe /dev/input/event3
@@ -39,14 +40,14 @@ struct Describe: ParsableCommand {
                 guard fd >= 0 else { throw Failure.input(input, errno: .init(rawValue: errno)) }
                 defer { close(fd) }
                 let description = try InputDeviceDescription(fileDescriptor: fd)
-                text = EvemuFormat.describe(description)
+                text = EvemuFormat.describe(description, kernel: kernelRelease())
             } else {
                 let descriptions = try Recording.loadAll(contentsOf: input).compactMap(\.description)
                 guard !descriptions.isEmpty else {
                     throw Failure.wrongKind(
                         path: input, found: "is an events-only recording", expected: "a device node or a recording with a description")
                 }
-                text = descriptions.map(EvemuFormat.describe).joined()
+                text = descriptions.map { EvemuFormat.describe($0) }.joined()
             }
             guard let output else {
                 StandardOutput.write(text)

@@ -13,9 +13,9 @@ struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check what this machine offers RingLoop (io_uring, main queue, input, FUSE, uinput).",
         discussion: """
-            Runs each check for real: creates the main thread's loop, runs it until work sent
-            with DispatchQueue.main.async and a @MainActor task has run, and probes the
-            device nodes. Exits 0 when the loop works, 1 otherwise.
+            Runs each check for real: creates the main thread's loop, runs it until work
+            sent with DispatchQueue.main.async and a @MainActor task has run, and probes
+            the device nodes. Exits 0 when the loop works, 1 otherwise.
 
             Examples:
               ringloop doctor

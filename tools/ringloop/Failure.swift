@@ -127,11 +127,11 @@ enum Failure: Error, Equatable {
 
     /// README's table of exit statuses, as `ringloop --help` prints it.
     static let table = """
-        Exit status: 0 done; 1 another failure; 64 a bad option or value; 65 an input of the
-        wrong kind or malformed; 66 an input missing or unreadable; 69 no uinput or FUSE, or
-        a mount refused; 73 an output that cannot be made; 74 a write that failed; 75 readers
-        that did not come; 141 standard output closed by its reader (the command stops at
-        the first failed write, as cat does).
+        Exit status: 0 done; 1 another failure; 64 a bad option or value; 65 an input
+        of the wrong kind or malformed; 66 an input missing or unreadable; 69 no
+        uinput or FUSE, or a mount refused; 73 an output that cannot be made; 74 a
+        write that failed; 75 readers that did not come; 141 standard output closed by
+        its reader (the command stops at the first failed write, as cat does).
         """
 }
 

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopHID
@@ -16,19 +15,22 @@ struct Monitor: ParsableCommand {
             Arguments are evdev device nodes (/dev/input/event3), one folder of them, or
             recordings (evemu files or libinput record YAML). A folder is monitored alone:
             every eventN node in it and those added later (hotplug). Recordings are hosted
-            as virtual devices and replayed: every device of a file, on the file's clock; a
-            file of events only replays onto the device described in --description FILE.
+            as virtual devices and replayed: every device of a file, on the file's clock;
+            a file of events only replays onto the device described in --description FILE.
             Anything else (/dev/null, a socket) is refused with the reason.
+
             Without arguments, every device in /dev/input. --json writes one JSON object
-            per line (see README for the names). A summary follows on exit (on standard error
-            with --json, so standard output stays JSON lines).
+            per line (see README for the names). A summary follows on exit (on standard
+            error with --json, so standard output stays JSON lines).
+
             --raw prints one device's evdev events as evtest does (its capability header,
             then a line per event; --json: {"kind":"raw",...} objects): a node, or a
             recording of one device, hosted and replayed.
+
             --gestures also recognizes gestures on touchscreens (UIKit's recognizers) and
             touchpads (libinput's), printed as they change state ({"kind":"gesture",...}).
-            A pass of the loop longer than --stall-threshold milliseconds is a stall: it is
-            reported on standard error and counted in the summary.
+            A pass of the loop longer than --stall-threshold milliseconds is a stall: it
+            is reported on standard error and counted in the summary.
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -40,7 +42,7 @@ struct Monitor: ParsableCommand {
             """
     )
 
-    @Argument(help: "Device nodes or recordings.")
+    @Argument(help: "Device nodes or recordings.", completion: .file())
     var inputs: [String] = []
 
     @Flag(help: "One JSON object per line.")
@@ -52,10 +54,14 @@ struct Monitor: ParsableCommand {
     @Flag(help: "One device's evdev events as evtest prints them, capability header first.")
     var raw = false
 
-    @Option(help: "Print only these event kinds, comma-separated (key, button, pointerMotion, scroll, digitizer…).")
+    @Option(
+        help: "Print only these event kinds, comma-separated (key, button, pointerMotion, scroll, digitizer...).",
+        completion: .list(HIDEvent.Kind.allCases.map(\.rawValue)))
     var filter: String?
 
-    @Option(help: "Print only the events of these device classes, comma-separated (keyboard, pointer, touchpad…).")
+    @Option(
+        help: "Print only the events of these device classes, comma-separated (keyboard, pointer, touchpad...).",
+        completion: .list(HIDDeviceClass.allCases.map(\.rawValue)))
     var deviceClass: String?
 
     /// The parsed --filter and --device-class.
@@ -71,13 +77,13 @@ struct Monitor: ParsableCommand {
     @Flag(help: "Recognize gestures on touchscreens and touchpads and print them.")
     var gestures = false
 
-    @Option(help: "A loop pass longer than this many milliseconds is reported as a stall (1–60000).")
+    @Option(help: "A loop pass longer than this many milliseconds is reported as a stall (1 to 60000).")
     var stallThreshold: Double = 100
 
     @Option(help: "Replay speed factor for recordings.")
     var speed: Double = 1
 
-    @Option(help: "The device description (evemu or libinput record) for recordings of events only.")
+    @Option(help: "The device description (evemu or libinput record) for recordings of events only.", completion: .file())
     var description: String?
 
     func validate() throws {
@@ -165,6 +171,8 @@ struct Monitor: ParsableCommand {
         /// With recordings: a first line (the backend is added) and a label per file, each
         /// printed beside its devices' nodes before the chain starts (the demo's header).
         var announce: (title: String, labels: [String])?
+        /// The command named in the FUSE folder's path (`/tmp/ringloop-NAME-PID`).
+        var command = "monitor"
     }
 
     /// Runs the chain on the main loop until a signal, `duration`, a closed standard
@@ -194,7 +202,7 @@ struct Monitor: ParsableCommand {
                 let hosted = try ReplaySession(
                     files: files,
                     configuration: .init(
-                        folderPath: "/tmp/ringloop-monitor-\(getpid())", bufferSize: 4096,
+                        folderPath: "/tmp/ringloop-\(settings.command)-\(getpid())", bufferSize: 4096,
                         speed: speed == 1 ? .recorded : .scaled(speed), settleTime: .milliseconds(200)))
                 session = hosted
                 directory = hosted.backend == .fuse ? hosted.folderPath : "/dev/input"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RingLoop
 import RingLoopDevices
+import RingLoopToolSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -10,13 +11,13 @@ struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record a device, real or virtual, as evemu or libinput record writes it.",
         discussion: """
-            Writes the device's description, then its events until Ctrl-C, --duration,
-            or the device's removal. Times are relative to the first event.
+            Writes the device's description, then its events until Ctrl-C, --duration, or
+            the device's removal. Times are relative to the first event.
 
-            -o writes as a shell's `>` would: into a FIFO or a character device; a
-            regular file is replaced only once the whole recording is written, so a
-            failed write (a full disk) leaves no partial file and ends with status 74; a
-            folder is refused.
+            -o writes as a shell's `>` would: into a FIFO or a character device; a regular
+            file is replaced only once the whole recording is written, so a failed write
+            (a full disk) leaves no partial file and ends with status 74; a folder is
+            refused.
 
             Examples:
               ringloop record /dev/input/event3 -o keyboard.evemu
@@ -74,7 +75,7 @@ struct Record: ParsableCommand {
             let recording = recorder.recording
             let text =
                 format == .libinput
-                ? LibinputRecording.write([recording], nodes: [device]) : EvemuFormat.write(recording)
+                ? LibinputRecording.write([recording], nodes: [device]) : EvemuFormat.write(recording, kernel: kernelRelease())
             guard let file else {
                 StandardOutput.write(text)
                 return

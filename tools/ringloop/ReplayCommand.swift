@@ -18,19 +18,19 @@ struct ReplayCommand: ParsableCommand {
             (FUSE nodes count their opens; --wait then bounds the wait); otherwise after
             --wait seconds. Progress goes to standard error at most once a second.
 
-            Every device of a file is hosted and replayed on the file's clock (a
-            libinput record of several devices, an evemu file of several descriptions);
-            several files replay together, each from its own start. A file of events
-            only replays onto the device described in --description FILE, as evemu-play
-            takes it. A file may be a FIFO (`<(…)`); up to 4096 devices in all.
+            Every device of a file is hosted and replayed on the file's clock (a libinput
+            record of several devices, an evemu file of several descriptions); several
+            files replay together, each from its own start. A file of events only replays
+            onto the device described in --description FILE, as evemu-play takes it. A
+            file may be a FIFO (`<(...)`); up to 4096 devices in all.
 
             --mount must name a folder where nothing is mounted; one that exists is left
             in place at the end, one made for the replay is removed.
 
-            FUSE nodes and standard tools: evemu-record, evtest and libinput cannot
-            grab a FUSE node (they pass EVIOCGRAB's argument by value, which FUSE
-            cannot carry): read them with `ringloop record`, `ringloop monitor --raw`
-            or `ringloop describe`, or use --backend uinput where /dev/uinput exists.
+            FUSE nodes and standard tools: evemu-record, evtest and libinput cannot grab a
+            FUSE node (they pass EVIOCGRAB's argument by value, which FUSE cannot carry):
+            read them with `ringloop record`, `ringloop monitor --raw` or `ringloop
+            describe`, or use --backend uinput where /dev/uinput exists.
 
             Examples:
               ringloop replay devices/keyboard.evemu
@@ -92,9 +92,12 @@ struct ReplayCommand: ParsableCommand {
             }
             let loop = RingRunLoop.current
             let session = ThreadLock<ReplaySession?>(nil)
+            // A stop handed to the loop, so one asked for before it runs (a closed standard
+            // output while the nodes are printed) is not lost.
             let stop: @Sendable () -> Void = {
                 session.withLock { $0 }?.cancel()
-                loop.stop()
+                loop.perform(inModes: [.common]) { loop.stop() }
+                loop.wakeUp()
             }
             // Before the FUSE server's threads start: they inherit the blocked signals.
             let signals = try LoopSignalSource.ending(on: loop) { _ in stop() }
@@ -135,7 +138,7 @@ struct ReplayCommand: ParsableCommand {
                     }
                 },
                 finished: { outcome in
-                    if !keep || !outcome.failures.isEmpty { loop.stop() }
+                    if !keep || !outcome.failures.isEmpty { stop() }
                 })
             // Something in the default mode, so the loop runs until stopped.
             let keepAlive = LoopSource {}

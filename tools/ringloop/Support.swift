@@ -30,7 +30,7 @@ enum EventFormat {
         switch event.payload {
         case .key(let key):
             let usage = key.usage.map { " usage \($0)" } ?? ""
-            let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + String(key.modifiers.rawValue, radix: 16)
+            let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + Format.hex(key.modifiers.rawValue, digits: 2)
             body = "key \(Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)) \(key.state)\(usage)\(modifiers)"
         case .button(let button):
             body = "button \(button.number) (\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY))) \(button.isDown ? "down" : "up")"

@@ -136,7 +136,7 @@ public enum EvemuFormat {
         static let generatedCommentPrefixes = [
             "EVEMU", "Input device name:", "Input device ID:", "Kernel:", "DMI:", "Supported events:",
             "Event type", "Event code", "Value", "Min", "Max", "Fuzz", "Flat", "Resolution", "Properties:",
-            "Property type", "Waiting for events",
+            "Property type", "Property  type", "State", "Size in mm:", "Waiting for events",
         ]
 
         func fail(_ line: Int, _ message: String) -> RecordingError {
