@@ -22,7 +22,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // `swift package generate-documentation` (DocC); a plugin, linked into nothing.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -95,7 +94,7 @@ let package = Package(
         .target(
             name: "RingLoopDevices",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams"),
+                "RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard",
                 .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
