@@ -59,15 +59,17 @@ public final class Recorder {
     public init(nodePath: String, loop: RingRunLoop) throws(RecorderError) {
         let fd = open(nodePath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .open(path: nodePath, errno: Errno(rawValue: errno)) }
+        // Kernel times on CLOCK_MONOTONIC, as the chain reads them; set first, since
+        // switching the clock once events are queued drops them (the kernel flushes the
+        // reader's buffer and queues SYN_DROPPED).
+        var clock = CLOCK_MONOTONIC
+        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         do {
             description = try InputDeviceDescription(fileDescriptor: fd)
         } catch {
             close(fd)
             throw .notEvdev(path: nodePath, reason: "\(error)")
         }
-        // Kernel times on CLOCK_MONOTONIC, as the chain reads them.
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         self.nodePath = nodePath
         self.fd = fd
         self.loop = loop
@@ -98,11 +100,15 @@ public final class Recorder {
         loop.add(source, to: .common)
     }
 
-    /// Stops reading (what was read stays in ``events``).
+    /// Stops reading, once the events the kernel already queued for this reader are read
+    /// (what was read stays in ``events``).
     public func stop() {
+        guard source != nil else { return }
         source?.invalidate()
         source = nil
-        if capture.value.end == nil { capture.value.end = .stopped }
+        if capture.value.end == nil {
+            capture.value.end = Self.drain(fd, into: &capture.value, hungUp: false) ?? .stopped
+        }
     }
 
     /// What was recorded, with a note naming the node.
