@@ -46,13 +46,16 @@ struct Doctor: ParsableCommand {
 
         /// The report as one JSON object (keys as the properties are named).
         var json: JSON {
-            [
-                "kernel": .string(kernel), "waitCore": .string(waitCore), "waitCoreError": .optional(waitCoreError, JSON.string),
+            var object: [String: JSON] = [
+                "kernel": .string(kernel), "waitCore": .string(waitCore),
                 "mainQueueServiced": .bool(mainQueueServiced), "mainActorServiced": .bool(mainActorServiced),
                 "mainLoopOrder": .array(mainLoopOrder.map(JSON.string)), "inputDevices": .int(inputDevices),
                 "inputDirectory": .string(inputDirectory), "fuse": .string(fuse), "uinput": .string(uinput),
                 "cpuIdle": .string(cpuIdle), "deviceReads": .string(deviceReads),
             ]
+            // Absent when there is none, as before.
+            if let waitCoreError { object["waitCoreError"] = .string(waitCoreError) }
+            return .object(object)
         }
     }
 
