@@ -51,8 +51,10 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
 /// `EVIOCG*` query `libevdev_new_from_fd` makes, from the device's current state. A
 /// removed node answers `ENODEV` and disappears from the folder.
 ///
-/// Running as root, the folder mounts without the setuid helper. A stale mount left by
-/// a crashed run at the same path is detached first.
+/// Running as root, the folder mounts without the setuid helper. A dead folder of this
+/// package left at the same path by a crashed run is detached first; anything else
+/// mounted there is refused (``VirtualDeviceError/mountPoint(path:mounted:)``), and
+/// ``close()`` removes the folder only if `init` created it.
 ///
 /// A process that serves a folder and also reads its nodes must never be able to hang on
 /// it, whatever ends it. Three guards, chosen over serving from a second process (which
