@@ -175,6 +175,24 @@ enum InputPath: Equatable {
         }
     }
 
+    /// Checks, without opening it, that `path` may be an evdev node (a character device,
+    /// or a regular file: a FUSE node); whether it is a character device. A reader that
+    /// is about to open the node once must not open it twice: a replay waiting for
+    /// readers (`--wait-for-readers`) would start at the first open and send its first
+    /// frames before the second.
+    static func requireNodeWithoutOpening(_ path: String, expected: String) throws(Failure) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .input(path, errno: Errno(rawValue: errno)) }
+        switch info.st_mode & S_IFMT {
+        case S_IFCHR: return true
+        case S_IFREG: return false
+        case S_IFDIR: throw .wrongKind(path: path, found: "is a folder", expected: expected)
+        case S_IFIFO: throw .wrongKind(path: path, found: "is a FIFO", expected: expected)
+        case S_IFSOCK: throw .wrongKind(path: path, found: "is a socket", expected: expected)
+        default: throw .wrongKind(path: path, found: "is a block device", expected: expected)
+        }
+    }
+
     /// `path`, which must be one of `allowed` (`expected` names them for the message).
     static func require(_ path: String, _ allowed: Set<InputPath>, expected: String) throws(Failure) -> InputPath {
         let kind: InputPath

@@ -49,7 +49,7 @@ struct Record: ParsableCommand {
 
     func run() throws {
         try Failure.reporting("record") {
-            _ = try InputPath.require(device, [.node], expected: "an evdev device node")
+            let characterDevice = try InputPath.requireNodeWithoutOpening(device, expected: "an evdev device node")
             // Opened before the signals are blocked: a FIFO waits here for its reader, and
             // Ctrl-C must still end the command. A folder is refused before recording.
             let file = try output.map { path throws(OutputFileError) in try OutputFile(path: path) }
@@ -57,7 +57,16 @@ struct Record: ParsableCommand {
                 printError("ringloop record: writing to \(file.target) (\(file.path) is a symbolic link to it)")
             }
             let loop = RingRunLoop.current
-            let recorder = try Recorder(nodePath: device, loop: loop)
+            let recorder: Recorder
+            do throws(RecorderError) { recorder = try Recorder(nodePath: device, loop: loop) } catch {
+                if case .notEvdev = error {
+                    throw Failure.wrongKind(
+                        path: device,
+                        found: characterDevice ? "is a character device, not an evdev device" : "is not an evdev device node",
+                        expected: "an evdev device node")
+                }
+                throw Failure(error)
+            }
             let signals = try LoopSignalSource.ending(on: loop) { _ in loop.stop() }
             defer { signals.invalidate() }
             recorder.start { _ in loop.stop() }
