@@ -131,7 +131,7 @@ public enum EvemuFormat {
 
         init(file: String) { self.file = file }
 
-        /// Comments evemu-record (and ``EvemuFormat/write(_:)``) generate from the
+        /// Comments evemu-record (and ``EvemuFormat/write(_:kernel:)``) generate from the
         /// description; they are not kept as notes.
         static let generatedCommentPrefixes = [
             "EVEMU", "Input device name:", "Input device ID:", "Kernel:", "DMI:", "Supported events:",
