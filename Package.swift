@@ -126,6 +126,7 @@ let package = Package(
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopBenchmarks", "RingLoopToolSupport",
                 "CMallocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop-bench"
         ),
@@ -154,9 +155,9 @@ let package = Package(
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 
-        // Test helpers shared by the test targets (child processes without Foundation's
-        // Process, which leaks inside itself).
-        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop"], path: "Tests/RingLoopTestSupport"),
+        // Test helpers shared by the test targets: child processes without Foundation's
+        // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.
+        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
         // `ringloop-fixtures`: programs the command tests run as children (a host that reads
         // its own FUSE node and is killed in every way; the soak). Not a product.
         .executableTarget(
@@ -164,6 +165,7 @@ let package = Package(
             dependencies: [
                 "RingLoop", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CHeapStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tests/RingLoopFixtures"
         ),
@@ -173,11 +175,17 @@ let package = Package(
             dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport", .product(name: "SystemPackage", package: "swift-system")]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
-        .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
+        .testTarget(
+            name: "RingLoopDifferentialTests",
+            dependencies: ["RingLoop", .product(name: "SystemPackage", package: "swift-system")]),
         // The `ringloop` command, run as a subprocess.
         .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
         .testTarget(
-            name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport"]),
+            name: "RingLoopHIDTests",
+            dependencies: [
+                "RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
             name: "CEvemu",

@@ -149,9 +149,10 @@ struct UnixToolTests {
             try #require(mkfifo(fifo, 0o600) == 0)
             let child = try startRingloop(["replay", fifo, "--backend", "fuse"])
             // In open, waiting for a writer: the kernel names where it waits.
-            #expect(eventually(10) { (try? String(contentsOfFile: "/proc/\(child.pid)/wchan", encoding: .utf8)) == "wait_for_partner" })
+            let wchan = "/proc/\(child.pid)/wchan"
+            #expect(waitUntil(timeout: .seconds(10)) { (try? String(contentsOfFile: wchan, encoding: .utf8)) == "wait_for_partner" })
             child.signal(signal)
-            #expect(eventually(5) { child.exited }, "still waiting in open after signal \(signal)")
+            #expect(waitUntil(timeout: .seconds(5)) { child.exited }, "still waiting in open after signal \(signal)")
             #expect(child.killedBy(signal), "status \(String(describing: child.status))")
         }
         // With a writer, a FIFO is a recording like any other.

@@ -28,9 +28,11 @@ struct Monitor: ParsableCommand {
             recording of one device, hosted and replayed.
 
             --gestures also recognizes gestures on touchscreens (UIKit's recognizers) and
-            touchpads (libinput's), printed as they change state ({"kind":"gesture",...}).
-            A pass of the loop longer than --stall-threshold milliseconds is a stall: it
-            is reported on standard error and counted in the summary.
+            touchpads (libinput's), printed as they change state ({"kind":"gesture",...}),
+            and on motion sensors shakes (gesture "shake") and orientation changes
+            ({"kind":"orientation","orientation":...}).
+            A pass of the loop longer than --stall-threshold milliseconds is a stall: it is
+            reported on standard error and counted in the summary.
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -39,6 +41,7 @@ struct Monitor: ParsableCommand {
               ringloop monitor --grab /dev/input/event5
               ringloop monitor --raw devices/keyboard.evemu
               ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
+              ringloop monitor --gestures --filter motion devices/motion/dualsense-shake.evemu
             """
     )
 
@@ -74,7 +77,7 @@ struct Monitor: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
-    @Flag(help: "Recognize gestures on touchscreens and touchpads and print them.")
+    @Flag(help: "Recognize gestures on touchscreens and touchpads, shakes and orientation on motion sensors, and print them.")
     var gestures = false
 
     @Option(help: "A loop pass longer than this many milliseconds is reported as a stall (1 to 60000).")

@@ -131,7 +131,7 @@ enum RawView {
         let name = "\(device.name) [\(HIDDeviceInfo.classify(codes: device.codes, properties: device.properties).rawValue)]"
         let removed = Atomic<Int32>(0)
         let buffer = LoopBound([UInt8](repeating: 0, count: InputEvent.size * 64), loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in
             var text = ""
             var failure: Int32 = 0
             while true {
@@ -139,7 +139,7 @@ enum RawView {
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 {
                     if count < 0 && errno != EAGAIN { failure = errno == ENOTCONN || errno == ECONNABORTED ? ENODEV : errno }
-                    if count == 0 || (count < 0 && errno == EAGAIN && mask & Int16(POLLHUP | POLLERR | POLLNVAL) != 0) {
+                    if count == 0 || (count < 0 && errno == EAGAIN && !events.isDisjoint(with: [.hangUp, .error, .invalid])) {
                         failure = ENODEV
                     }
                     break

@@ -1,5 +1,6 @@
 import RingLoop
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -48,8 +49,8 @@ enum StandardOutput {
     static func watchForClose(on loop: RingRunLoop) -> LoopPortSource? {
         var info = stat()
         guard fstat(1, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return nil }
-        let source = LoopPortSource(fileDescriptor: 1, events: 0) { mask in
-            guard mask & Int16(POLLERR) != 0 else { return }
+        let source = LoopPortSource(fileDescriptor: .standardOutput, events: []) { events in
+            guard events.contains(.error) else { return }
             closedByReader()
         }
         loop.add(source, to: .common)

@@ -35,7 +35,7 @@ extension RingRunLoop {
     public func signals(_ numbers: Set<Int32>) throws(Errno) -> AsyncStream<Int32> {
         let fd = try LoopSignalSource.blockedDescriptor(numbers)
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .unbounded)
-        let source = LoopPortSource(fileDescriptor: fd) { _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             for signal in LoopSignalSource.drain(fd) { continuation.yield(signal) }
         }
         continuation.onTermination = { [self] _ in removeThenClose(source, fd) }
@@ -66,7 +66,7 @@ extension RingRunLoop {
         }
         let (stream, continuation) = AsyncStream.makeStream(of: FileChange.self, bufferingPolicy: .unbounded)
         let reader = LoopBound(InotifyReader(fd: fd), loop: self)
-        let source = LoopPortSource(fileDescriptor: fd) { _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             for change in reader.value.drain() {
                 continuation.yield(change)
                 if change.mask & UInt32(IN_IGNORED) != 0 { continuation.finish() }

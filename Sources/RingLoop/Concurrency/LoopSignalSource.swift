@@ -47,7 +47,7 @@ public final class LoopSignalSource: Sendable {
         self.signals = signals
         self.fd = fd
         self.loop = loop
-        source = LoopPortSource(fileDescriptor: fd) { _ in
+        source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             for signal in Self.drain(fd) { handler(signal) }
         }
         loop.addFromAnyThread(.portSource(source))

@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 /// Reading a connection to a port in another process: one reader at a time (the *reader
 /// role*), so a message's fragments are taken in order.
@@ -103,7 +104,9 @@ extension ProcessPortConnection {
     )
         throws(MessagePortError) -> [UInt8]
     {
-        let reader = LoopPortSource(fileDescriptor: socket, events: Int16(POLLIN) | PortWire.peerClosed) {
+        let reader = LoopPortSource(
+            fileDescriptor: FileDescriptor(rawValue: socket), events: PollEvents(rawValue: Int16(POLLIN) | PortWire.peerClosed)
+        ) {
             [weak self] _ in self?.readAvailable()
         }
         RingRunLoop.current.add(reader, to: mode)

@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 /// The client side of a connection to a port in another process.
 ///
@@ -114,7 +115,8 @@ final class ProcessPortConnection: Sendable {
         let box = WeakConnection()
         // The port thread only watches for the connection's end; replies are read by the
         // threads waiting for them (see ProcessPortConnection+Reading.swift).
-        watcher = LoopPortSource(fileDescriptor: descriptor, events: PortWire.peerClosed) { _ in
+        watcher = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: descriptor), events: PollEvents(rawValue: PortWire.peerClosed)) {
+            _ in
             box.connection?.readAvailable()
         }
         box.connection = self

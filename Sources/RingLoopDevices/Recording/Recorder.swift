@@ -89,9 +89,9 @@ public final class Recorder {
         guard source == nil else { return }
         let fd = fd
         let capture = capture
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in
             guard capture.value.end == nil else { return }
-            if let end = Self.drain(fd, into: &capture.value, hungUp: mask & Int16(POLLHUP | POLLERR | POLLNVAL) != 0) {
+            if let end = Self.drain(fd, into: &capture.value, hungUp: !events.isDisjoint(with: [.hangUp, .error, .invalid])) {
                 capture.value.end = end
                 ended(end)
             }
