@@ -1,10 +1,13 @@
 import CLibEvdev
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import RingLoopToolSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Kernel HID drivers fed through `/dev/uhid`: real devices' report descriptors (and the
 /// feature reports their drivers ask for) from `devices/kernel/hid/`, input reports built
@@ -83,7 +86,7 @@ enum UHIDChecks {
         var features: [UInt8: [UInt8]] = [:]
 
         init(contentsOfFile path: String) throws {
-            let text = try String(contentsOfFile: path, encoding: .utf8)
+            guard let text = fileText(path) else { throw UHIDError("\(path): cannot be read") }
             for line in text.split(separator: "\n") where !line.hasPrefix("#") {
                 let fields = line.split(separator: " ").map(String.init)
                 guard let kind = fields.first else { continue }
