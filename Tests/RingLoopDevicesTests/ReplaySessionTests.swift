@@ -181,7 +181,7 @@ struct RecorderTests {
             loop.run(mode: .default, until: .now + .seconds(10))
             #expect(ended.withLock { $0 } == .removed)
             #expect(recorder.events.map(\.value) == [3, 0, -2, 0])
-            #expect(recorder.events.first?.timeMicroseconds == 0)
+            #expect(recorder.events.first.map { $0.timeMicroseconds == 0 } == true)
             recorder.stop()
             #expect(recorder.end == .removed)
         }
