@@ -33,6 +33,10 @@ struct Monitor: ParsableCommand {
               ringloop monitor --grab /dev/input/event5
               ringloop monitor --raw devices/keyboard.evemu
               ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
+              ringloop monitor --server panel
+            --server NAME attaches to an event server (ringloop serve NAME) as a client:
+            it prints what the server sends this client (the focused one gets keys and
+            touches), and attaches again when a server of that name comes back.
             """
     )
 
@@ -76,7 +80,14 @@ struct Monitor: ParsableCommand {
     @Option(help: "The device description (evemu or libinput record) for recordings of events only.")
     var description: String?
 
+    @Option(help: "Attach to the event server NAME (ringloop serve) as its client instead of reading devices.")
+    var server: String?
+
+    @Flag(help: "With --server: ask for the focus on attaching.")
+    var requestFocus = false
+
     func validate() throws {
+        try validateServer()
         for input in inputs where access(input, F_OK) != 0 {
             throw ValidationError("\(input): no such file or device")
         }
@@ -128,6 +139,7 @@ struct Monitor: ParsableCommand {
 
     func run() throws {
         let signals = SignalWatcher()
+        if let server { return try monitorServer(server, signals: signals) }
         var kinds: [String: InputKind] = [:]
         for input in inputs {
             do { kinds[input] = try Self.kind(of: input) } catch {
