@@ -153,6 +153,7 @@ let package = Package(
             name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"],
             path: "Fuzz/FrameDecoder"),
         .executableTarget(name: "FuzzPortWire", dependencies: ["RingLoop"], path: "Fuzz/PortWire"),
+        .executableTarget(name: "FuzzServerWire", dependencies: ["RingLoopHID"], path: "Fuzz/ServerWire"),
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 

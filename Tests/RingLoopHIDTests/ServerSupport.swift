@@ -28,7 +28,8 @@ final class ServerOnThread: @unchecked Sendable {
         let events = clientEvents
         let made = try onThread { () throws -> [(Int32, HIDDeviceID)] in
             var configuration = HIDEventServer.Configuration(
-                name: name, devices: .init(deviceDirectory: "/tmp", nodeNames: []), focusOnAttach: .first)
+                name: name, devices: .init(deviceDirectory: "/tmp", nodeNames: []), focusOnAttach: .first,
+                notRespondingTimeout: .seconds(60))
             configure(&configuration)
             let server = HIDEventServer(configuration: configuration, loop: .current)
             server.addClientObserver { event in events.withLock { $0.append(event) } }

@@ -1,0 +1,118 @@
+import Foundation
+import RingLoopTestSupport
+import Testing
+
+/// A keyboard recording made for these tests: the bundled keyboard's description and
+/// `events` (seconds, code, value), each followed by its report.
+func keyboardRecording(_ events: [(Double, Int, Int)]) throws -> String {
+    let text = try String(contentsOfFile: repository + "/devices/keyboard.evemu", encoding: .utf8)
+    var lines = text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("E:") }.map(String.init)
+    while lines.last?.isEmpty == true { lines.removeLast() }
+    for (time, code, value) in events {
+        let stamp = String(format: "%.6f", time)
+        lines.append("E: \(stamp) 0001 \(String(format: "%04x", code)) \(String(format: "%04d", value))")
+        lines.append("E: \(stamp) 0000 0000 0000")
+    }
+    let path = "/tmp/ringloop-serve-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).evemu"
+    try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+}
+
+/// JSON lines of a command's output with `kind`.
+func jsonLines(_ output: String, kind: String? = nil) -> [[String: Any]] {
+    output.split(separator: "\n").compactMap { line in
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+        return kind == nil || object["kind"] as? String == kind ? object : nil
+    }
+}
+
+/// Key events in a monitor's JSON output, as "KEY_A down".
+func keyLines(_ output: String) -> [String] {
+    jsonLines(output, kind: "key").map { "\($0["code"] as? String ?? "?") \($0["state"] as? String ?? "?")" }
+}
+
+@Suite("ringloop serve and monitor --server", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct ServeCommandTests {
+    static func uniqueName(_ base: String) -> String { "test.serve.\(base).\(getpid()).\(UInt32.random(in: 0...UInt32.max))" }
+
+    @Test("two monitors as clients: keys go to the focused one, a focus key (consumed by the server) moves the focus and the first gets its held key released")
+    func twoClientsAndAFocusKey() throws {
+        let name = Self.uniqueName("focus")
+        // KEY_A = 30, KEY_B = 48, KEY_F1 = 59.
+        let recording = try keyboardRecording([(0.2, 30, 1), (0.6, 59, 1), (0.65, 59, 0), (1.0, 30, 0), (1.3, 48, 1), (1.35, 48, 0)])
+        defer { unlink(recording) }
+        let server = try Spawned(
+            ringloop, ["serve", name, recording, "--focus", "first", "--focus-key", "KEY_F1", "--wait-clients", "2", "--json"],
+            directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        let first = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(server.waitFor("\"attached\""))
+        let second = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(eventually(20) { jsonLines(server.output, kind: "attached").count == 2 })
+        #expect(eventually(30) { keyLines(second.output) == ["KEY_B down", "KEY_B up"] }, "\(second.output)\n\(server.output)")
+        #expect(keyLines(first.output) == ["KEY_A down", "KEY_A up"], "\(first.output)")
+        #expect(jsonLines(server.output, kind: "focus").count >= 2, "\(server.output)")
+        for client in [first, second] {
+            #expect(!client.output.contains("KEY_F1"), "the server consumed the focus key")
+            #expect(jsonLines(client.output, kind: "deviceAdded").count == 1)
+            client.signal(SIGTERM)
+            #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")
+        }
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+        #expect(jsonLines(server.output, kind: "detached").count == 2)
+    }
+
+    @Test("the server killed mid-press: the client gets the key-up and the device's removal, and attaches again when the server comes back")
+    func serverKilledMidPress() throws {
+        let name = Self.uniqueName("killed")
+        let recording = try keyboardRecording([(0.1, 30, 1), (600, 30, 0)])
+        defer { unlink(recording) }
+        var server = try Spawned(ringloop, ["serve", name, recording, "--json", "--wait-clients", "1"], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        let client = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(eventually(30) { keyLines(client.output) == ["KEY_A down"] }, "\(client.output)\n\(client.error)")
+        server.signal(SIGKILL)
+        server.finish(timeout: .seconds(20))
+        #expect(eventually(30) { keyLines(client.output) == ["KEY_A down", "KEY_A up"] }, "\(client.output)")
+        #expect(eventually(30) { jsonLines(client.output, kind: "deviceRemoved").count == 1 })
+        // A server of that name comes back (its replay presses the key again).
+        server = try Spawned(ringloop, ["serve", name, recording, "--json", "--wait-clients", "1"], directory: repository)
+        #expect(eventually(30) { jsonLines(client.output, kind: "deviceAdded").count == 2 }, "\(client.output)\n\(client.error)")
+        #expect(eventually(30) { keyLines(client.output) == ["KEY_A down", "KEY_A up", "KEY_A down"] })
+        client.signal(SIGTERM)
+        #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+    }
+
+    @Test("a client killed mid-press is detached and frees what it held; the next client does not get the key-up")
+    func clientKilledMidPress() throws {
+        let name = Self.uniqueName("client")
+        let recording = try keyboardRecording([(0.5, 30, 1), (8.0, 30, 0), (8.5, 48, 1), (8.6, 48, 0)])
+        defer { unlink(recording) }
+        let server = try Spawned(ringloop, ["serve", name, recording, "--json", "--wait-clients", "1"], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        let doomed = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(eventually(30) { keyLines(doomed.output) == ["KEY_A down"] }, "\(doomed.output)\n\(server.output)")
+        doomed.signal(SIGKILL)
+        doomed.finish(timeout: .seconds(20))
+        #expect(eventually(20) { jsonLines(server.output, kind: "detached").count == 1 }, "\(server.output)")
+        let next = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(eventually(30) { keyLines(next.output) == ["KEY_B down", "KEY_B up"] }, "\(next.output)")
+        next.signal(SIGTERM)
+        #expect(next.finish(timeout: .seconds(20)) == 0)
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+    }
+
+    @Test("serve and monitor --server refuse what cannot work, saying what would")
+    func refusals() throws {
+        let bad = try runCommand(["serve", "x", "--focus", "sideways"])
+        #expect(bad.status != 0 && bad.error.contains("newest, first, none"), "\(bad.error)")
+        let key = try runCommand(["serve", "x", "--focus-key", "KEY_NOPE"])
+        #expect(key.status != 0 && key.error.contains("not a key name"), "\(key.error)")
+        let mixed = try runCommand(["monitor", "--server", "x", "devices/keyboard.evemu"])
+        #expect(mixed.status != 0 && mixed.error.contains("give no devices"), "\(mixed.error)")
+    }
+}
