@@ -10,9 +10,9 @@ struct BenchServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-server", abstract: "Run one benchmark server (used by bench).", shouldDisplay: false)
 
-    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket"]
+    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "hid"]
 
-    @Argument(help: "echo-ringloop, echo-foundation, port or seqpacket.")
+    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket or hid (an event server).")
     var kind: String
     @Argument(help: "The port or socket name (port, seqpacket).")
     var name: String = ""
@@ -21,10 +21,12 @@ struct BenchServer: ParsableCommand {
         guard Self.kinds.contains(kind) else {
             throw ValidationError("unknown server '\(kind)'; valid: \(Self.kinds.joined(separator: ", "))")
         }
-        if kind == "port" || kind == "seqpacket", name.isEmpty { throw ValidationError("\(kind) needs a name") }
+        if kind == "port" || kind == "seqpacket" || kind == "hid", name.isEmpty { throw ValidationError("\(kind) needs a name") }
     }
 
     func run() throws {
+        // The event server reads its standard input itself (its CPU time on request).
+        if kind == "hid" { return try ServerBench.serve(name) }
         // The parent closing our standard input ends the server.
         Thread.detachNewThread {
             while readLine() != nil {}

@@ -182,7 +182,7 @@ public final class HIDEventServer {
             throw error
         }
         loop.add(port.source, to: .common)
-        Self.logger.info("event server '\(configuration.name)' serves \(configuration.clientAccess)")
+        Self.logger.debug("event server '\(configuration.name)' serves \(configuration.clientAccess)")
     }
 
     /// Stops the devices (clients see their keys released, touches cancelled and the
@@ -308,7 +308,7 @@ public final class HIDEventServer {
             }
             loop.wakeUp()
         }
-        Self.logger.info("event server '\(configuration.name)': client \(hello.name) (\(sender)) attached")
+        Self.logger.debug("event server '\(configuration.name)': client \(hello.name) (\(sender)) attached")
         introduce(client)
         let wantsFocus =
             (hello.wantsFocus && configuration.focusRequestAccess.admits(sender))
@@ -346,7 +346,7 @@ public final class HIDEventServer {
         order.removeAll { $0 === client }
         byToken[client.hello.token] = nil
         focusHistory.removeAll { $0 == client.id }
-        Self.logger.info("event server '\(configuration.name)': client \(client.hello.name) (\(client.credentials)) detached")
+        Self.logger.debug("event server '\(configuration.name)': client \(client.hello.name) (\(client.credentials)) detached")
         notify(.detached(client.info))
         if focused === client {
             focused = nil
@@ -377,7 +377,7 @@ public final class HIDEventServer {
             focusHistory.append(target.id)
             _ = try? target.port.send(msgid: ServerWire.MessageID.focus.rawValue, data: ServerWire.focus(true), timeout: .zero)
         }
-        Self.logger.info(
+        Self.logger.debug(
             "event server '\(configuration.name)': focus \(previous?.hello.name ?? "(none)") → \(target?.hello.name ?? "(none)")")
         notify(.focusChanged(from: previous?.id, to: target?.id))
     }

@@ -150,7 +150,7 @@ final class ServerDeviceFeed: DeviceFeed {
             loop.perform(inModes: [.common]) { handle.feed?.serverWentAway(token: token) }
             loop.wakeUp()
         }
-        Self.logger.info("attached to event server '\(attachment.name)' (\(owner))")
+        Self.logger.debug("attached to event server '\(attachment.name)' (\(owner))")
     }
 
     /// The server's process ended or invalidated its port: release and remove every
