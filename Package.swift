@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "custom-source", targets: ["custom-source"]),
         .executable(name: "observer-trace", targets: ["observer-trace"]),
         .executable(name: "kiosk", targets: ["kiosk"]),
+        .executable(name: "kiosk-server", targets: ["kiosk-server"]),
         .executable(name: "worker-thread", targets: ["worker-thread"]),
     ],
     dependencies: [
@@ -144,6 +145,9 @@ let package = Package(
         .executableTarget(
             name: "kiosk", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
             path: "Examples/Kiosk"),
+        .executableTarget(
+            name: "kiosk-server", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
+            path: "Examples/KioskServer"),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs
         // them; a plain build links them as programs that do nothing).
