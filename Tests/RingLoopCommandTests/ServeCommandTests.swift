@@ -35,7 +35,9 @@ func keyLines(_ output: String) -> [String] {
 struct ServeCommandTests {
     static func uniqueName(_ base: String) -> String { "test.serve.\(base).\(getpid()).\(UInt32.random(in: 0...UInt32.max))" }
 
-    @Test("two monitors as clients: keys go to the focused one, a focus key (consumed by the server) moves the focus and the first gets its held key released")
+    @Test(
+        "two monitors as clients: keys go to the focused one, a focus key (consumed by the server) moves the focus and the first gets its held key released"
+    )
     func twoClientsAndAFocusKey() throws {
         let name = Self.uniqueName("focus")
         // KEY_A = 30, KEY_B = 48, KEY_F1 = 59.

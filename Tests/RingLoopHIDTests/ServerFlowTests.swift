@@ -42,7 +42,9 @@ final class SilentClient {
 
 @Suite("The event server: flow control")
 struct ServerFlowTests {
-    @Test("a client that never acknowledges is reported not responding and held to its window; the others get everything; its acknowledgement brings the difference")
+    @Test(
+        "a client that never acknowledges is reported not responding and held to its window; the others get everything; its acknowledgement brings the difference"
+    )
     func neverAcknowledges() throws {
         let name = ServerFocusTests.uniqueName("silent")
         let server = try ServerOnThread(
@@ -71,9 +73,10 @@ struct ServerFlowTests {
             server.write([TestFrames.key(Evdev.KEY_C, down: true)], device: 0)
             #expect(runUntil(loop) { observer.keys(Evdev.KEY_C) == ["down"] })
             #expect(observer.count(.eventsDropped) == 0)
-            #expect(runUntil(loop) {
-                server.clientEvents.withLock { events in events.contains { if case .notResponding = $0 { true } else { false } } }
-            })
+            #expect(
+                runUntil(loop) {
+                    server.clientEvents.withLock { events in events.contains { if case .notResponding = $0 { true } else { false } } }
+                })
             let taken = silent.batches.withLock { $0.count }
             #expect(taken <= 8, "the silent client was sent \(taken) batches, past its window of 8")
             let status = try server.sync { server in server.clients.first { $0.name == "silent" } }
@@ -83,9 +86,10 @@ struct ServerFlowTests {
             try silent.acknowledge()
             #expect(runUntil(loop) { silent.events.contains { $0.kind == .eventsDropped } })
             #expect(runUntil(loop) { HandlerView(silent.events, device: keyboard).held == [Evdev.KEY_C] })
-            #expect(runUntil(loop) {
-                server.clientEvents.withLock { events in events.contains { if case .responding = $0 { true } else { false } } }
-            })
+            #expect(
+                runUntil(loop) {
+                    server.clientEvents.withLock { events in events.contains { if case .responding = $0 { true } else { false } } }
+                })
             // Caught up: events flow again as they come.
             server.write([TestFrames.key(Evdev.KEY_C, down: false)], device: 0)
             #expect(runUntil(loop) { HandlerView(silent.events, device: keyboard).held.isEmpty })

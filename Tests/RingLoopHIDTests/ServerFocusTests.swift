@@ -15,7 +15,9 @@ import Testing
 struct ServerFocusTests {
     static func uniqueName(_ base: String) -> String { "test.server.\(base).\(getpid()).\(UInt32.random(in: 0...UInt32.max))" }
 
-    @Test("the focus moves while a key is held and a touch is down: the old client gets the key-up and the touch cancelled, the new one starts clean")
+    @Test(
+        "the focus moves while a key is held and a touch is down: the old client gets the key-up and the touch cancelled, the new one starts clean"
+    )
     func focusMovesWhileHeld() throws {
         let name = Self.uniqueName("focus")
         let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard(), try ServerTestDevices.touchscreen()])
@@ -46,7 +48,9 @@ struct ServerFocusTests {
             server.write([TestFrames.key(Evdev.KEY_B, down: true), TestFrames.key(Evdev.KEY_B, down: false)], device: 0)
             server.write([TestFrames.lift(slot: 0), TestFrames.lift(slot: 1, last: true)], device: 1)
             #expect(
-                runUntil(loop) { second.keys(Evdev.KEY_B) == ["down", "up"] && second.phases(6).first == "began" && second.phases(6).last == "ended" },
+                runUntil(loop) {
+                    second.keys(Evdev.KEY_B) == ["down", "up"] && second.phases(6).first == "began" && second.phases(6).last == "ended"
+                },
                 "\(second.keys(Evdev.KEY_B)) \(second.phases(6))")
             #expect(second.keys(Evdev.KEY_A).isEmpty, "a key-up for a key the client never saw down")
             #expect(second.phases(5).isEmpty, "a touch that began in another client")

@@ -57,7 +57,9 @@ struct ServerProcessTests {
         #expect(seen.count == 1 && seen.first?.uid == geteuid() && seen.first?.pid != getpid())
     }
 
-    @Test("gestures are recognized in a client as in a system that reads its own devices", arguments: ["touchscreen-pinch-out", "touchscreen-swipe-left"])
+    @Test(
+        "gestures are recognized in a client as in a system that reads its own devices",
+        arguments: ["touchscreen-pinch-out", "touchscreen-swipe-left"])
     func gesturesInAClient(_ recordingName: String) throws {
         let recording = try loadGestureRecording(recordingName)
         let expected = GestureRun(recording, recognizers: GestureSet.uikit.make()).recognized

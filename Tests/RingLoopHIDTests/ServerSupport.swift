@@ -143,7 +143,9 @@ final class RecordingClient {
     let system: HIDEventSystem
     var events: [HIDEvent] = []
 
-    init(server: String, name: String, loop: RingRunLoop = .current, configure: (inout HIDEventSystem.Configuration) -> Void = { _ in }) throws {
+    init(
+        server: String, name: String, loop: RingRunLoop = .current, configure: (inout HIDEventSystem.Configuration) -> Void = { _ in }
+    ) throws {
         var configuration = HIDEventSystem.Configuration(server: server, clientName: name)
         configure(&configuration)
         system = HIDEventSystem(configuration: configuration, loop: loop)

@@ -128,7 +128,8 @@ enum ServerBench {
     static func silentClient(server name: String, port: String, loop: RingRunLoop) throws -> (LocalMessagePort, RemoteMessagePort) {
         let own = try LocalMessagePort(name: port, loop: loop) { _, _ in nil }
         let remote = try RemoteMessagePort(name: name)
-        let hello = ServerWire.Hello(token: UInt64.random(in: 1...UInt64.max), port: port, name: "silent", kinds: [], deviceClasses: [.pointer], wantsFocus: false)
+        let hello = ServerWire.Hello(
+            token: UInt64.random(in: 1...UInt64.max), port: port, name: "silent", kinds: [], deviceClasses: [.pointer], wantsFocus: false)
         _ = try remote.sendRequest(msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
         return (own, remote)
     }

@@ -196,7 +196,8 @@ struct Serve: ParsableCommand {
                 let pairs = UncheckedSendable(devices)
                 replayThreads += 1
                 Thread {
-                    _ = try? Replay.play(pairs.value, timeline: .sharedClock, speed: speed, shouldStop: { stopReplays.load(ordering: .relaxed) })
+                    _ = try? Replay.play(
+                        pairs.value, timeline: .sharedClock, speed: speed, shouldStop: { stopReplays.load(ordering: .relaxed) })
                     replaysDone.add(1, ordering: .releasing)
                 }.start()
             }

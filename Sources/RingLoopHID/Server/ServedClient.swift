@@ -117,7 +117,8 @@ final class ServedClient {
             try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch.encoded, timeout: .zero)
         } catch {
             if case .sendTimeout = error { return .full }
-            HIDEventServer.logger.notice("event server '\(server.configuration.name)': client \(hello.name) (\(credentials)) is gone: \(error)")
+            HIDEventServer.logger.notice(
+                "event server '\(server.configuration.name)': client \(hello.name) (\(credentials)) is gone: \(error)")
             return .gone
         }
         for event in events {
