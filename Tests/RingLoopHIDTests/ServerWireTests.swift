@@ -43,6 +43,11 @@ struct ServerWireTests {
             for event in recording.events {
                 decoder.feed(event, into: &frame)
                 guard event.isSynReport, !frame.isEmpty else { continue }
+                for event in frame {
+                    var writer = WireWriter()
+                    ServerWire.encode(event, into: &writer)
+                    #expect(writer.bytes.count == ServerWire.encodedSize(event), "\(name): \(event.kind)'s size")
+                }
                 let back = try roundTrip(frame)
                 #expect(back == frame, "\(name): a frame of \(frame.count) events read back differently")
                 total += frame.count

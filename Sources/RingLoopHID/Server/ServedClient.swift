@@ -73,14 +73,13 @@ final class ServedClient {
             flush(server: server)
             if lagging { return take(eventAfterFlush: event, isLifecycle) }
         }
-        var size = WireWriter()
-        ServerWire.encode(event, into: &size)
-        if pendingBytes + size.bytes.count > Self.batchByteLimit || pending.count >= ServerWire.maximumBatchEvents {
+        let size = ServerWire.encodedSize(event)
+        if pendingBytes + size > Self.batchByteLimit || pending.count >= ServerWire.maximumBatchEvents {
             flush(server: server)
             if lagging { return take(eventAfterFlush: event, isLifecycle) }
         }
         pending.append(event)
-        pendingBytes += size.bytes.count
+        pendingBytes += size
     }
 
     /// An event that found the client lagging after the frame before it failed to go.
@@ -199,15 +198,14 @@ final class ServedClient {
         var chunk: [HIDEvent] = []
         var bytes = 0
         for event in events {
-            var size = WireWriter()
-            ServerWire.encode(event, into: &size)
-            if bytes + size.bytes.count > Self.batchByteLimit || chunk.count >= ServerWire.maximumBatchEvents {
+            let size = ServerWire.encodedSize(event)
+            if bytes + size > Self.batchByteLimit || chunk.count >= ServerWire.maximumBatchEvents {
                 guard send(chunk, server: server) == .sent else { return }
                 chunk = []
                 bytes = 0
             }
             chunk.append(event)
-            bytes += size.bytes.count
+            bytes += size
         }
         if !chunk.isEmpty, send(chunk, server: server) != .sent { return }
         eventsDropped += droppedSinceLag

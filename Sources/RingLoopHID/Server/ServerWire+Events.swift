@@ -124,6 +124,30 @@ package enum ServerWire {
         }
     }
 
+    /// The bytes ``encode(_:into:)`` appends for `event`, worked out without encoding it.
+    static func encodedSize(_ event: HIDEvent) -> Int {
+        let payload: Int
+        switch event.payload {
+        case .key: payload = 9
+        case .button: payload = 7
+        case .pointerMotion: payload = 8
+        case .scroll: payload = 17
+        case .absolutePointer: payload = 24
+        case .digitizer(let frame): payload = 6 + frame.count * contactSize
+        case .pen: payload = 55
+        case .gamepadButton, .switchChanged: payload = 3
+        case .gamepadAxis: payload = 14
+        case .dial: payload = 4
+        case .axis: payload = 16
+        case .deviceAdded, .deviceRemoved: payload = 0
+        case .eventsDropped: payload = 8
+        }
+        return 13 + payload
+    }
+
+    /// The bytes of one encoded contact.
+    private static let contactSize = 72
+
     private static let penTools: [PenEvent.Tool] = [.pen, .eraser, .brush, .pencil, .airbrush, .mouse, .lens]
     private static let phases: [Contact.Phase] = [.began, .moved, .stationary, .ended, .cancelled]
 

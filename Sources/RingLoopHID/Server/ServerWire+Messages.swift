@@ -181,7 +181,7 @@ extension ServerWire {
         }
 
         package var encoded: [UInt8] {
-            var out = WireWriter(capacity: 16 + events.count * 40)
+            var out = WireWriter(capacity: 10 + events.reduce(0) { $0 + ServerWire.encodedSize($1) })
             out.u64(sequence)
             out.u16(UInt16(events.count))
             for event in events { ServerWire.encode(event, into: &out) }
