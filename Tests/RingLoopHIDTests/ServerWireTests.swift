@@ -94,7 +94,7 @@ struct ServerWireTests {
         #expect(throws: ServerWire.Violation.self) { try ServerWire.Hello(decoding: flag) }
         let ack = ServerWire.Ack(token: 5, sequence: 99)
         #expect(try ServerWire.Ack(decoding: ack.encoded) == ack)
-        for welcome in [ServerWire.Welcome(focused: true), ServerWire.Welcome(focused: false, refusal: "no")] {
+        for welcome in [ServerWire.Welcome(focused: true, window: 256), ServerWire.Welcome(focused: false, window: 1, refusal: "no")] {
             #expect(try ServerWire.Welcome(decoding: welcome.encoded) == welcome)
         }
         #expect(try ServerWire.decodeFocus(ServerWire.focus(true)))

@@ -173,6 +173,12 @@ enum ServerBench {
                 BenchResult("server.fanout.\(count).ns_per_event_per_client", "ns", ours: median(fanout[count]!.map(\.ns))))
             results.append(BenchResult("server.fanout.\(count).p99_us", "µs", ours: median(fanout[count]!.map(\.p99))))
         }
+        if let one = fanout[1], let many = fanout[64], !one.isEmpty, !many.isEmpty {
+            // What each client adds to the server's CPU per frame, the fixed cost (the
+            // device's read, the server's wake-ups) taken out: 64 clients against 1.
+            let added = (median(many.map(\.ns)) * 64 - median(one.map(\.ns))) / 63
+            results.append(BenchResult("server.fanout.per_added_client_ns", "ns", ours: added))
+        }
         if !slow.isEmpty {
             let without = fanout[16]!.isEmpty ? nil : median(fanout[16]!.map(\.p99))
             results.append(BenchResult("server.slow_client.p99_us", "µs", ours: median(slow), peers: ["without": without]))

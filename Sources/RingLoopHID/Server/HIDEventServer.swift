@@ -35,7 +35,8 @@ import RingLoop
 /// pressed in one app act again in the next), and never a key-up for a key it did not see
 /// go down.
 ///
-/// **Flow control.** A client acknowledges the batches its handlers have taken. The
+/// **Flow control.** A client acknowledges the batches its handlers have taken (within
+/// 10 ms, or at once past a quarter of the window). The
 /// server never waits on a client: every message goes out with a zero send timeout. A
 /// client with ``Configuration/maximumOutstandingBatches`` unacknowledged, or whose port's
 /// queue is full, lags: its events are counted, not sent, and once it has acknowledged
@@ -224,138 +225,6 @@ public final class HIDEventServer {
         for observer in observers { observer(event) }
     }
 
-    // MARK: Messages from clients
-
-    func received(_ message: ReceivedMessage) -> [UInt8]? {
-        let sender: PeerCredentials
-        switch message.sender {
-        case .thisProcess: sender = .ofThisProcess
-        case .process(let credentials): sender = credentials
-        }
-        do throws(ServerWire.Violation) {
-            switch ServerWire.MessageID(rawValue: message.msgid) {
-            case .hello:
-                return attach(try ServerWire.Hello(decoding: message.data), from: sender).encoded
-            case .ack:
-                let ack = try ServerWire.Ack(decoding: message.data)
-                client(ack.token, sender)?.acknowledge(ack.sequence, server: self)
-                armWatch()
-            case .requestFocus:
-                guard let client = client(try ServerWire.decodeToken(message.data), sender) else { break }
-                if configuration.focusRequestAccess.admits(sender) {
-                    focus(client.id)
-                } else {
-                    Self.logger.notice(
-                        "event server '\(configuration.name)': \(client.hello.name) (\(sender)) may not take the focus")
-                }
-            case .goodbye:
-                if let client = client(try ServerWire.decodeToken(message.data), sender) { detach(client) }
-            default:
-                Self.logger.warning("event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
-            }
-        } catch {
-            Self.logger.warning("event server '\(configuration.name)': drops a message from \(sender): \(error)")
-        }
-        return nil
-    }
-
-    /// The client with `token`, if the message comes from its process.
-    private func client(_ token: UInt64, _ sender: PeerCredentials) -> ServedClient? {
-        guard let client = byToken[token], client.credentials.pid == sender.pid, client.credentials.uid == sender.uid else {
-            return nil
-        }
-        return client
-    }
-
-    private func attach(_ hello: ServerWire.Hello, from sender: PeerCredentials) -> ServerWire.Welcome {
-        func refuse(_ reason: String) -> ServerWire.Welcome {
-            Self.logger.notice("event server '\(configuration.name)' refuses \(hello.name) (\(sender)): \(reason)")
-            return ServerWire.Welcome(focused: false, refusal: reason)
-        }
-        guard order.count < configuration.maximumClients else {
-            return refuse("the server has \(order.count) clients, as many as it allows")
-        }
-        guard byToken[hello.token] == nil else { return refuse("another client has its token") }
-        let remote: RemoteMessagePort
-        do {
-            remote = try RemoteMessagePort(name: hello.port, namespace: configuration.namespace, trusting: .users([sender.uid]))
-        } catch {
-            return refuse("its port '\(hello.port)': \(error)")
-        }
-        guard remote.owner.pid == sender.pid else {
-            return refuse("its port '\(hello.port)' is held by pid \(remote.owner.pid), not by the client")
-        }
-        var hello = hello
-        hello.kinds.formIntersection(Self.unfocusedKinds)
-        if !hello.deviceClasses.isEmpty, !configuration.observerAccess.admits(sender) {
-            Self.logger.notice(
-                "event server '\(configuration.name)': \(hello.name) (\(sender)) may not observe devices without the focus")
-            hello.deviceClasses = []
-        }
-        let client = ServedClient(
-            id: HIDServerClient.ID(rawValue: nextClientID), hello: hello, credentials: sender, port: remote)
-        nextClientID += 1
-        served[client.id] = client
-        order.append(client)
-        byToken[hello.token] = client
-        let handle = handle
-        let loop = loop
-        let id = client.id
-        remote.setInvalidationCallback { _ in
-            loop.perform(inModes: [.common]) {
-                guard let server = handle.server, let client = server.served[id] else { return }
-                server.clientWentAway(client)
-            }
-            loop.wakeUp()
-        }
-        Self.logger.debug("event server '\(configuration.name)': client \(hello.name) (\(sender)) attached")
-        introduce(client)
-        let wantsFocus =
-            (hello.wantsFocus && configuration.focusRequestAccess.admits(sender))
-            || configuration.focusOnAttach == .newest || (configuration.focusOnAttach == .first && focused == nil)
-        notify(.attached(client.info))
-        if wantsFocus { focus(client.id) }
-        client.flush(server: self)
-        armWatch()
-        return ServerWire.Welcome(focused: focused === client)
-    }
-
-    /// A new client gets the devices attached, and the state of what it subscribed to
-    /// that is not bound to the focus (switches).
-    private func introduce(_ client: ServedClient) {
-        let now = MonotonicInstant.now
-        for (id, device) in liveDevices.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            client.announce(device, HIDEvent(device: id, timestamp: now, payload: .deviceAdded), server: self)
-        }
-        for id in liveDevices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
-            var target = VisibleState()
-            if client.hello.kinds.contains(.switchChanged) { target.switches = truth[id].switches }
-            for event in VisibleState().difference(to: target, device: id, at: now) { client.take(event, server: self) }
-        }
-    }
-
-    /// A client said goodbye, or its process ended.
-    func detach(_ client: ServedClient) {
-        clientWentAway(client)
-    }
-
-    func clientWentAway(_ client: ServedClient) {
-        guard !client.gone, served[client.id] != nil else { return }
-        client.gone = true
-        served[client.id] = nil
-        order.removeAll { $0 === client }
-        byToken[client.hello.token] = nil
-        focusHistory.removeAll { $0 == client.id }
-        Self.logger.debug("event server '\(configuration.name)': client \(client.hello.name) (\(client.credentials)) detached")
-        notify(.detached(client.info))
-        if focused === client {
-            focused = nil
-            let next = focusHistory.last
-            notify(.focusChanged(from: client.id, to: nil))
-            if let next { focus(next) }
-        }
-    }
-
     // MARK: Focus
 
     /// Moves the focus to `client` (`nil`: to no one). The client that had it gets key-ups
@@ -403,40 +272,4 @@ public final class HIDEventServer {
         }
         client.flush(server: self)
     }
-}
-
-/// A client of a ``HIDEventServer``, as the server sees it.
-public struct HIDServerClient: Sendable, Hashable, Identifiable {
-    /// A client's number on its server, unique for the server's life.
-    public struct ID: Sendable, Hashable, CustomStringConvertible {
-        public let rawValue: UInt64
-        public init(rawValue: UInt64) { self.rawValue = rawValue }
-        public var description: String { "client \(rawValue)" }
-    }
-
-    public var id: ID
-    /// The name the client gave.
-    public var name: String
-    /// Its process, as the kernel recorded it.
-    public var credentials: PeerCredentials
-    /// Whether it acknowledged within ``HIDEventServer/Configuration/notRespondingTimeout``.
-    public var isResponding: Bool
-    /// Events sent to it.
-    public var eventsSent: Int
-    /// Events it was not sent because it lagged (it got the difference instead).
-    public var eventsDropped: Int
-    /// Batches sent and not acknowledged.
-    public var outstandingBatches: Int
-}
-
-/// A change among a server's clients, for ``HIDEventServer/addClientObserver(_:)``.
-public enum HIDServerClientEvent: Sendable, Hashable {
-    case attached(HIDServerClient)
-    case detached(HIDServerClient)
-    case focusChanged(from: HIDServerClient.ID?, to: HIDServerClient.ID?)
-    /// The client has not acknowledged for the timeout with batches outstanding: its events
-    /// are dropped until it catches up.
-    case notResponding(HIDServerClient)
-    /// A client that was not responding acknowledged again.
-    case responding(HIDServerClient)
 }

@@ -10,8 +10,9 @@ import RingLoop
 /// Attaching: the feed finds the server's port by name and checks who holds it
 /// (``HIDEventSystem/ServerAttachment/trusting``), makes its own port — open to the server's
 /// user only, and taking messages from the server's process only — and says hello with a
-/// request, whose reply says whether the server took it in. After each drain of the queue
-/// it acknowledges the last batch its handlers took. When the server goes, every device is
+/// request, whose reply says whether the server took it in. After a drain of the queue it
+/// acknowledges the last batch its handlers took (at once past a quarter of the server's
+/// window, otherwise within 10 ms). When the server goes, every device is
 /// released and removed (key-ups, touches cancelled, `deviceRemoved`), and the feed attaches
 /// again, with back-off, when a server of that name comes back.
 ///
@@ -40,7 +41,11 @@ final class ServerDeviceFeed: DeviceFeed {
     private var seen = VisibleStates()
     private var lastSequence: UInt64 = 0
     private var lastAcknowledged: UInt64 = 0
-    private var ackRetry: LoopTimer?
+    /// The acknowledgement waiting to go (a timer), or the retry of one that found the
+    /// server's queue full.
+    private var ackTimer: LoopTimer?
+    /// Batches after which an acknowledgement goes at once: a quarter of the server's window.
+    private var acknowledgeEvery: UInt64 = 1
     private var reattach: LoopTimer?
     private var backOff: Duration = .milliseconds(50)
     private var running = false
@@ -85,8 +90,8 @@ final class ServerDeviceFeed: DeviceFeed {
         running = false
         reattach?.invalidate()
         reattach = nil
-        ackRetry?.invalidate()
-        ackRetry = nil
+        ackTimer?.invalidate()
+        ackTimer = nil
         if let attached {
             try? attached.server.send(
                 msgid: ServerWire.MessageID.goodbye.rawValue, data: ServerWire.token(attached.token), timeout: .zero)
@@ -142,6 +147,7 @@ final class ServerDeviceFeed: DeviceFeed {
         }
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         isFocused = welcome.focused
+        acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
         lastSequence = 0
         lastAcknowledged = 0
         backOff = .milliseconds(50)
@@ -247,22 +253,43 @@ final class ServerDeviceFeed: DeviceFeed {
         sink(event)
     }
 
-    /// After the queue drained: tells the server the last batch the handlers took.
+    /// After the queue drained: tells the server the last batch the handlers took — at
+    /// once when a quarter of the server's window is unacknowledged, else within
+    /// ``acknowledgementDelay`` (one message for a burst of frames, not one per frame:
+    /// each acknowledgement wakes the server).
     func acknowledge() {
+        guard attached != nil, lastSequence > lastAcknowledged else { return }
+        if lastSequence - lastAcknowledged >= acknowledgeEvery { return sendAcknowledgement() }
+        guard ackTimer == nil else { return }
+        let handle = handle
+        let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
+            handle.feed?.ackTimer = nil
+            handle.feed?.sendAcknowledgement()
+        }
+        ackTimer = timer
+        loop.add(timer, to: .common)
+    }
+
+    /// How long an acknowledgement may wait for more frames to cover.
+    static let acknowledgementDelay: Duration = .milliseconds(10)
+
+    private func sendAcknowledgement() {
         guard let attached, lastSequence > lastAcknowledged else { return }
         let ack = ServerWire.Ack(token: attached.token, sequence: lastSequence)
         do throws(MessagePortError) {
             try attached.server.send(msgid: ServerWire.MessageID.ack.rawValue, data: ack.encoded, timeout: .zero)
             lastAcknowledged = lastSequence
+            ackTimer?.invalidate()
+            ackTimer = nil
         } catch {
             // The server's queue is full (or it is going): try again shortly.
-            guard ackRetry == nil, case .sendTimeout = error else { return }
+            guard ackTimer == nil, case .sendTimeout = error else { return }
             let handle = handle
-            let timer = LoopTimer(after: .milliseconds(10)) { _ in
-                handle.feed?.ackRetry = nil
-                handle.feed?.acknowledge()
+            let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
+                handle.feed?.ackTimer = nil
+                handle.feed?.sendAcknowledgement()
             }
-            ackRetry = timer
+            ackTimer = timer
             loop.add(timer, to: .common)
         }
     }

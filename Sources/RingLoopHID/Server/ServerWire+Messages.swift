@@ -140,11 +140,16 @@ extension ServerWire {
     /// and why.
     package struct Welcome: Sendable, Equatable {
         package var focused: Bool
+        /// Batches the server sends before it waits for an acknowledgement (its
+        /// ``HIDEventServer/Configuration/maximumOutstandingBatches``): the client
+        /// acknowledges well before that many are outstanding.
+        package var window: UInt32
         /// Why the server refused the client; `nil` when it took it in.
         package var refusal: String?
 
-        package init(focused: Bool, refusal: String? = nil) {
+        package init(focused: Bool, window: UInt32, refusal: String? = nil) {
             self.focused = focused
+            self.window = window
             self.refusal = refusal
         }
 
@@ -152,6 +157,7 @@ extension ServerWire {
             var out = WireWriter()
             out.u16(ServerWire.version)
             out.bool(focused)
+            out.u32(window)
             out.bool(refusal != nil)
             out.string(refusal ?? "")
             return out.bytes
@@ -162,6 +168,8 @@ extension ServerWire {
             let version = try input.u16("welcome version")
             guard version == ServerWire.version else { throw .unknown(field: "welcome version", value: UInt64(version)) }
             focused = try input.bool("welcome focus flag")
+            window = try input.u32("welcome window")
+            guard window > 0 else { throw .outOfRange(field: "welcome window", value: 0) }
             let refused = try input.bool("welcome refusal flag")
             let reason = try input.string("welcome refusal", maximum: 1024)
             guard refused || reason.isEmpty else { throw .notCanonical(field: "welcome refusal") }
