@@ -117,7 +117,7 @@ let package = Package(
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibURing",
                 "CLibEvdev", "CHeapStatistics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop"
         ),
@@ -129,6 +129,7 @@ let package = Package(
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopBenchmarks", "RingLoopToolSupport",
                 "CMallocCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop-bench"
         ),
@@ -146,7 +147,11 @@ let package = Package(
             name: "kiosk", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
             path: "Examples/Kiosk"),
         .executableTarget(
-            name: "kiosk-server", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
+            name: "kiosk-server",
+            dependencies: [
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "Examples/KioskServer"),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs
@@ -161,20 +166,26 @@ let package = Package(
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 
-        // Test helpers shared by the test targets (child processes without Foundation's
-        // Process, which leaks inside itself).
-        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop"], path: "Tests/RingLoopTestSupport"),
+        // Test helpers shared by the test targets: child processes without Foundation's
+        // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.
+        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
         .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
         .testTarget(
             name: "RingLoopTests",
             dependencies: ["RingLoop", "CLibURing", "RingLoopTestSupport", .product(name: "SystemPackage", package: "swift-system")]),
         // The same scenarios on Foundation's RunLoop (CFRunLoop itself on Linux) and on
         // RingRunLoop, with the callout traces compared.
-        .testTarget(name: "RingLoopDifferentialTests", dependencies: ["RingLoop"]),
+        .testTarget(
+            name: "RingLoopDifferentialTests",
+            dependencies: ["RingLoop", .product(name: "SystemPackage", package: "swift-system")]),
         // The `ringloop` command, run as a subprocess.
         .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
         .testTarget(
-            name: "RingLoopHIDTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport"]),
+            name: "RingLoopHIDTests",
+            dependencies: [
+                "RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop", "RingLoopTestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
         // evemu's own reader (libevemu), for differential tests of the evemu format.
         .systemLibrary(
             name: "CEvemu",

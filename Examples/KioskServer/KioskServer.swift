@@ -17,6 +17,7 @@ import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import Synchronization
+import SystemPackage
 
 /// Writes a line at once (one write: lines of several processes do not interleave).
 func say(_ line: String) {
@@ -129,7 +130,7 @@ func runServer(
     for device in streams {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw HIDError.configuration("pipe: errno \(errno)") }
-        try server.system.attachStream(fileDescriptor: ends[0], description: device)
+        try server.system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: device)
         writeEnds.append(ends[1])
     }
     say("server: serving \(name)")

@@ -35,18 +35,30 @@ struct Serve: ParsableCommand {
                 totals.value.connections += 1
                 let connection = LoopIOChannel(fileDescriptor: socket, loop: server.loop) { connection, completion in
                     switch completion.outcome {
-                    case .bytes(let bytes):
-                        totals.value.bytes += bytes.count
-                        do { try connection.send(bytes) } catch { connection.close() }
-                    case .endOfFile, .failed:
-                        connection.close()
-                    default:
-                        break
+                    case .endOfFile: connection.closeAfterWrites()  // what is owed still goes out
+                    case .failed: connection.close()
+                    default: break
                     }
                 }
+                // A peer that sends and does not read is held back by TCP: above the write
+                // queue's high water mark the connection stops taking bytes in.
+                connection.pausesReceivingWhileUnwritable = true
                 server.loop.add(connection.source, to: .common)
-                do { try connection.receive() } catch { connection.close() }
-            case .failed(let failure) where completion.isFinal && failure != .cancelled:
+                do {
+                    // Each received buffer is sent back from where it arrived, behind the
+                    // bytes sent before it: no copy, nothing reordered.
+                    try connection.receive { connection, bytes in
+                        totals.value.bytes += bytes.count
+                        do { try connection.send(bytes) } catch { connection.close() }
+                    }
+                } catch {
+                    connection.close()
+                }
+            case .failed(let failure) where !completion.isFinal:
+                // Out of descriptors (or memory): the accept tries again in a second, the
+                // connections wait in the listen queue meanwhile.
+                say("tcp-echo: cannot accept for now (\(failure)); trying again in 1 s")
+            case .failed(let failure) where failure != .cancelled:
                 say("tcp-echo: stopped accepting: \(failure)")
                 server.loop.stop()
             default:

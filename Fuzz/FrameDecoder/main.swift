@@ -2,8 +2,8 @@
 // descriptions (the bundled and real recordings' devices). The first byte picks a
 // device; then each 7 bytes are one event: a type selector, a code (16 bits) and a value
 // (32 bits, little-endian). A byte 0xff as a type selector resyncs from a state made of
-// the next bytes. Nothing may trap, in the decoder or in the gesture recognizers its
-// digitizer frames are fed to. Build and run with tools/fuzz.
+// the next bytes. Nothing may trap, in the decoder or in the gesture and motion
+// recognizers its digitizer frames and motion samples are fed to. Build and run with tools/fuzz.
 import Glibc
 import RingLoop
 import RingLoopDevices
@@ -28,7 +28,7 @@ public func fuzzFrameDecoderInitialize(
     for extra in [
         "real/evemu-devices/mice/Apple Touch Mouse.evemu", "real/evemu/ntrig-dell-xt2.prop",
         "real/evemu-devices/tablets/Wacom Serial Penabled 2FG Touchscreen.desc",
-        "real/evemu-devices/misc/Microsoft Surface Type Cover.events", "real/evemu/3m.prop",
+        "real/evemu-devices/misc/Microsoft Surface Type Cover.events", "real/evemu/3m.prop", "motion/dualsense-bump.evemu",
     ] {
         paths.append(folder + "/" + extra)
     }
@@ -54,6 +54,7 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let device = devices[Int(bytes[0]) % devices.count]
     var decoder = FrameDecoder(info: device)
     var gestureFrames: [(MonotonicInstant, DigitizerFrame)] = []
+    var motionSamples: [(MonotonicInstant, MotionEvent)] = []
     var out: [HIDEvent] = []
     var index = 1
     var time = 0
@@ -83,6 +84,7 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
                 if case .digitizer(let frame) = event.payload, gestureFrames.count < 512 {
                     gestureFrames.append((event.timestamp, frame))
                 }
+                if case .motion(let sample) = event.payload, motionSamples.count < 512 { motionSamples.append((event.timestamp, sample)) }
             }
             out.removeAll(keepingCapacity: true)
         }
@@ -91,11 +93,16 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     // The digitizer frames, through ten gesture recognizers: nothing may trap there either.
     for event in out {
         if case .digitizer(let frame) = event.payload, gestureFrames.count < 512 { gestureFrames.append((event.timestamp, frame)) }
+        if case .motion(let sample) = event.payload, motionSamples.count < 512 { motionSamples.append((event.timestamp, sample)) }
     }
     if !gestureFrames.isEmpty {
         _ = GestureThroughput.run(
             frames: gestureFrames, surface: GestureSurface(device: device), warmRounds: 0, measuredRounds: 1,
             beforeMeasured: {}, action: { _ in })
+    }
+    // Motion samples, through a shake and an orientation recognizer.
+    if !motionSamples.isEmpty {
+        _ = MotionThroughput.run(samples: motionSamples, warmRounds: 0, measuredRounds: 1, beforeMeasured: {}, action: { _ in })
     }
     return 0
 }

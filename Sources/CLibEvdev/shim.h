@@ -10,6 +10,8 @@
 
 static inline unsigned long ringloop_eviocgrab(void) { return EVIOCGRAB; }
 static inline unsigned long ringloop_eviocsclockid(void) { return EVIOCSCLOCKID; }
+static inline unsigned long ringloop_eviocgrep(void) { return EVIOCGREP; }
+static inline unsigned long ringloop_eviocsrep(void) { return EVIOCSREP; }
 static inline unsigned long ringloop_eviocgname(unsigned len) { return EVIOCGNAME(len); }
 static inline unsigned long ringloop_eviocgbit(unsigned type, unsigned len) { return EVIOCGBIT(type, len); }
 static inline unsigned long ringloop_eviocgabs(unsigned axis) { return EVIOCGABS(axis); }

@@ -20,16 +20,6 @@ func fuseConnection(of path: String) -> Int? {
     return nil
 }
 
-/// Waits until `condition` holds or `timeout` passes; whether it held.
-func eventually(_ timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
-    let deadline = Date(timeIntervalSinceNow: timeout)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(10_000)
-    }
-    return true
-}
-
 /// Whether `stat` on `path` returns within `timeout` (in a child: a stat that hangs on a
 /// dead FUSE server must not take the test with it).
 func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
@@ -61,8 +51,8 @@ struct FaultTests {
         try #require(child.waitFor("ready"), "the host never got ready")
         #expect(isMounted(mount))
         child.signal(signal)  // SIGUSR1: it writes through a null pointer
-        #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
-        #expect(eventually(2) { !isMounted(mount) }, "\(name): the mount is left")
+        #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
+        #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "\(name): the mount is left")
         #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
     }
 
@@ -79,7 +69,7 @@ struct FaultTests {
         let connection = try #require(fuseConnection(of: mount), "no FUSE connection at \(mount)")
         #expect(umount2(mount, Int32(MNT_DETACH)) == 0)
         child.signal(SIGKILL)
-        let ended = eventually(2) { child.exited }
+        let ended = waitUntil(timeout: .seconds(2)) { child.exited }
         #expect(ended, "still running 2 s after SIGKILL: a thread waits on the dead connection")
         if !ended {
             // Free it, as a person would, so the failure leaves nothing stuck behind.
@@ -98,7 +88,7 @@ struct FaultTests {
         defer { child.finish(timeout: .seconds(5)) }
         try #require(child.waitFor("ready"))
         child.signal(SIGQUIT)
-        #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
+        #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))
         // The backtrace completes (it suspended every thread; none was left waiting).
         // Under a sanitizer Swift's backtracer is not installed (the sanitizer runtime
@@ -108,7 +98,7 @@ struct FaultTests {
         }
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
         child.signal(SIGKILL)
-        #expect(eventually(2) { child.exited })
+        #expect(waitUntil(timeout: .seconds(2)) { child.exited })
     }
 
     /// The commands end cleanly on SIGINT, SIGTERM, SIGHUP and SIGQUIT at any moment —
@@ -124,7 +114,7 @@ struct FaultTests {
         let mount = "/tmp/ringloop-monitor-\(child.pid)"
         #expect(isMounted(mount))
         child.signal(signal)
-        #expect(eventually(2) { child.exited }, "\(name): still running 2 s after the signal")
+        #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
         #expect(child.status == 0, "\(name): exit status \(String(describing: child.status))")
         #expect(!isMounted(mount), "\(name): the mount is left")
     }
@@ -136,8 +126,8 @@ struct FaultTests {
         try #require(child.waitFor("switchChanged"))
         let mount = "/tmp/ringloop-monitor-\(child.pid)"
         child.signal(SIGKILL)
-        #expect(eventually(2) { child.exited })
-        #expect(eventually(2) { !isMounted(mount) }, "the mount is left")
+        #expect(waitUntil(timeout: .seconds(2)) { child.exited })
+        #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))
     }
 

@@ -46,7 +46,7 @@ struct SoakTests {
         let child = try startRingloop(["soak", "--cycles", "1000000"])
         // Wait for the soak to be under way (its folder mounted), then interrupt.
         let mount = "/tmp/ringloop-soak-\(child.pid)"
-        #expect(eventually(20) { isMounted(mount) })
+        #expect(waitUntil(timeout: .seconds(20)) { isMounted(mount) })
         kill(child.pid, SIGINT)
         #expect(child.wait(timeout: .seconds(30)) != nil, "soak ended after SIGINT")
         let status = child.finish(timeout: .zero)

@@ -2,6 +2,7 @@ import CLibEvdev
 import Glibc
 import RingLoop
 import RingLoopEvdev
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices

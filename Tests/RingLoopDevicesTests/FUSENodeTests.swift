@@ -4,18 +4,10 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
-
-/// A folder per test, under /tmp, unmounted even when the test fails.
-func withDeviceFolder<T>(_ body: (FUSEDeviceFolder) throws -> T) throws -> T {
-    _ = MountLeakCheck.armed
-    let path = "/tmp/ringloop-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    let folder = try FUSEDeviceFolder(path: path)
-    defer { folder.close() }
-    return try body(folder)
-}
 
 let testMouse = InputDeviceDescription(
     name: "Virtual Test Mouse", busType: 0x03, vendor: 0x046d, product: 0xc077, version: 0x0111,
@@ -235,7 +227,7 @@ extension FUSENodeTests {
                 let loop = RingRunLoop.current
                 let fd = open(node.path, O_RDONLY | O_NONBLOCK)
                 defer { close(fd) }
-                let source = LoopPortSource(fileDescriptor: fd) { _ in
+                let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
                     let events = readEvents(fd).map { [Int($0.type), Int($0.code), Int($0.value)] }
                     received.mutate { $0 += events }
                     if received.value.count >= 4 { loop.stop() }

@@ -4,6 +4,7 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -53,7 +54,7 @@ struct FUSEServingTests {
             thread.perform {
                 let loop = RingRunLoop.current
                 let fd = open(node.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-                let channel = LoopIOChannel(fileDescriptor: fd, loop: loop) { channel, completion in
+                let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: fd), loop: loop) { channel, completion in
                     result.withLock { $0 = completion.outcome }
                     channel.close()
                 }

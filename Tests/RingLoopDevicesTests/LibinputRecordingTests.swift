@@ -155,7 +155,10 @@ struct LibinputToolTests {
             }
             try #require(nodes.allSatisfy { $0.clientCount >= 2 }, "libinput record never opened the nodes: \(nodes.map(\.clientCount))")
             try Replay.play([(touchpad, nodes[0]), (keyboard, nodes[1])], timeline: .eachFromItsStart, speed: .scaled(4))
-            usleep(300_000)
+            // libinput record has read every event (its file has nothing left unread, ours
+            // everything); it writes what it read before it handles the signal, which its
+            // event loop sees next.
+            #expect(waitUntil { nodes.allSatisfy { $0.unreadEventCounts.min() == 0 } }, "libinput record did not read everything")
             process.signal(SIGINT)  // libinput record finishes its file and exits
             if process.wait(timeout: .seconds(10)) == nil { Issue.record("libinput record did not stop on SIGINT") }
             process.finish(timeout: .zero)

@@ -3,6 +3,7 @@ import CoreFoundation
 import Foundation
 import Glibc
 import Synchronization
+import SystemPackage
 
 @testable import RingLoop
 
@@ -36,7 +37,7 @@ final class RingDriver: LoopDriver, @unchecked Sendable {
     func portSource(_ name: String, action: (@Sendable (LoopDriver) -> Void)?) -> Handle {
         let fd = makeEventFD()
         descriptors.append(fd)
-        let source = LoopPortSource(fileDescriptor: fd) { [unowned self] _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { [unowned self] _ in
             var value: UInt64 = 0
             _ = read(fd, &value, 8)
             trace.record("port \(name)")

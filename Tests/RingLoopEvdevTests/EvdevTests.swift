@@ -118,7 +118,7 @@ struct EvdevTests {
     func maskSizes() {
         let longBytes = MemoryLayout<CLong>.size
         let bits = longBytes * 8
-        #expect(Evdev.maskBytes(ofType: Evdev.EV_KEY) == (Int(KEY_CNT) + bits - 1) / bits * longBytes)
+        #expect(Evdev.maskBytes(ofType: Evdev.EV_KEY) == (Int(KEY_MAX) + 1 + bits - 1) / bits * longBytes)
         #expect(Evdev.maskBytes(ofType: Evdev.EV_ABS) == (Int(ABS_CNT) + bits - 1) / bits * longBytes)
         #expect(Evdev.maskBytes(ofType: Evdev.EV_SW) == (Int(SW_CNT) + bits - 1) / bits * longBytes)
         #expect(Evdev.maskBytes(ofType: Evdev.EV_REP) == nil)

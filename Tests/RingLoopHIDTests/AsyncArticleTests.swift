@@ -8,6 +8,7 @@ import RingLoopDevices
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 /// Counts key presses of an evdev device and heartbeats of a timer, on one loop.
@@ -37,7 +38,7 @@ actor KeyCounter {
         }
         defer { heartbeat.cancel() }
         var buffer = [UInt8](repeating: 0, count: InputEvent.size * 64)
-        for await _ in loop.readiness(of: device) {
+        for await _ in loop.readiness(of: FileDescriptor(rawValue: device)) {
             while true {
                 let bytes = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
                 guard bytes > 0 else { break }

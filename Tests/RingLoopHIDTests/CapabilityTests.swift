@@ -1,4 +1,5 @@
 import RingLoopEvdev
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices

@@ -48,39 +48,11 @@ func onFreshThread<T>(_ body: @escaping () throws -> T) throws -> T {
     return try holder.result!.get()
 }
 
-/// Runs the loop until `condition` holds (bounded).
-func runUntil(_ loop: RingRunLoop, timeout: Duration = .seconds(20), _ condition: () -> Bool) -> Bool {
-    let limit = MonotonicInstant.now + timeout
-    while !condition() {
-        if MonotonicInstant.now > limit { return false }
-        loop.run(mode: .default, for: .milliseconds(20), returnAfterSourceHandled: true)
-    }
-    return true
-}
-
 /// Hosts `recording` on a FUSE node, runs the whole chain over it with `shape`, replays
 /// every frame, then removes the device; returns every event the handler saw.
-/// How timely a run of the chain was, on a machine that may be short of CPU (a loaded CI,
-/// a sanitizer): how late the replay sent a frame after its place on the recording's
-/// timeline, and how late an event reached the handlers after its stamp. Results that
-/// depend on time (gestures) hold only when both are small.
-final class ChainTiming: @unchecked Sendable {
-    // @unchecked: written by the replay thread before `finished` is released, and by the
-    // loop's handlers; read after the run.
-    var replayLateness = Duration.zero
-    var deliveryLag = Duration.zero
-
-    /// Both under `limit`.
-    func isTimely(within limit: Duration = .milliseconds(100)) -> Bool {
-        replayLateness < limit && deliveryLag < limit
-    }
-
-    var description: String { "replay up to \(replayLateness) late, delivery up to \(deliveryLag) late" }
-}
-
 func runChain(
     _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false,
-    speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false, timing: ChainTiming? = nil,
+    speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false,
     prepare: @escaping (HIDEventSystem, RingRunLoop) -> Void = { _, _ in }
 ) throws -> [HIDEvent] {
     try onFreshThread {
@@ -96,9 +68,6 @@ func runChain(
         var events: [HIDEvent] = []
         system.addHandler { event in
             events.append(event)
-            if let timing, event.kind != .deviceAdded, event.kind != .deviceRemoved {
-                timing.deliveryLag = max(timing.deliveryLag, MonotonicInstant.now - event.timestamp)
-            }
             return .pass
         }
         prepare(system, loop)
@@ -111,19 +80,8 @@ func runChain(
         let player = LoopThread(name: "replay")
         let toPlay = UncheckedBox((recording, node))
         player.perform {
-            // Each frame's place on the timeline (recorded speed), to measure the replay's
-            // lateness from its progress.
-            let offsets = Replay.frames(of: toPlay.value.0).map { Duration.microseconds($0.time) }
-            var started: MonotonicInstant?
             do throws(VirtualDeviceError) {
-                try Replay.play(toPlay.value.0, to: toPlay.value.1, speed: speed) { sent, _ in
-                    guard let timing, speed == .recorded, sent <= offsets.count else { return }
-                    let now = MonotonicInstant.now
-                    let origin = started ?? now
-                    started = origin
-                    let late = now - (origin + (offsets[sent - 1] - offsets[0]))
-                    timing.replayLateness = max(timing.replayLateness, late)
-                }
+                try Replay.play(toPlay.value.0, to: toPlay.value.1, speed: speed)
             } catch {
                 failure.withLock { $0 = error }
             }

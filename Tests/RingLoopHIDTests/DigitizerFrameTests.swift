@@ -33,6 +33,9 @@ struct DigitizerFrameTests {
         print("HIDEvent: \(MemoryLayout<HIDEvent>.size) bytes, DigitizerFrame: \(MemoryLayout<DigitizerFrame>.size)")
         #expect(MemoryLayout<HIDEvent>.size <= 128, "HIDEvent is \(MemoryLayout<HIDEvent>.size) bytes")
         #expect(MemoryLayout<DigitizerFrame>.size <= 48)
+        // A motion sample is the largest inline payload: six doubles, the sensor's time, the rate.
+        print("MotionEvent: \(MemoryLayout<MotionEvent>.size) bytes")
+        #expect(MemoryLayout<MotionEvent>.size <= 80)
     }
 
     @Test(

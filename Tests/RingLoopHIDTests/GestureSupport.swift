@@ -1,5 +1,9 @@
+import Glibc
 import RingLoop
 import RingLoopEvdev
+import RingLoopTestSupport
+import SystemPackage
+import Testing
 
 @testable import RingLoopDevices
 @testable import RingLoopHID
@@ -110,4 +114,97 @@ let gesturesFolder = devicesFolder + "/gestures"
 
 func loadGestureRecording(_ name: String) throws -> Recording {
     try Recording.load(contentsOf: gesturesFolder + "/" + name + ".evemu")
+}
+
+/// A recording sent to an event system as a stream device (a pipe) with its own stamps,
+/// moved as a whole onto the loop's clock: the chain sees the recording's time between
+/// frames whatever the machine's load, as the kernel stamps events when the device sends
+/// them and not when a reader gets to them.
+///
+/// Placed ahead of the clock (`firstAt` in the future), every frame is in the pipe before
+/// the loop's time reaches the first deadline it sets: deadlines before the last frame
+/// pass in the frames' own time, as from memory (``GestureRun``), and only those after it
+/// wait for the clock — the deadline timer's path. Placed behind it, the frames are late
+/// as under a loaded loop.
+final class GestureStream {
+    let device: HIDDeviceID
+    private let writeEnd: Int32
+    /// Microseconds added to the recording's stamps.
+    private let shift: Int64
+
+    /// Attaches a pipe to `system` (started) as the device `recording` describes; the
+    /// recording's first event will carry `start`.
+    init(_ recording: Recording, to system: HIDEventSystem, firstAt start: MonotonicInstant) throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        writeEnd = ends[1]
+        // Room for a whole recording, written before the loop reads any of it.
+        _ = fcntl(writeEnd, 1031 /* F_SETPIPE_SZ, _GNU_SOURCE only */, 1 << 20)
+        let room = Int(fcntl(writeEnd, 1032 /* F_GETPIPE_SZ */))
+        let size = recording.events.first.map { MemoryLayout.size(ofValue: $0.kernelEvent) } ?? 0
+        try #require(recording.events.count * size <= room, "the recording does not fit the pipe")
+        shift = Int64(start.nanoseconds / 1000) - (recording.events.first?.timeMicroseconds ?? 0)
+        device = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: deviceInfo(of: recording))
+    }
+
+    deinit { close() }
+
+    /// Writes `events` of the recording, a frame per write, with their stamps.
+    func send(_ events: some Sequence<InputEvent>) {
+        let stamped = events.map { event in
+            let time = event.timeMicroseconds + shift
+            return InputEvent(
+                seconds: time / 1_000_000, microseconds: Int32(time % 1_000_000), type: event.type, code: event.code,
+                value: event.value)
+        }
+        writeFrames(stamped, to: writeEnd)
+    }
+
+    private var closed = false
+
+    /// Ends the stream: the device is removed once the chain has read everything.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(writeEnd)
+    }
+
+    /// The stamp the last digitizer frame of `events` carries on the stream.
+    func lastFrameStamp(of events: [InputEvent], info: HIDDeviceInfo) -> MonotonicInstant? {
+        var decoder = FrameDecoder(info: info)
+        var out: [HIDEvent] = []
+        for event in events { decoder.feed(event, into: &out) }
+        guard let last = out.last(where: { $0.kind == .digitizer }) else { return nil }
+        return MonotonicInstant(nanoseconds: UInt64(Int64(last.timestamp.nanoseconds / 1000) + shift) * 1000)
+    }
+
+    /// Whether the gesture recognizers of `system` have seen the frame stamped `last` and
+    /// wait for no deadline: nothing the stream sent can change what they recognize.
+    func isSettled(in system: HIDEventSystem, through last: MonotonicInstant) -> Bool {
+        guard let arena = system.gestures?.arena else { return false }
+        return arena.latestFrameTime(of: device) == last && arena.nextDeadline == nil
+    }
+}
+
+/// How far ahead of the loop's clock ``GestureStream``s that must not depend on the
+/// machine's load are placed: the loop would have to stall this long before it reads the
+/// first frame for the clock to pass a deadline the frames set.
+let gestureStreamLead = Duration.seconds(1)
+
+/// Runs `recording` through a started event system on the current thread's loop as a
+/// ``GestureStream`` placed ``gestureStreamLead`` ahead, until the recognizers are
+/// settled, then ends the stream and waits for the device's removal.
+func playGestureStream(_ recording: Recording, to system: HIDEventSystem, loop: RingRunLoop) throws {
+    var removed = false
+    let token = system.addHandler(kinds: [.deviceRemoved]) { _ in
+        removed = true
+        return .pass
+    }
+    defer { system.removeHandler(token) }
+    let stream = try GestureStream(recording, to: system, firstAt: .now + gestureStreamLead)
+    stream.send(recording.events)
+    let last = try #require(stream.lastFrameStamp(of: recording.events, info: deviceInfo(of: recording)))
+    #expect(runUntil(loop) { stream.isSettled(in: system, through: last) }, "the recognizers never settled")
+    stream.close()
+    #expect(runUntil(loop) { removed }, "the stream's end did not remove the device")
 }

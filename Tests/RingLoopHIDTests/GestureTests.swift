@@ -32,8 +32,13 @@ struct GestureRecognizerTests {
                 cases.append(GestureCase(recording: "\(surface)-\(name)", set: .uikit, expected: expected))
             }
         }
-        cases.append(GestureCase(recording: "touchpad-swipe-3-fingers-left", set: .uikit, expected: []))
-        cases.append(GestureCase(recording: "touchpad-swipe-4-fingers-up", set: .uikit, expected: []))
+        // iPadOS's multitasking gestures, in the UIKit set: pans of three to five fingers
+        // (a slow swipe of fingers is a pan), swipes, the five-finger pinch.
+        cases.append(GestureCase(recording: "touchpad-swipe-3-fingers-left", set: .uikit, expected: ["pan 3"]))
+        cases.append(GestureCase(recording: "touchpad-swipe-4-fingers-up", set: .uikit, expected: ["pan 4"]))
+        cases.append(GestureCase(recording: "touchscreen-pan-3-fingers", set: .uikit, expected: ["pan 3"]))
+        cases.append(GestureCase(recording: "touchscreen-swipe-4-fingers-left", set: .uikit, expected: ["swipe left 4"]))
+        cases.append(GestureCase(recording: "touchscreen-pinch-5-fingers", set: .uikit, expected: ["pinch 5"]))
         let libinput: [(String, [String])] = [
             ("tap-1-finger", ["tap 1"]), ("tap-2-fingers", ["tap 2"]), ("tap-3-fingers", ["tap 3"]),
             ("double-tap", ["doubleTap 1"]), ("long-press", ["hold 1"]), ("pan-1-finger", ["pan 1"]),
@@ -60,7 +65,7 @@ struct GestureRecognizerTests {
         let files = Set(directoryEntries(gesturesFolder)!.map(\.name).filter { $0.hasSuffix(".evemu") })
         let covered = Set(Self.cases.map { $0.recording + ".evemu" })
         #expect(files == covered)
-        #expect(files.count >= 38)
+        #expect(files.count >= 41)
     }
 
     /// The values reported at the end of each gesture, in the surface's millimetres.
@@ -92,6 +97,24 @@ struct GestureRecognizerTests {
         let began = try #require(run.events.first { $0.gesture == "longPress" && $0.state == .began })
         let ended = try #require(run.events.first { $0.gesture == "longPress" && $0.state == .ended })
         #expect(ended.timestamp - began.timestamp > .milliseconds(300), "held 900 ms, began at 500 ms")
+    }
+
+    @Test("iPadOS's multitasking gestures: the values of a four-finger swipe and a five-finger pinch")
+    func multitasking() throws {
+        func final(_ name: String, _ gesture: String) throws -> GestureEvent? {
+            GestureRun(try loadGestureRecording("touchscreen-\(name)"), recognizers: StandardGestures.uikit()).events
+                .last { $0.gesture == gesture && ($0.state == .ended) }
+        }
+        let swipe = try #require(try final("swipe-4-fingers-left", "swipe"))
+        #expect(swipe.direction == .left && swipe.values.fingers == 4)
+        let pinch = try #require(try final("pinch-5-fingers", "pinch"))
+        #expect(pinch.values.fingers == 5)
+        #expect(abs(pinch.values.scale - 1.0 / 3) < 0.05, "45 → 15 mm: \(pinch.values.scale)")
+        #expect(pinch.values.scaleVelocity < 0)
+        // libinput's set on a touchpad keeps its own swipe.
+        let touchpad = StandardGestures.forEverySurface()
+        let run = GestureRun(try loadGestureRecording("touchpad-swipe-4-fingers-up"), recognizers: touchpad)
+        #expect(run.recognized == ["touchpadSwipe 4"])
     }
 
     @Test("a single tap waits for the double tap to fail, and fails when it succeeds")
@@ -184,6 +207,7 @@ struct RealGestureTests {
         ("evemu-devices/touchscreens/ELAN CANDO Windows7.1-finger-drag-up-down.events", .uikit, ["pan 1"]),
         ("evemu-devices/touchscreens/N-Trig MultiTouch.1-finger-drag-NW-SE.events", .uikit, ["pan 1"]),
         ("evemu-devices/touchscreens/EP0430M09.2-finger-scroll-down.events", .uikit, ["pan 2"]),
+        ("evemu-devices/touchscreens/EP0430M09.4-finger-drag-down.events", .uikit, ["pan 4"]),
         (
             "evemu-devices/touchscreens/Atmel maXTouch Touchscreen.1-finger-fast-taps.events", .uikit,
             ["doubleTap 1", "doubleTap 1", "doubleTap 1", "doubleTap 1", "tap 1"]

@@ -7,26 +7,6 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
-/// A FUSE folder for the body, closed after it even when it throws.
-func withDeviceFolder<T>(_ body: (FUSEDeviceFolder) throws -> T) throws -> T {
-    _ = MountLeakCheck.armed
-    let folder = try FUSEDeviceFolder(path: "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-    defer { folder.close() }
-    return try body(folder)
-}
-
-/// A small deterministic generator (SplitMix64), so a failing mutation can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Mutates evemu text the way hostile or broken files differ from good ones: numbers
 /// replaced by huge, negative or overlong ones, lines dropped, doubled or swapped, bytes
 /// flipped, the fake-MT bit and absurd slot ranges set.

@@ -167,17 +167,7 @@ extension HotplugTests {
             #expect(node.clientCount == 1)
             system.stop()
             // The loop does not run again: the file must be released without it.
-            #expect(waitUntilTrue { node.clientCount == 0 }, "a device file stayed open after stop")
+            #expect(waitUntil { node.clientCount == 0 }, "a device file stayed open after stop")
         }
     }
-}
-
-/// Polls `condition` for up to two seconds (for effects that arrive from other threads).
-func waitUntilTrue(_ condition: () -> Bool) -> Bool {
-    let limit = MonotonicInstant.now + .seconds(2)
-    while !condition() {
-        if MonotonicInstant.now > limit { return false }
-        sched_yield()
-    }
-    return true
 }

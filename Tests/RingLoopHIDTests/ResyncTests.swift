@@ -1,6 +1,7 @@
 import CLibEvdev
 import Glibc
 import RingLoop
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices

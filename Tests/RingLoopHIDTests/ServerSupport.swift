@@ -3,6 +3,7 @@ import Glibc
 import RingLoop
 import RingLoopEvdev
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -40,7 +41,7 @@ final class ServerOnThread: @unchecked Sendable {
             for device in devices {
                 var ends: [Int32] = [0, 0]
                 guard pipe(&ends) == 0 else { throw HIDError.configuration("pipe: errno \(errno)") }
-                let id = try server.system.attachStream(fileDescriptor: ends[0], description: device)
+                let id = try server.system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: device)
                 made.append((ends[1], id))
             }
             return made

@@ -3,6 +3,7 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -50,7 +51,7 @@ struct StreamDeviceTests {
             try system.start()
             var ends: [Int32] = [0, 0]
             #expect(pipe(&ends) == 0)
-            let id = try system.attachStream(fileDescriptor: ends[0], description: deviceInfo(of: recording))
+            let id = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: deviceInfo(of: recording))
             let path = system.readPaths[id]
             let writer = ThreadBody { writeFrames(recording.events, to: ends[1]) }
             writer.runAndJoin()
@@ -84,7 +85,7 @@ struct StreamDeviceTests {
             try system.start()
             var ends: [Int32] = [0, 0]
             #expect(pipe(&ends) == 0)
-            try system.attachStream(fileDescriptor: ends[0], description: deviceInfo(of: recording))
+            try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: deviceInfo(of: recording))
             #expect(system.readPaths.values.first == path)
             // One frame at a time, each once the last was handled: the loop sleeps between.
             let writer = LoopThread(name: "writer")

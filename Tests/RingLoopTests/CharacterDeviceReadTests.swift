@@ -1,5 +1,6 @@
 import Glibc
 import RingLoopTestSupport
+import SystemPackage
 import Testing
 
 @testable import RingLoop
@@ -41,7 +42,7 @@ struct CharacterDeviceReadTests {
             let fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             try #require(fd >= 0)
             let log = CompletionLog()
-            let channel = LoopIOChannel(fileDescriptor: fd, loop: loop) { log.append($1) }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: fd), loop: loop) { log.append($1) }
             var records: [KernelLogRecord] {
                 log.all.compactMap { completion in
                     guard case .bytes(let bytes) = completion.outcome else { return nil }

@@ -304,7 +304,7 @@ struct AsyncSourceTests {
             let pipe = TestPipe()
             let reports = Atomic<Int>(0)
             let consumer = Task(executorPreference: driver) {
-                for await mask in loop.readiness(of: pipe.readEnd) where mask & Int16(POLLIN) != 0 {
+                for await events in loop.readiness(of: FileDescriptor(rawValue: pipe.readEnd)) where events.contains(.readable) {
                     pipe.drain()
                     reports.add(1, ordering: .relaxed)
                 }
@@ -412,15 +412,4 @@ struct AsyncSourceTests {
             worker.stopAndJoin()
         }
     }
-}
-
-/// Polls `condition` until it holds or `timeout` passes, sleeping on `driver`'s clock
-/// between tries (not on the global executor's timer).
-func waitUntilAsync(_ driver: RingRunLoop, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
-    let limit = MonotonicInstant.now + timeout
-    while await !condition() {
-        if MonotonicInstant.now > limit { return false }
-        try? await driver.clock.sleep(for: .milliseconds(1))
-    }
-    return true
 }

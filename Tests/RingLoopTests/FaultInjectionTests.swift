@@ -1,5 +1,7 @@
 import Glibc
+import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoop
@@ -42,7 +44,7 @@ struct FaultInjectionTests {
         withFaultyLoop { loop, faults in
             let pipe = TestPipe()
             let performed = LoopBound(0, loop: loop)
-            let source = LoopPortSource(fileDescriptor: pipe.readEnd) { _ in
+            let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: pipe.readEnd)) { _ in
                 performed.value += 1
                 pipe.drain()
             }
@@ -56,7 +58,7 @@ struct FaultInjectionTests {
             #expect(performed.value == 2)
             // A removal hands its cancellation to the kernel at once: an EINTR there is retried.
             let other = TestPipe()
-            let second = LoopPortSource(fileDescriptor: other.readEnd) { _ in }
+            let second = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: other.readEnd)) { _ in }
             loop.add(second, to: .default)
             loop.run(mode: .default, for: .milliseconds(5))
             faults.fail(.submit, with: EINTR)
@@ -87,14 +89,14 @@ struct FaultInjectionTests {
     func armingFailure() {
         withFaultyLoop { loop, faults in
             let pipe = TestPipe()
-            let reported = LoopBound<Int16>(0, loop: loop)
+            let reported = LoopBound<PollEvents>([], loop: loop)
             // No submission entry twice over: the poll cannot be armed.
             faults.fail(.getSubmission, with: EBUSY, count: 2)
-            let source = LoopPortSource(fileDescriptor: pipe.readEnd) { events in reported.value = events }
+            let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: pipe.readEnd)) { events in reported.value = events }
             loop.add(source, to: .default)
             let result = loop.run(mode: .default, for: .seconds(5), returnAfterSourceHandled: true)
             #expect(result == .handledSource)
-            #expect(reported.value & Int16(POLLNVAL) != 0)
+            #expect(reported.value.contains(.invalid))
             #expect(source.failure?.errno == .resourceBusy)
             source.invalidate()
         }
@@ -104,7 +106,7 @@ struct FaultInjectionTests {
     func removalRetried() {
         withFaultyLoop { loop, faults in
             let pipe = TestPipe()
-            let source = LoopPortSource(fileDescriptor: pipe.readEnd) { _ in }
+            let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: pipe.readEnd)) { _ in }
             loop.add(source, to: .default)
             loop.run(mode: .default, for: .milliseconds(5))
             let core = core(of: loop)

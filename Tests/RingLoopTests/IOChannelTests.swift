@@ -1,5 +1,6 @@
 import Glibc
 import RingLoopTestSupport
+import SystemPackage
 import Testing
 
 @testable import RingLoop
@@ -48,8 +49,8 @@ struct IOChannelTests {
             let loop = RingRunLoop.current
             let (readEnd, writeEnd) = makePipe()
             let log = CompletionLog()
-            let reader = LoopIOChannel(fileDescriptor: readEnd, loop: loop) { log.append($1) }
-            let writer = LoopIOChannel(fileDescriptor: writeEnd, loop: loop) { log.append($1) }
+            let reader = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: readEnd), loop: loop) { log.append($1) }
+            let writer = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: writeEnd), loop: loop) { log.append($1) }
             loop.add(reader.source, to: .default)
             loop.add(writer.source, to: .default)
             try writer.write(Array("hello".utf8))
@@ -69,8 +70,8 @@ struct IOChannelTests {
         }
     }
 
-    @Test("Pipe: a short write on a full non-blocking pipe, then EPIPE once the reader is gone")
-    func shortWriteAndBrokenPipe() throws {
+    @Test("Pipe: writes larger than a full non-blocking pipe go out whole and in order as the reader drains it; then EPIPE")
+    func pipeWritesContinueInOrderThenBrokenPipe() throws {
         signal(SIGPIPE, SIG_IGN)
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
@@ -79,16 +80,32 @@ struct IOChannelTests {
             #expect(capacity >= 4096)
             _ = fcntl(writeEnd, F_SETFL, fcntl(writeEnd, F_GETFL) | O_NONBLOCK)
             let log = CompletionLog()
-            let writer = LoopIOChannel(fileDescriptor: writeEnd, loop: loop) { log.append($1) }
+            let writer = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: writeEnd), loop: loop) { log.append($1) }
             loop.add(writer.source, to: .default)
-            try writer.write([UInt8](repeating: 7, count: capacity * 3))
-            #expect(run(loop) { log.count == 1 })
-            let short = try #require(log.last(.write))
-            #expect(short.outcome == .transferred(capacity) && short.isShort)
+            let first = (0..<(capacity * 3)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            let second = (0..<capacity).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+            try writer.write(first)
+            try writer.write(second)
+            // The kernel takes a pipe's worth, then answers EAGAIN: the rest waits for room.
+            #expect(!run(loop, timeout: .milliseconds(100)) { log.count > 0 }, "nothing completes while the pipe is full")
+            #expect(writer.queuedWriteBytes == capacity * 3, "the queue holds what the pipe did not take")
+            var read: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1024)
+            #expect(
+                run(loop) {
+                    let count = chunk.withUnsafeMutableBytes { Glibc.read(readEnd, $0.baseAddress, $0.count) }
+                    if count > 0 { read += chunk[..<count] }
+                    return read.count == first.count + second.count
+                })
+            #expect(read == first + second, "bytes in order, none lost or repeated")
+            #expect(run(loop) { log.count == 2 })
+            #expect(log.all.map(\.outcome) == [.transferred(first.count), .transferred(second.count)])
+            #expect(log.all.allSatisfy { $0.isFinal && !$0.isShort })
             close(readEnd)
             try writer.write([1, 2, 3])
-            #expect(run(loop) { log.count == 2 })
+            #expect(run(loop) { log.count == 3 })
             #expect(log.all.last?.outcome == .failed(.brokenPipe))
+            #expect(throws: IOFailure.brokenPipe) { try writer.write([4]) }
             writer.close()
         }
     }
@@ -159,7 +176,7 @@ struct IOChannelTests {
             try client.connect(to: address)
             #expect(run(loop) { log.last(.connect) != nil })
             try client.receive()
-            let accepted = accept(listener, nil, nil)
+            let accepted = accept(listener.rawValue, nil, nil)
             #expect(accepted >= 0)
             // Closing with a zero linger time sends a reset instead of a FIN.
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
@@ -168,7 +185,7 @@ struct IOChannelTests {
             #expect(run(loop) { log.last(.receive)?.isFinal == true })
             #expect(log.last(.receive)?.outcome == .failed(.connectionReset))
             client.close()
-            close(listener)
+            close(listener.rawValue)
 
             let refusedLog = CompletionLog()
             let refused = LoopIOChannel(fileDescriptor: try address.makeSocket(), loop: loop) { refusedLog.append($1) }
@@ -187,7 +204,7 @@ struct IOChannelTests {
             var pair: [Int32] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
             let log = CompletionLog()
-            let channel = LoopIOChannel(fileDescriptor: pair[0], loop: loop) { log.append($1) }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: loop) { log.append($1) }
             loop.add(channel.source, to: .default)
             let receive = try channel.receive()
             _ = loop.run(mode: .default, for: .milliseconds(10))
@@ -209,7 +226,7 @@ struct IOChannelTests {
         let descriptor = pair[0]
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
-            let channel = LoopIOChannel(fileDescriptor: descriptor, loop: loop) { _, _ in }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: descriptor), loop: loop) { _, _ in }
             loop.add(channel.source, to: .default)
             try channel.receive()
             _ = loop.run(mode: .default, for: .milliseconds(5))
@@ -228,7 +245,7 @@ struct IOChannelTests {
             var pair: [Int32] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
             let log = CompletionLog()
-            let channel = LoopIOChannel(fileDescriptor: pair[0], loop: loop) { log.append($1) }
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: loop) { log.append($1) }
             loop.add(channel.source, to: other)
             // A timer keeps the default mode from finishing at once.
             let keepAlive = LoopTimer(fireDate: .now, interval: .milliseconds(1)) { _ in }
@@ -295,7 +312,7 @@ struct AsyncIOChannelTests {
     func asyncCancel() async throws {
         try await onDriverLoop { driver in
             let (readEnd, writeEnd) = makePipe()
-            let reader = LoopIOChannel(fileDescriptor: readEnd, loop: driver)
+            let reader = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: readEnd), loop: driver)
             driver.add(reader.source, to: .common)
             let reading = Task(executorPreference: driver) { try await reader.readBytes(upTo: 10) }
             try await driver.clock.sleep(for: .milliseconds(20))

@@ -1,3 +1,4 @@
+import RingLoopTestSupport
 import Synchronization
 import Testing
 

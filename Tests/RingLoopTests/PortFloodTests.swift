@@ -12,6 +12,9 @@ struct PortFloodTests {
     /// Resident memory a flood may add to the port's process, in KiB: the limit on unread
     /// replies (1 MiB) and receive buffers, with room for the allocator and the callouts.
     static let floodAllowanceKiB = 12 * 1024
+    /// What the kernel may hold for one connection in one direction: a socket's send
+    /// buffer (`net.core.wmem_default`, 208 KiB here) with its packets' overhead.
+    static let kernelAllowanceBytes = 1 << 20
     /// What may stay after the peers have gone, in KiB.
     static let afterAllowanceKiB = 3 * 1024
 
@@ -49,6 +52,11 @@ struct PortFloodTests {
             }
             record.set("sent", sent)
             record.set("during", controlValue(name, PortHost.rss))
+            // The kernel's memory for the connection, both ways: replies the port sent and
+            // the peer has not read, requests the peer sent and the port has not read.
+            record.set("replies queued", controlValue(name, PortHost.unreadByPeers))
+            var requests: Int32 = 0
+            record.set("requests queued", ioctl(peer.socket, UInt(TIOCOUTQ), &requests) == 0 ? Int(requests) : nil)
             peer.close()
             record.set("after", Self.settledResident(name))
         }
@@ -57,7 +65,10 @@ struct PortFloodTests {
         print(
             "unread replies: \(record.value("sent")) requests taken; resident \(before) → \(record.value("during")) → \(record.value("after")) KiB"
         )
+        print("kernel: \(record.value("replies queued")) bytes of replies and \(record.value("requests queued")) of requests queued")
         #expect(record.value("sent") < 10_000, "the port kept reading requests whose replies were not read")
+        #expect((0..<Self.kernelAllowanceBytes).contains(record.value("replies queued")))
+        #expect((0..<Self.kernelAllowanceBytes).contains(record.value("requests queued")))
         #expect(record.value("during") - before < Self.floodAllowanceKiB)
         #expect(record.value("after") - before < Self.afterAllowanceKiB)
     }

@@ -17,6 +17,7 @@ enum PortHost {
     static let rss: Int32 = 900
     static let connections: Int32 = 901
     static let stop: Int32 = 902
+    static let unreadByPeers: Int32 = 903
     /// The largest reply the `bigReply` scenario sends.
     static let bigReplySize = 1 << 20
 
@@ -104,6 +105,7 @@ enum PortHost {
                 switch msgid {
                 case rss: return Array(String(residentKiB()).utf8)
                 case connections: return Array(String(scenarioPort.core.listener.connectionCount).utf8)
+                case unreadByPeers: return Array(String(scenarioPort.core.listener.bytesUnreadByPeers).utf8)
                 case stop:
                     stopped.store(true, ordering: .relaxed)
                     loop.stop()

@@ -41,7 +41,7 @@ final class RawPortServer: Sendable {
 
     init(name: String, _ script: @escaping @Sendable (_ connection: Int32) -> Void) throws {
         let address = try SocketAddress.abstract(PortWire.namePrefix + name)
-        listener = try address.makeListeningSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+        listener = try address.makeListeningSocket(type: .sequencedPacket).rawValue
         let listener = listener
         thread.withLock {
             $0 = PosixThread.start(name: "raw-port") {
@@ -275,7 +275,8 @@ struct DirectoryPortTests {
             let namespace = MessagePortNamespace.directory(directory)
             // A socket file nobody listens on (its process died): replaced.
             let stale = try SocketAddress.unix(path: directory + "/stale.port").makeListeningSocket(
-                type: Int32(SOCK_SEQPACKET.rawValue))
+                type: .sequencedPacket
+            ).rawValue
             close(stale)
             try onFreshLoopThreadThrowing {
                 let port = try LocalMessagePort(name: "stale", loop: .current, namespace: namespace) { _, _ in nil }

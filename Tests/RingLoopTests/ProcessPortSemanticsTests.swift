@@ -120,6 +120,41 @@ struct ProcessPortSemanticsTests {
         #expect(record.errors.withLock { $0 }.isEmpty)
     }
 
+    // CFMessagePortSendRequest runs the caller's run loop in replyMode while it waits.
+    @Test("A request to another process in a reply mode runs the caller's loop in that mode while it waits")
+    func replyModeBetweenProcesses() async throws {
+        let name = NamedPortTests.uniqueName("ReplyMode")
+        let record = PortHostRecord()
+        await withPortHost(.busyStart, name: name) {
+            guard let port = remotePort(named: name) else { return record.fail(.notFound(name)) }
+            onFreshLoopThread {
+                let loop = RingRunLoop.current
+                let fired = ThreadLock<[String]>([])
+                let tick = LoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { _ in
+                    fired.withLock { $0.append("waiting") }
+                }
+                loop.add(tick, to: "waiting")
+                loop.add(LoopTimer(after: .milliseconds(10)) { _ in fired.withLock { $0.append("default") } }, to: .default)
+                do throws(MessagePortError) {
+                    // The port's loop is busy for its first second: the reply waits for it.
+                    let reply = try port.sendRequest(
+                        msgid: PortHost.echo, data: [9], replyTimeout: .seconds(20), replyMode: "waiting")
+                    record.note("reply \(reply)")
+                } catch {
+                    record.fail(error)
+                }
+                tick.invalidate()
+                let seen = fired.withLock { $0 }
+                record.set("waiting", seen.filter { $0 == "waiting" }.count)
+                record.set("default", seen.filter { $0 == "default" }.count)
+            }
+        }
+        #expect(record.errors.withLock { $0 }.isEmpty)
+        #expect(record.notes.withLock { $0 } == ["reply [9]"])
+        #expect(record.value("waiting") > 0)
+        #expect(record.value("default") == 0)
+    }
+
     @Test("Replies and messages larger than 64 KiB cross processes whole")
     func largeReplies() async throws {
         let name = NamedPortTests.uniqueName("Big")

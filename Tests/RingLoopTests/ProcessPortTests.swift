@@ -1,4 +1,5 @@
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 

@@ -2,6 +2,7 @@ import CLibURing
 import Glibc
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoop
@@ -100,8 +101,8 @@ struct RunLoopTests {
         onFreshLoopThread {
             let loop = RingRunLoop.current
             let pipe = TestPipe()
-            let reports = ThreadLock<[Int16]>([])
-            let source = LoopPortSource(fileDescriptor: pipe.readEnd) { events in
+            let reports = ThreadLock<[PollEvents]>([])
+            let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: pipe.readEnd)) { events in
                 reports.withLock { $0.append(events) }
                 pipe.drain()
             }
@@ -109,7 +110,7 @@ struct RunLoopTests {
             pipe.writeByte()
             let first = loop.run(mode: .default, for: .seconds(10), returnAfterSourceHandled: true)
             #expect(first == .handledSource)
-            #expect(reports.withLock { $0 } == [Int16(POLLIN)])
+            #expect(reports.withLock { $0 } == [.readable])
             source.invalidate()
             pipe.writeByte()
             #expect(loop.run(mode: .default, for: .milliseconds(20)) == .finished)

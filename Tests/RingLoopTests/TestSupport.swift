@@ -25,16 +25,6 @@ enum DescriptorAudit {
     }
 }
 
-/// Spins (yielding) until `condition` holds or `timeout` passes; returns whether it held.
-func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let limit = MonotonicInstant.now + timeout
-    while !condition() {
-        if MonotonicInstant.now > limit { return false }
-        sched_yield()
-    }
-    return true
-}
-
 /// A pipe whose ends close when the value is dropped.
 final class TestPipe: Sendable {
     let readEnd: Int32

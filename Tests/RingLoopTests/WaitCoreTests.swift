@@ -1,6 +1,7 @@
 import CLibURing
 import Foundation
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 

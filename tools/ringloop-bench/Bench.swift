@@ -59,9 +59,9 @@ struct Bench: ParsableCommand {
     )
 
     static let all = [
-        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "hid.e2e.pipe",
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "motion", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
-        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "ports.named", "server",
+        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
     ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
@@ -110,6 +110,7 @@ struct Bench: ParsableCommand {
         if selected("idle") { emit(TimerBench.idle(quick: quick)) }
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
         if selected("gestures") { emit(try HIDBench.gestures(quick: quick, rounds: rounds)) }
+        if selected("motion") { emit(try MotionBench.results(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.pipe") { emit(HIDBench.pipeResults(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.fuse") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("hid.scale") { emit(ScaleBench.results(quick: quick, rounds: rounds)) }
@@ -121,6 +122,7 @@ struct Bench: ParsableCommand {
         }
         if selected("clock.sleepers") { emit(try ExecutorBench.sleepers(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("io.echo") { emit(try IOBench.echo(quick: quick, rounds: rounds)) }
+        if selected("io.close") { emit(try IOCloseBench.results(quick: quick, rounds: rounds)) }
         if selected("ports.named") { emit(try IOBench.ports(quick: quick, rounds: rounds)) }
         if selected("ports.flood") { emit(try PortFloodBench.run(quick: quick)) }
         if selected("server") { emit(try ServerBench.results(quick: quick, rounds: rounds)) }

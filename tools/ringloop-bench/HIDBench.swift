@@ -7,6 +7,7 @@ import RingLoopEvdev
 import RingLoopHID
 import RingLoopToolSupport
 import Synchronization
+import SystemPackage
 
 /// Input benchmarks: decode + dispatch throughput from memory, and device → handler
 /// latency through a FUSE node in both chain shapes.
@@ -211,7 +212,7 @@ enum HIDBench {
             }
             var ends: [Int32] = [0, 0]
             guard (try? system.start()) != nil, pipe(&ends) == 0,
-                (try? system.attachStream(fileDescriptor: ends[0], description: mouse)) != nil
+                (try? system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: mouse)) != nil
             else { return ([], nil) }
             let writeEnd = ends[1]
             let entersBefore = loop.enterCount

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RingLoop
+import SystemPackage
 
 /// I/O on the ring: a loopback TCP echo (one connection's ping-pong latency, 64
 /// connections' throughput) against Foundation's `FileHandle` on a `RunLoop` and swift-nio,
@@ -13,6 +14,7 @@ enum IOBench {
     final class ServerProcess {
         let process = Process()
         private let input = Pipe()
+        private let output = Pipe()
         let port: UInt16
 
         enum Failure: Error, CustomStringConvertible {
@@ -25,7 +27,6 @@ enum IOBench {
         }
 
         init(_ executable: String, _ arguments: [String]) throws {
-            let output = Pipe()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             process.standardInput = input
@@ -41,6 +42,28 @@ enum IOBench {
                 throw Failure.notReady("\(executable) \(arguments.joined(separator: " "))")
             }
             self.port = port
+        }
+
+        /// Whether the server has written more (a line, byte by byte) since the last read.
+        var hasLine: Bool {
+            var entry = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            return poll(&entry, 1, 0) == 1
+        }
+
+        /// The server's next line of output; `nil` if none comes within `timeout`.
+        func nextLine(timeout: Duration) -> String? {
+            let reader = output.fileHandleForReading.fileDescriptor
+            let limit = MonotonicInstant.now + timeout
+            var line: [UInt8] = []
+            var byte: UInt8 = 0
+            while MonotonicInstant.now < limit {
+                var entry = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+                guard poll(&entry, 1, 100) == 1 else { continue }
+                guard read(reader, &byte, 1) == 1 else { return nil }
+                if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+                line.append(byte)
+            }
+            return nil
         }
 
         func stop() {
@@ -68,9 +91,13 @@ enum IOBench {
 
     static func connectedSocket(port: UInt16) throws -> Int32 {
         let address = SocketAddress.loopback(port: port)
-        let socket = try address.makeSocket()
+        let socket = try address.makeSocket().rawValue
         let result = address.withSockaddr { connect(socket, $0, $1) }
-        guard result == 0 else { throw IOFailure(errno: errno) }
+        guard result == 0 else {
+            let failure = IOFailure(errno: errno)
+            close(socket)
+            throw failure
+        }
         return socket
     }
 
@@ -99,9 +126,22 @@ enum IOBench {
         return samples
     }
 
+    /// The CPU time the process `pid` has used, all its threads, in nanoseconds
+    /// (`/proc/PID/task/*/schedstat`).
+    static func cpuTime(of pid: Int32) -> UInt64 {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)) ?? ""
+            return total + (text.split(separator: " ").first.flatMap { UInt64($0) } ?? 0)
+        }
+    }
+
     /// Bytes echoed per second over `connections` connections, each keeping 16 KiB in
-    /// flight in 4 KiB writes, driven by one `poll` thread.
-    static func throughput(port: UInt16, connections: Int, seconds: Double) throws -> Double {
+    /// flight in 4 KiB writes, driven by one `poll` thread; and the server's CPU time per
+    /// KiB echoed meanwhile (what the machine's load does not change).
+    static func throughput(
+        port: UInt16, connections: Int, seconds: Double, server: Int32
+    ) throws -> (bytesPerSecond: Double, cpuPerKiB: Double) {
         let sockets = try (0..<connections).map { _ in try connectedSocket(port: port) }
         defer { for socket in sockets { close(socket) } }
         for socket in sockets { _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK) }
@@ -112,16 +152,19 @@ enum IOBench {
         var received = 0
         let warmUp = MonotonicInstant.now.advanced(by: .milliseconds(100))
         var measuredFrom: MonotonicInstant?
+        var cpuFrom: UInt64 = 0
         var end = warmUp
         while true {
             let now = MonotonicInstant.now
             if measuredFrom == nil, now >= warmUp {
                 measuredFrom = now
+                cpuFrom = cpuTime(of: server)
                 received = 0
                 end = now.advanced(by: .nanoseconds(Int64(seconds * 1e9)))
             }
             if let measuredFrom, now >= end {
-                return Double(received) / Double((now - measuredFrom).nanosecondsValue) * 1e9
+                let cpu = Double(cpuTime(of: server) - cpuFrom)
+                return (Double(received) / Double((now - measuredFrom).nanosecondsValue) * 1e9, cpu / (Double(received) / 1024))
             }
             for index in entries.indices {
                 entries[index].events = Int16(POLLIN) | (outstanding[index] < 16_384 ? Int16(POLLOUT) : 0)
@@ -159,6 +202,7 @@ enum IOBench {
         var p50: [String: [Double]] = [:]
         var p99: [String: [Double]] = [:]
         var bytes: [String: [Double]] = [:]
+        var cpuPerKiB: [String: [Double]] = [:]
         for _ in 0..<rounds {
             for side in sides {
                 let server = try ServerProcess(side.executable, side.arguments)
@@ -166,8 +210,11 @@ enum IOBench {
                 let samples = try pingPong(port: server.port, count: count)
                 p50[side.name, default: []].append(percentile(samples, 0.5))
                 p99[side.name, default: []].append(percentile(samples, 0.99))
-                bytes[side.name, default: []].append(
-                    try throughput(port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds))
+                let (rate, cpu) = try throughput(
+                    port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds,
+                    server: server.process.processIdentifier)
+                bytes[side.name, default: []].append(rate)
+                cpuPerKiB[side.name, default: []].append(cpu)
             }
         }
         func result(_ name: String, _ unit: String, _ figures: [String: [Double]]) -> BenchResult {
@@ -181,6 +228,7 @@ enum IOBench {
             result("io.echo.pingpong.p50_us", "µs", p50),
             result("io.echo.pingpong.p99_us", "µs", p99),
             result("io.echo.throughput.bytes_per_s", "B/s", bytes),
+            result("io.echo.throughput.server_cpu_ns_per_kib", "ns", cpuPerKiB),
         ]
     }
 
@@ -224,7 +272,7 @@ enum IOBench {
             server.stop()
             let peer = try ServerProcess(benchExecutable, ["bench-server", "seqpacket", name + ".socket"])
             let address = try SocketAddress.abstract(name + ".socket")
-            let socket = try address.makeSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+            let socket = try address.makeSocket(type: .sequencedPacket).rawValue
             guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
             processPeer.append(
                 median(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import RingLoop
+import SystemPackage
 
 /// Servers the I/O benchmarks talk to, each in a process of its own so every side gets the
 /// same treatment (a process, a loop thread, the client in the bench's process). Prints
@@ -10,11 +11,11 @@ struct BenchServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-server", abstract: "Run one benchmark server (used by bench).", shouldDisplay: false)
 
-    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "hid"]
+    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "close-ringloop", "hid"]
 
-    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket or hid (an event server).")
+    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket, close-ringloop or hid (an event server).")
     var kind: String
-    @Argument(help: "The port or socket name (port, seqpacket).")
+    @Argument(help: "The port or socket name (port, seqpacket); the connections to wait for (close-ringloop).")
     var name: String = ""
 
     func validate() throws {
@@ -22,6 +23,9 @@ struct BenchServer: ParsableCommand {
             throw ValidationError("unknown server '\(kind)'; valid: \(Self.kinds.joined(separator: ", "))")
         }
         if kind == "port" || kind == "seqpacket" || kind == "hid", name.isEmpty { throw ValidationError("\(kind) needs a name") }
+        if kind == "close-ringloop", (Int(name) ?? 0) < 1 {
+            throw ValidationError("close-ringloop needs a number of connections (1 or more), not '\(name)'")
+        }
     }
 
     func run() throws {
@@ -36,33 +40,39 @@ struct BenchServer: ParsableCommand {
         case "echo-ringloop": try Self.ringLoopEcho()
         case "echo-foundation": try Self.foundationEcho()
         case "port": try Self.namedPort(name)
+        case "close-ringloop": try IOCloseBench.serve(Int(name) ?? 1)
         default: try Self.seqpacketEcho(name)
         }
     }
 
-    static func ready(_ port: UInt16) {
-        let line = Array("ready \(port)\n".utf8)
+    static func ready(_ port: UInt16) { say("ready \(port)") }
+
+    /// Writes a line to standard output at once (the benchmark reads it as it comes).
+    static func say(_ text: String) {
+        let line = Array((text + "\n").utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
 
     /// RingLoop: a multishot accept, a multishot receive per connection into its provided
-    /// buffers, a send of what came.
+    /// buffers, each buffer sent back from where it arrived (no copy; sends queued behind
+    /// one in flight go out together in one `sendmsg`).
     static func ringLoopEcho() throws {
         let loop = RingRunLoop.current
         let listener = try SocketAddress.loopback(port: 0).makeListeningSocket(backlog: 256)
         let server = LoopIOChannel(fileDescriptor: listener, loop: loop) { server, completion in
             guard case .accepted(let socket) = completion.outcome else { return }
             var one: Int32 = 1
-            setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(socket.rawValue, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let connection = LoopIOChannel(fileDescriptor: socket, loop: server.loop) { connection, completion in
                 switch completion.outcome {
-                case .bytes(let bytes): _ = try? connection.send(bytes)
                 case .endOfFile, .failed: connection.close()
                 default: break
                 }
             }
             server.loop.add(connection.source, to: .default)
-            _ = try? connection.receive(bufferCount: 16, bufferSize: 16_384)
+            _ = try? connection.receive(bufferCount: 16, bufferSize: 16_384) { connection, bytes in
+                _ = try? connection.send(bytes)
+            }
         }
         loop.add(server.source, to: .default)
         try server.accept()
@@ -75,7 +85,7 @@ struct BenchServer: ParsableCommand {
     /// (`acceptConnectionInBackgroundAndNotify` is not used: swift-corelibs-foundation
     /// posts its notification with an empty `userInfo`, so the accepted handle is lost.)
     static func foundationEcho() throws {
-        let listener = try SocketAddress.loopback(port: 0).makeListeningSocket(backlog: 256)
+        let listener = try SocketAddress.loopback(port: 0).makeListeningSocket(backlog: 256).rawValue
         let handle = FileHandle(fileDescriptor: listener, closeOnDealloc: true)
         let center = NotificationCenter.default
         nonisolated(unsafe) var kept: [Any] = []
@@ -104,7 +114,7 @@ struct BenchServer: ParsableCommand {
                 connection.waitForDataInBackgroundAndNotify()
             })
         handle.waitForDataInBackgroundAndNotify()
-        ready(try SocketAddress.local(of: listener).port ?? 0)
+        ready(try SocketAddress.local(of: FileDescriptor(rawValue: listener)).port ?? 0)
         RunLoop.current.run()
     }
 
@@ -120,7 +130,7 @@ struct BenchServer: ParsableCommand {
     /// The plain-socket peer: a `SOCK_SEQPACKET` socket in the abstract namespace, each
     /// packet read after `poll` and sent back.
     static func seqpacketEcho(_ name: String) throws {
-        let listener = try SocketAddress.abstract(name).makeListeningSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+        let listener = try SocketAddress.abstract(name).makeListeningSocket(type: .sequencedPacket).rawValue
         ready(0)
         let connection = accept(listener, nil, nil)
         guard connection >= 0 else { throw IOFailure(errno: errno) }

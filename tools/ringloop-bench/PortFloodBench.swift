@@ -65,7 +65,7 @@ enum PortFloodBench {
 
     private static func floodUnreadReplies(_ name: String, quick: Bool) throws -> (socket: Int32, taken: Int) {
         let address = try SocketAddress.abstract("rlport:" + name)
-        let socket = try address.makeSocket(type: Int32(SOCK_SEQPACKET.rawValue))
+        let socket = try address.makeSocket(type: .sequencedPacket).rawValue
         guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
         // A request packet as the wire has it: msgid 1, kind 2 (request), sequence 1, 1 KiB.
         var packet = [UInt8](repeating: 0, count: 24 + 1024)

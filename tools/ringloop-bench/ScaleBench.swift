@@ -3,6 +3,7 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopHID
 import Synchronization
+import SystemPackage
 
 /// Input at scale: N stream devices (pipes carrying `input_event` records, as evdev nodes
 /// deliver them) on one client loop, each sending mouse-like frames at a fixed rate from
@@ -35,7 +36,9 @@ enum ScaleBench {
             var writeEnds: [Int32] = []
             for _ in 0..<count {
                 var ends: [Int32] = [0, 0]
-                guard pipe(&ends) == 0, (try? system.attachStream(fileDescriptor: ends[0], description: mouse)) != nil else {
+                guard pipe(&ends) == 0,
+                    (try? system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: mouse)) != nil
+                else {
                     return nil
                 }
                 writeEnds.append(ends[1])

@@ -4,6 +4,7 @@ import RingLoopBenchmarks
 import RingLoopEvdev
 import RingLoopHID
 import Synchronization
+import SystemPackage
 
 /// The event server (`HIDEventServer`) in a process of its own (`bench-server hid NAME`),
 /// fed through a FIFO that carries `input_event` records as a device does, and clients
@@ -200,7 +201,7 @@ enum ServerBench {
                 name: name, devices: .init(deviceDirectory: "/tmp", shape: .clientLoop, nodeNames: []), focusOnAttach: .first),
             loop: loop)
         try server.start()
-        try server.system.attachStream(fileDescriptor: fd, description: mouse)
+        try server.system.attachStream(fileDescriptor: FileDescriptor(rawValue: fd), description: mouse)
         Thread.detachNewThread {
             while let line = Swift.readLine() {
                 guard line == "cpu" else { continue }

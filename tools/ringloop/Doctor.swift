@@ -4,6 +4,7 @@ import Foundation
 import RingLoop
 import RingLoopToolSupport
 import Synchronization
+import SystemPackage
 
 /// What this machine gives RingLoop: io_uring, the main queue, input and virtual devices.
 struct Doctor: ParsableCommand {
@@ -99,7 +100,7 @@ struct Doctor: ParsableCommand {
         guard pipe(&ends) == 0 else { return "poll (no pipe to probe with: errno \(errno))" }
         defer { close(ends[1]) }
         let outcome = LoopBound<IOCompletion.Outcome?>(nil, loop: loop)
-        let channel = LoopIOChannel(fileDescriptor: ends[0], loop: loop) { _, completion in
+        let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: ends[0]), loop: loop) { _, completion in
             if outcome.value == nil { outcome.value = completion.outcome }
         }
         loop.add(channel.source, to: .common)

@@ -93,13 +93,39 @@ final class LiveView {
         }
     }
 
-    /// Attaches UIKit's recognizers on touchscreens and libinput's on touchpads, and prints
-    /// each state they enter.
+    /// Attaches UIKit's recognizers on touchscreens and libinput's on touchpads, a shake
+    /// and an orientation recognizer on motion sensors, and prints each state they enter.
     func attachGestures(to system: HIDEventSystem) {
         gestureCounts = [:]
         for recognizer in StandardGestures.forEverySurface() {
             recognizer.addAction { [unowned self] event in self.handle(event) }
             system.addGestureRecognizer(recognizer)
+        }
+        let shake = ShakeRecognizer()
+        shake.addAction { [unowned self] event in self.handle(event) }
+        system.addMotionRecognizer(shake)
+        let orientation = OrientationRecognizer()
+        orientation.addAction { [unowned self] event in self.handle(event) }
+        system.addMotionRecognizer(orientation)
+    }
+
+    private func handle(_ event: ShakeRecognizer.Event) {
+        if event.phase == .ended { gestureCounts?["shake", default: 0] += 1 }
+        guard !quiet else { return }
+        print(EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: name(event.device)), event.timestamp)
+    }
+
+    private func handle(_ event: OrientationRecognizer.Event) {
+        guard !quiet else { return }
+        print(EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: name(event.device)), event.timestamp)
+    }
+
+    /// One line, JSON or text, for a recognizer's report.
+    private func print(_ object: [String: Any], _ text: String, _ timestamp: MonotonicInstant) {
+        if json {
+            writeLine(EventFormat.jsonLine(object))
+        } else {
+            writeLine(String(format: "%12.6f", Double(timestamp.nanoseconds) / 1e9) + "  " + text)
         }
     }
 

@@ -22,7 +22,9 @@ struct Monitor: ParsableCommand {
             then a line per event; --json: {"kind":"raw",...} objects): a node, or a
             recording of one device, hosted and replayed.
             --gestures also recognizes gestures on touchscreens (UIKit's recognizers) and
-            touchpads (libinput's), printed as they change state ({"kind":"gesture",...}).
+            touchpads (libinput's), printed as they change state ({"kind":"gesture",...}),
+            and on motion sensors shakes (gesture "shake") and orientation changes
+            ({"kind":"orientation","orientation":...}).
             A pass of the loop longer than --stall-threshold milliseconds is a stall: it is
             reported on standard error and counted in the summary.
 
@@ -33,6 +35,7 @@ struct Monitor: ParsableCommand {
               ringloop monitor --grab /dev/input/event5
               ringloop monitor --raw devices/keyboard.evemu
               ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
+              ringloop monitor --gestures --filter motion devices/motion/dualsense-shake.evemu
               ringloop monitor --server panel
             --server NAME attaches to an event server (ringloop serve NAME) as a client:
             it prints what the server sends this client (the focused one gets keys and
@@ -68,7 +71,7 @@ struct Monitor: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
-    @Flag(help: "Recognize gestures on touchscreens and touchpads and print them.")
+    @Flag(help: "Recognize gestures on touchscreens and touchpads, shakes and orientation on motion sensors, and print them.")
     var gestures = false
 
     @Option(help: "A loop pass longer than this many milliseconds is reported as a stall (1–60000).")

@@ -4,6 +4,7 @@ import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
+import SystemPackage
 
 /// `monitor --raw`: a device's evdev events as evtest prints them (its capability header,
 /// then one line per event), or as JSON objects.
@@ -124,7 +125,7 @@ enum RawView {
         if !json { emit(header(fileDescriptor: fd, device)) }
         let loop = RingRunLoop.current
         let buffer = LoopBound([UInt8](repeating: 0, count: InputEvent.size * 64), loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in
             var text = ""
             while true {
                 let count = buffer.value.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -140,7 +141,7 @@ enum RawView {
                 }
             }
             emit(text)
-            if mask & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { loop.stop() }
+            if !events.isDisjoint(with: [.hangUp, .error, .invalid]) { loop.stop() }
         }
         loop.add(source, to: .default)
         signals.watch(on: loop) { _ in loop.stop() }

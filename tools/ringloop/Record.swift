@@ -4,6 +4,7 @@ import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
+import SystemPackage
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,6 +48,10 @@ struct Record: ParsableCommand {
             throw ExitCode(1)
         }
         defer { close(fd) }
+        // The clock first: switching it once events are queued drops them (the kernel
+        // flushes the reader's buffer and queues SYN_DROPPED).
+        var clock = CLOCK_MONOTONIC
+        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         let description: InputDeviceDescription
         do {
             description = try InputDeviceDescription(fileDescriptor: fd)
@@ -54,8 +59,6 @@ struct Record: ParsableCommand {
             printError("ringloop record: \(device): not an evdev device (\(error))")
             throw ExitCode(1)
         }
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
         let loop = RingRunLoop.current
         // What the source's callback builds, on this thread: the events (timestamps made
         // relative to the first), the first one's time, and a read buffer.
@@ -65,7 +68,10 @@ struct Record: ParsableCommand {
             var buffer = [UInt8](repeating: 0, count: InputEvent.size * 256)
         }
         let capture = LoopBound(Capture(), loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd) { mask in
+        // Reads until the node has nothing more (or is gone): at each wake-up, and once
+        // more when a signal or the duration ends the recording, so events the kernel
+        // had already queued for this reader are kept.
+        @Sendable func drain() {
             while true {
                 let count = capture.value.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count <= 0 {
@@ -83,7 +89,10 @@ struct Record: ParsableCommand {
                     capture.value.events.append(event)
                 }
             }
-            if mask & Int16(POLLHUP | POLLERR) != 0 { loop.stop() }
+        }
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { reported in
+            drain()
+            if !reported.isDisjoint(with: [.hangUp, .error]) { loop.stop() }
         }
         loop.add(source, to: .default)
         signals.watch(on: loop) { _ in loop.stop() }
@@ -93,6 +102,7 @@ struct Record: ParsableCommand {
         printError("ringloop record: recording \(description.name) (\(device)); Ctrl-C to stop")
         loop.run(mode: .default, until: .distantFuture)
         source.invalidate()
+        drain()
         let recording = Recording(
             description: description, events: capture.value.events, notes: ["Recorded by ringloop record from \(device)"])
         let text =

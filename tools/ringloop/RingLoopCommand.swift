@@ -15,7 +15,7 @@ struct RingLoopCommand: ParsableCommand {
         version: PackageVersion.current,
         subcommands: [
             Demo.self, Devices.self, Monitor.self, Describe.self, Record.self, ReplayCommand.self, Serve.self, Doctor.self,
-            HostAndRead.self, Soak.self,
+            HostAndRead.self, Soak.self, KernelCheck.self,
         ]
     )
 }

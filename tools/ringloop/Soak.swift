@@ -5,6 +5,7 @@ import RingLoop
 import RingLoopDevices
 import RingLoopHID
 import RingLoopToolSupport
+import SystemPackage
 
 /// Runs the chain and the loop long enough to show that nothing accumulates: devices
 /// hosted, replayed into and removed `cycles` times under a running event system, then a
@@ -123,7 +124,7 @@ struct Soak: ParsableCommand {
         _ = write(pipeEnds[1], &byte, 1)
         func churn(_ count: Int) {
             for _ in 0..<count where interrupted.value == 0 {
-                let source = LoopPortSource(fileDescriptor: pipeEnds[0]) { _ in performed.value += 1 }
+                let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: pipeEnds[0])) { _ in performed.value += 1 }
                 loop.add(source, to: .default)
                 loop.run(mode: .default, for: .zero)
                 source.invalidate()

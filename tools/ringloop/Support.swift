@@ -5,6 +5,7 @@ import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+import SystemPackage
 
 /// Ctrl-C, SIGTERM, SIGHUP and SIGQUIT through the ring: the signals are blocked in every
 /// thread and read from a signalfd by a port source on the main loop, so the command ends
@@ -38,7 +39,7 @@ final class SignalWatcher {
     func watch(on loop: RingRunLoop, _ onSignal: @escaping @Sendable (Int32) -> Void) {
         guard fd >= 0 else { return }
         let fd = fd
-        let source = LoopPortSource(fileDescriptor: fd) { _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             var info = signalfd_siginfo()
             while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 { onSignal(Int32(info.ssi_signo)) }
         }
@@ -76,6 +77,12 @@ enum EventFormat {
         case .switchChanged(let change):
             body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
         case .dial(let steps): body = "dial \(steps)"
+        case .motion(let motion):
+            let unit = motion.isCalibrated ? ("g", "°/s") : ("units", "units")
+            let clock = motion.sensorTime.map { ", sensor time \($0) µs" } ?? ""
+            body =
+                "motion acceleration \(motion.acceleration) \(unit.0), rotation rate \(motion.rotationRate) \(unit.1)\(clock)"
+                + String(format: ", %.0f Hz", motion.sampleRate)
         case .axis(let axis):
             let name = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
             body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(String(format: "%.2f", $0)))" } ?? "")
@@ -138,6 +145,14 @@ enum EventFormat {
             object["code"] = Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)
             object["state"] = change.isOn ? "on" : "off"
         case .dial(let steps): object["steps"] = Int(steps)
+        case .motion(let motion):
+            func vector(_ vector: MotionVector) -> [String: Any] { ["x": vector.x, "y": vector.y, "z": vector.z] }
+            object["acceleration"] = vector(motion.acceleration)
+            object["rotationRate"] = vector(motion.rotationRate)
+            object["sensorTime"] = motion.sensorTime.map { Int($0) } ?? NSNull()
+            object["sampleRate"] = motion.sampleRate
+            object["calibrated"] = motion.isCalibrated
+            if motion.sampleCount > 1 { object["samples"] = Int(motion.sampleCount) }
         case .axis(let axis):
             object["source"] = axis.source.rawValue
             object["code"] = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
@@ -163,6 +178,33 @@ enum EventFormat {
         if let direction = event.direction { object["direction"] = direction.description }
         if values.taps > 0 { object["taps"] = values.taps }
         return object
+    }
+
+    /// A shake's phase, as a gesture named `shake` with UIKit's phases as states.
+    static func json(_ event: ShakeRecognizer.Event, device: String) -> [String: Any] {
+        [
+            "kind": "gesture", "device": device, "time": Double(event.timestamp.nanoseconds) / 1e9, "gesture": "shake",
+            "state": event.phase.rawValue, "strokes": event.strokes, "peak": event.peak,
+            "duration": Double(event.duration.components.seconds) + Double(event.duration.components.attoseconds) / 1e18,
+        ]
+    }
+
+    static func text(_ event: ShakeRecognizer.Event, device: String) -> String {
+        "\(device): gesture shake \(event.phase.rawValue), \(event.strokes) strokes, peak "
+            + String(format: "%.2f g", event.peak)
+    }
+
+    /// An orientation change (`UIDevice.orientation`'s names).
+    static func json(_ event: OrientationRecognizer.Event, device: String) -> [String: Any] {
+        [
+            "kind": "orientation", "device": device, "time": Double(event.timestamp.nanoseconds) / 1e9,
+            "orientation": event.orientation.rawValue, "previous": event.previous.rawValue,
+            "gravity": ["x": event.gravity.x, "y": event.gravity.y, "z": event.gravity.z],
+        ]
+    }
+
+    static func text(_ event: OrientationRecognizer.Event, device: String) -> String {
+        "\(device): orientation \(event.orientation.rawValue) (was \(event.previous.rawValue)), gravity \(event.gravity) g"
     }
 
     /// A gesture's state change as one line of text.

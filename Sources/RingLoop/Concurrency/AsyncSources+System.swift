@@ -44,7 +44,7 @@ extension RingRunLoop {
         let fd = signalfd(-1, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
         guard fd >= 0 else { throw Errno(rawValue: errno) }
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .unbounded)
-        let source = LoopPortSource(fileDescriptor: fd) { _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             var info = signalfd_siginfo()
             while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
                 continuation.yield(Int32(info.ssi_signo))
@@ -78,7 +78,7 @@ extension RingRunLoop {
         }
         let (stream, continuation) = AsyncStream.makeStream(of: FileChange.self, bufferingPolicy: .unbounded)
         let reader = LoopBound(InotifyReader(fd: fd), loop: self)
-        let source = LoopPortSource(fileDescriptor: fd) { _ in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             for change in reader.value.drain() {
                 continuation.yield(change)
                 if change.mask & UInt32(IN_IGNORED) != 0 { continuation.finish() }

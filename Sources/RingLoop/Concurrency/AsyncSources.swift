@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 /// Async sequences over the loop's sources: each is a source of the loop in its common
 /// modes, yielding from the loop's thread. Ending the iteration — the consuming task
@@ -23,19 +24,19 @@ extension RingRunLoop {
         return stream
     }
 
-    /// The `poll` masks a file descriptor reports for `events` (default `POLLIN`), watched
-    /// by a multishot poll on the loop's ring; drain the descriptor after each report,
-    /// since reports come once per change, like `EPOLLET`.
+    /// The `poll` events a file descriptor reports for `events` (by default
+    /// ``PollEvents/readable``), watched by a multishot poll on the loop's ring; drain the
+    /// descriptor after each report, since reports come once per change, like `EPOLLET`.
     ///
     /// Buffering: a consumer slower than the reports gets the newest one; since each
-    /// element means "drain the descriptor", nothing is lost by skipping older ones. A
-    /// `POLLNVAL` mask (the descriptor closed or unwatchable) is the last element. The loop
-    /// does not own the descriptor: end the iteration before closing it.
-    public func readiness(of fileDescriptor: Int32, events: Int16 = Int16(POLLIN)) -> AsyncStream<Int16> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int16.self, bufferingPolicy: .bufferingNewest(1))
-        let source = LoopPortSource(fileDescriptor: fileDescriptor, events: events) { mask in
-            continuation.yield(mask)
-            if mask & Int16(POLLNVAL) != 0 { continuation.finish() }
+    /// element means "drain the descriptor", nothing is lost by skipping older ones.
+    /// Events with ``PollEvents/invalid`` (the descriptor closed or unwatchable) are the
+    /// last element. The loop does not own the descriptor: end the iteration before closing it.
+    public func readiness(of fileDescriptor: FileDescriptor, events: PollEvents = .readable) -> AsyncStream<PollEvents> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PollEvents.self, bufferingPolicy: .bufferingNewest(1))
+        let source = LoopPortSource(fileDescriptor: fileDescriptor, events: events) { reported in
+            continuation.yield(reported)
+            if reported.contains(.invalid) { continuation.finish() }
         }
         continuation.onTermination = { _ in source.invalidate() }
         addFromAnyThread(.portSource(source))

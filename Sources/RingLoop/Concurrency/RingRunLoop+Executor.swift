@@ -67,6 +67,9 @@ extension RingRunLoop: TaskExecutor {
         return modes.contains(state.mode) || (modes.contains(.common) && commonModeSet.contains(state.mode))
     }
 
+    /// Whether a job waits, in any mode (loop thread; two loads, for every pass's checks).
+    var hasJobs: Bool { !localJobs.isEmpty || jobs.hasJobs }
+
     /// Whether a job waits to run in `state`'s mode (loop thread). Jobs from other
     /// threads join the loop's own list first.
     func hasRunnableJobs(_ state: ModeState) -> Bool {

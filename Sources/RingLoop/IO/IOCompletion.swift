@@ -90,7 +90,7 @@ public struct IOCompletion: Sendable, Equatable, CustomStringConvertible {
         /// write: write the rest again.
         case transferred(Int)
         /// A connection accepted: the new socket's descriptor, owned by the receiver.
-        case accepted(Int32)
+        case accepted(FileDescriptor)
         /// The connection is established.
         case connected
         /// The operation failed, with the reason.
@@ -121,7 +121,7 @@ public struct IOCompletion: Sendable, Equatable, CustomStringConvertible {
         case .bytes(let bytes): what = "\(bytes.count) bytes"
         case .endOfFile: what = "end of file"
         case .transferred(let count): what = "\(count) of \(requested) bytes"
-        case .accepted(let descriptor): what = "accepted descriptor \(descriptor)"
+        case .accepted(let descriptor): what = "accepted descriptor \(descriptor.rawValue)"
         case .connected: what = "connected"
         case .failed(let failure): what = "failed: \(failure)"
         }

@@ -4,6 +4,12 @@ import Glibc
 /// One operation of a ``LoopIOChannel`` between its start and its final completion: owns
 /// the memory the kernel reads or writes (freed in `deinit`, after the final completion
 /// has been routed and performed or dropped). Loop thread only.
+///
+/// Three kinds of record: an operation submitted as it is (a read, a receive, an accept,
+/// a write at an offset, a message socket's send); a write queued on a stream channel
+/// (`isQueuedWrite`: its bytes go out in order, through the channel's flushes); and a
+/// flush (`flush` set): the one submission writing the head of a stream channel's queue,
+/// or waiting for room to write it.
 final class IORecord {
     let channel: LoopIOChannel
     let operation: IOOperation
@@ -11,14 +17,44 @@ final class IORecord {
     let buffer: UnsafeMutableRawBufferPointer?
     let provided: ProvidedBuffers?
     let completion: LoopIOChannel.Handler?
+    /// Takes a receive's or stream read's bytes in place (instead of the handler's array).
+    var bytesHandler: LoopIOChannel.ReceivedHandler?
     /// The wait core's id of the submission in flight (a multishot operation re-armed
     /// after the kernel ended it gets a new one).
     var port = PortID(slot: 0, generation: 0)
     var cancelled = false
     /// A receive the kernel ended with `ENOBUFS`: re-armed when a buffer comes back.
-    var waitingForBuffers = false
+    var waitingForBuffers = false {
+        didSet {
+            if oldValue != waitingForBuffers { provided?.waitingReceives += waitingForBuffers ? 1 : -1 }
+        }
+    }
+    /// A multishot accept that failed for want of descriptors or memory: re-armed when its
+    /// back-off timeout completes.
+    var backingOff = false
+    /// How long an accept waits before it tries again after such a failure (`nil`: it ends).
+    var acceptBackoff: Duration?
+    /// The back-off timeout's time, read by the kernel when it takes the submission.
+    private var timeout: UnsafeMutablePointer<__kernel_timespec>?
     /// The final completion has been routed: nothing of the kernel's refers to the record.
     var ended = false
+
+    // Queued writes and flushes.
+
+    /// A write waiting in its channel's queue, written by flushes.
+    var isQueuedWrite = false
+    /// The bytes a queued write sends, in `buffer` or in a receive's buffer (`lent`).
+    var bytes: UnsafeRawPointer?
+    /// A receive's buffer the write sends from: released when the kernel is done with it.
+    var lent: LentBuffer?
+    /// Bytes of a queued write the kernel has written.
+    var written = 0
+    /// A flush in the kernel points at the write's bytes: they stay until it completes.
+    var inKernel = false
+    /// For a flush: the writes it submitted, kept alive until its completion.
+    var flush: [IORecord]?
+    /// A flush that waits for room to write (`POLLOUT`) rather than writing.
+    var pollingWritable = false
 
     init(
         channel: LoopIOChannel, operation: IOOperation, requested: Int, buffer: UnsafeMutableRawBufferPointer?,
@@ -32,12 +68,27 @@ final class IORecord {
         self.completion = completion
     }
 
-    deinit { buffer?.deallocate() }
+    deinit {
+        buffer?.deallocate()
+        timeout?.deallocate()
+    }
 
-    /// Asks the kernel to cancel; a receive waiting for buffers has nothing in the kernel
-    /// and ends at once.
+    /// Memory for the back-off timeout's time, kept with the record.
+    func backoffTimeout() -> UnsafeMutablePointer<__kernel_timespec> {
+        if let timeout { return timeout }
+        let made = UnsafeMutablePointer<__kernel_timespec>.allocate(capacity: 1)
+        timeout = made
+        return made
+    }
+
+    /// Asks the kernel to cancel (an accept backing off: its timeout); a receive waiting for
+    /// buffers ends at once; a queued write leaves the queue.
     func cancel(_ loop: RingRunLoop) {
         guard !ended, !cancelled else { return }
+        if isQueuedWrite {
+            channel.cancelQueuedWrite(self)
+            return
+        }
         cancelled = true
         if waitingForBuffers {
             waitingForBuffers = false
@@ -53,7 +104,7 @@ final class IORecord {
     /// ring refuses.
     func rearm(_ loop: RingRunLoop) -> IOFailure? {
         guard let core = loop.core else { return .closed }
-        let descriptor = channel.fileDescriptor
+        let descriptor = channel.descriptor
         do {
             switch operation.kind {
             case .receive:
@@ -75,6 +126,15 @@ final class IORecord {
     }
 }
 
+/// A receive's buffer lent to a write that sends from it (no copy): the buffer goes back
+/// to its receive once the kernel has written it.
+struct LentBuffer {
+    let buffers: ProvidedBuffers
+    let id: UInt16
+    /// The channel whose receive the buffer belongs to.
+    let receiver: LoopIOChannel
+}
+
 /// A completion routed to an operation, waiting for its source's callout. Received bytes
 /// stay in their provided buffer until then.
 struct PendingIO {
@@ -83,4 +143,7 @@ struct PendingIO {
     /// The provided buffer holding received bytes, and how many.
     var received: (id: UInt16, count: Int)?
     var isFinal: Bool
+    /// A change of the channel's writability, for its writability handler (the record is
+    /// only the channel's messenger then).
+    var writability: Bool? = nil
 }

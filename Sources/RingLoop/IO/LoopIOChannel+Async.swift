@@ -1,3 +1,5 @@
+import SystemPackage
+
 // Async forms of the channel's operations: each starts the operation on the loop's thread
 // and resumes with its final completion; cancelling the task cancels the operation.
 extension LoopIOChannel {
@@ -10,18 +12,24 @@ extension LoopIOChannel {
         return []
     }
 
-    /// Writes `bytes`; returns how many the kernel took (fewer is a short write).
+    /// Writes `bytes`; returns how many the kernel took (all of them on a stream, written
+    /// behind earlier writes). On a stream it first waits while the channel is not
+    /// ``isWritable``.
     public func writeBytes(_ bytes: [UInt8], at offset: UInt64? = nil) async throws(IOFailure) -> Int {
-        let outcome = try await finalOutcome { channel, handler throws(IOFailure) in
+        let outcome = try await finalOutcome(waitingForWritability: offset == nil) { channel, handler throws(IOFailure) in
             try channel.write(bytes, at: offset, completion: handler)
         }
         if case .transferred(let count) = outcome { return count }
         return 0
     }
 
-    /// Sends all of `bytes` on a connected socket.
+    /// Sends all of `bytes` on a connected socket. On a stream it first waits while the
+    /// channel is not ``isWritable`` (above its high water mark until it falls below the
+    /// low one), so a sender that awaits each send never queues without bound.
     public func sendBytes(_ bytes: [UInt8]) async throws(IOFailure) {
-        _ = try await finalOutcome { channel, handler throws(IOFailure) in try channel.send(bytes, completion: handler) }
+        _ = try await finalOutcome(waitingForWritability: true) { channel, handler throws(IOFailure) in
+            try channel.send(bytes, completion: handler)
+        }
     }
 
     /// Connects the socket to `address`.
@@ -44,7 +52,7 @@ extension LoopIOChannel {
 
     /// Connections accepted on a listening socket (descriptors the receiver owns), until
     /// a failure (it throws). Ending the iteration cancels the accept.
-    public func acceptedConnections() -> AsyncThrowingStream<Int32, any Error> {
+    public func acceptedConnections() -> AsyncThrowingStream<FileDescriptor, any Error> {
         stream { channel, handler throws(IOFailure) in
             try channel.accept(completion: handler)
         } element: { outcome in
@@ -55,12 +63,24 @@ extension LoopIOChannel {
 
     private typealias Starter = @Sendable (LoopIOChannel, @escaping Handler) throws(IOFailure) -> IOOperation
 
-    /// Starts an operation on the loop's thread and waits for its final completion.
-    private func finalOutcome(_ start: @escaping Starter) async throws(IOFailure) -> IOCompletion.Outcome {
+    /// Starts an operation on the loop's thread (once the channel is writable, with
+    /// `waitingForWritability`) and waits for its final completion.
+    private func finalOutcome(
+        waitingForWritability: Bool = false, _ start: @escaping Starter
+    ) async throws(IOFailure) -> IOCompletion.Outcome {
         let started = ThreadLock<IOOperation?>(nil)
+        let cancelled = ThreadLock(false)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<IOCompletion.Outcome, IOFailure>, Never>) in
                 onLoop { channel in
+                    guard waitingForWritability, channel.resolvedWriteMode != .messages else { return begin(channel) }
+                    channel.whenWritable { failure in
+                        if let failure { return continuation.resume(returning: .failure(failure)) }
+                        if cancelled.withLock({ $0 }) { return continuation.resume(returning: .failure(.cancelled)) }
+                        begin(channel)
+                    }
+                }
+                @Sendable func begin(_ channel: LoopIOChannel) {
                     do throws(IOFailure) {
                         let operation = try start(channel) { _, completion in
                             guard completion.isFinal else { return }
@@ -77,6 +97,7 @@ extension LoopIOChannel {
                 }
             }
         } onCancel: {
+            cancelled.withLock { $0 = true }
             onLoop { channel in if let operation = started.withLock({ $0 }) { channel.cancel(operation) } }
         }
         return try result.get()

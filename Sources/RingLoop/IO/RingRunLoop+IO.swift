@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 // Completions of I/O operations: routing each to its operation, performing them as
 // callouts of the channel's source, re-arming multishot operations.
@@ -9,12 +10,22 @@ extension RingRunLoop {
         guard let record = ioOperations[id] else { return }
         let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
         if kernelDone { ioOperations[id] = nil }
+        if record.flush != nil || record.pollingWritable {
+            return record.channel.flushCompleted(record, result: result)
+        }
+        if record.backingOff { return backOffEnded(record, result: result) }
         let bufferID = ProvidedBuffers.bufferID(of: flags)
         if let bufferID { record.provided?.taken(bufferID) }
+        if record.operation.kind == .accept, result < 0, Self.acceptCanRecover(-result), !record.cancelled,
+            let backoff = record.acceptBackoff
+        {
+            return backOff(record, for: backoff, after: -result)
+        }
         switch record.operation.kind {
         case .receive, .accept, .readStream:
             if result > 0 || (result == 0 && record.operation.kind == .accept) {
-                let outcome: IOCompletion.Outcome = record.operation.kind == .accept ? .accepted(result) : .bytes([])
+                let outcome: IOCompletion.Outcome =
+                    record.operation.kind == .accept ? .accepted(FileDescriptor(rawValue: result)) : .bytes([])
                 let received = bufferID.map { (id: $0, count: Int(result)) }
                 queueIO(PendingIO(record: record, outcome: outcome, received: received, isFinal: false))
                 guard kernelDone else { return }
@@ -52,6 +63,40 @@ extension RingRunLoop {
         }
     }
 
+    /// Whether an accept that failed with `errno` may succeed later: the process or the
+    /// system ran out of descriptors (`EMFILE`, `ENFILE`) or memory (`ENOBUFS`, `ENOMEM`).
+    static func acceptCanRecover(_ errno: Int32) -> Bool {
+        errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM
+    }
+
+    /// Tells the channel its accept stopped for want of resources (a completion that is
+    /// not final) and arms it again after `backoff`, as swift-nio's `acceptBackoff`: the
+    /// connections wait in the listen queue meanwhile.
+    private func backOff(_ record: IORecord, for backoff: Duration, after errno: Int32) {
+        queueIO(PendingIO(record: record, outcome: .failed(IOFailure(errno: errno)), received: nil, isFinal: false))
+        guard let core else { return endIO(record, with: .failed(.closed)) }
+        let timeout = record.backoffTimeout()
+        timeout.pointee = __kernel_timespec(
+            tv_sec: backoff.components.seconds, tv_nsec: backoff.components.attoseconds / 1_000_000_000)
+        do {
+            record.port = try core.startOperation { io_uring_prep_timeout($0, timeout, 0, 0) }
+        } catch {
+            return endIO(record, with: .failed(IOFailure(error)))
+        }
+        record.backingOff = true
+        ioOperations[record.port] = record
+    }
+
+    /// An accept's back-off timeout completed (`ETIME`), or was cancelled.
+    private func backOffEnded(_ record: IORecord, result: Int32) {
+        record.backingOff = false
+        if record.cancelled || (result < 0 && result != -ETIME) {
+            endIO(record, with: .failed(record.cancelled ? .cancelled : IOFailure(errno: -result)))
+        } else if let failure = record.rearm(self) {
+            endIO(record, with: .failed(failure))
+        }
+    }
+
     /// Hands queued submissions (cancellations) to the kernel and routes what completes
     /// at once, without sleeping, until `done` holds (a few rounds at most): a channel
     /// closed in a callout releases its descriptor now, not at the loop's next wait.
@@ -71,8 +116,14 @@ extension RingRunLoop {
         for case .completion(_, let pending) in pendingPortEvents + keptPortEvents {
             channels[ObjectIdentifier(pending.record.channel)] = pending.record.channel
         }
+        for channel in busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
         ioOperations = [:]
-        for channel in channels.values { channel.inFlight = [:] }
+        busyChannels = [:]
+        for channel in channels.values {
+            channel.inFlight = [:]
+            channel.writeQueue.writes = []
+            channel.writeQueue.flushing = nil
+        }
     }
 
     /// Queues the operation's final completion; the kernel is done with it.
@@ -80,10 +131,12 @@ extension RingRunLoop {
         guard !record.ended else { return }
         record.ended = true
         record.channel.finished(record)
+        // A receive's buffer a send wrote from goes back once the kernel is done with it.
+        if !record.inKernel { record.channel.releaseLent(record) }
         queueIO(PendingIO(record: record, outcome: outcome, received: nil, isFinal: true))
     }
 
-    private func queueIO(_ pending: PendingIO) {
+    func queueIO(_ pending: PendingIO) {
         // A closed channel's completions have no one to go to: their buffers go back now
         // rather than when the loop next delivers (which may be never).
         guard pending.record.channel.source.isValid else { return deliverIO(pending, deliver: false) }
@@ -94,22 +147,28 @@ extension RingRunLoop {
     /// provided buffer back to the kernel (and re-arms a receive that ran out of them).
     func deliverIO(_ pending: PendingIO, deliver: Bool) {
         let record = pending.record
+        let channel = record.channel
+        if let writable = pending.writability {
+            if deliver, let handler = channel.writabilityCallback {
+                Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { handler(channel, writable) } }
+            }
+            return
+        }
         var outcome = pending.outcome
         if let received = pending.received, let provided = record.provided {
-            let bytes = provided.bytes(received.id, length: received.count)
-            if deliver, let take = record.channel.rawBytesHandler {
-                // In place, without a copy or an allocation (the input chain's reads).
-                Callout.tracked(calloutProbe, .port, record.channel.source) { Callout.toSource1Perform { take(bytes) } }
-                provided.recycle(received.id)
-                return rearmIfWaiting(record)
+            if deliver, let take = record.bytesHandler {
+                // In place, without a copy or an allocation.
+                let bytes = ReceivedBytes(buffers: provided, id: received.id, count: received.count, receiver: channel)
+                Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { take(channel, bytes) } }
+                channel.returnBuffer(provided, received.id)
+                return
             }
-            if deliver { outcome = .bytes(Array(bytes)) }
-            provided.recycle(received.id)
+            if deliver { outcome = .bytes(Array(provided.bytes(received.id, length: received.count))) }
+            channel.returnBuffer(provided, received.id)
         }
-        if deliver, let handler = record.completion ?? record.channel.handler {
+        if deliver, let handler = record.completion ?? channel.handler {
             let completion = IOCompletion(
                 operation: record.operation, outcome: outcome, requested: record.requested, isFinal: pending.isFinal)
-            let channel = record.channel
             Callout.tracked(calloutProbe, .port, channel.source) { Callout.toSource1Perform { handler(channel, completion) } }
         }
         rearmIfWaiting(record)
@@ -117,7 +176,7 @@ extension RingRunLoop {
 
     /// Arms a multishot operation again that stopped because every buffer waited for a
     /// callout, now that one came back.
-    private func rearmIfWaiting(_ record: IORecord) {
+    func rearmIfWaiting(_ record: IORecord) {
         if record.waitingForBuffers, !record.ended {
             record.waitingForBuffers = false
             if record.cancelled {

@@ -1,5 +1,6 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 /// A socket address (IPv4, IPv6, a Unix path or an abstract Unix name), held as the bytes
 /// of a `sockaddr`, for ``LoopIOChannel/connect(to:completion:)`` and for making sockets.
@@ -11,14 +12,51 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         bytes = Array(UnsafeRawBufferPointer(start: pointer, count: length))
     }
 
-    /// The address family (`AF_INET`, `AF_INET6`, `AF_UNIX`).
-    public var family: Int32 {
-        Int32(bytes.withUnsafeBytes { $0.loadUnaligned(as: sa_family_t.self) })
+    /// An address family.
+    public struct Family: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The `AF_` constant.
+        public let rawValue: Int32
+        /// The family of an `AF_` constant.
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        /// IPv4 (`AF_INET`).
+        public static let ipv4 = Family(rawValue: AF_INET)
+        /// IPv6 (`AF_INET6`).
+        public static let ipv6 = Family(rawValue: AF_INET6)
+        /// Unix sockets, named by a path or in the abstract namespace (`AF_UNIX`).
+        public static let unix = Family(rawValue: AF_UNIX)
+
+        public var description: String {
+            switch self {
+            case .ipv4: "ipv4"
+            case .ipv6: "ipv6"
+            case .unix: "unix"
+            default: "family \(rawValue)"
+            }
+        }
+    }
+
+    /// A socket type: how a socket's data is framed and delivered.
+    public struct SocketType: RawRepresentable, Sendable, Hashable {
+        /// The `SOCK_` constant.
+        public let rawValue: Int32
+        /// The type of a `SOCK_` constant.
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        /// A byte stream, in order, reliable (`SOCK_STREAM`: TCP, a Unix stream).
+        public static let stream = SocketType(rawValue: Int32(SOCK_STREAM.rawValue))
+        /// Datagrams, each whole or not at all (`SOCK_DGRAM`: UDP, a Unix datagram socket).
+        public static let datagram = SocketType(rawValue: Int32(SOCK_DGRAM.rawValue))
+        /// Messages in order, reliable, each whole (`SOCK_SEQPACKET`).
+        public static let sequencedPacket = SocketType(rawValue: Int32(SOCK_SEQPACKET.rawValue))
+    }
+
+    /// The address family.
+    public var family: Family {
+        Family(rawValue: Int32(bytes.withUnsafeBytes { $0.loadUnaligned(as: sa_family_t.self) }))
     }
 
     /// The port of an IPv4 or IPv6 address, `nil` for a Unix one.
     public var port: UInt16? {
-        guard family == AF_INET || family == AF_INET6 else { return nil }
+        guard family == .ipv4 || family == .ipv6 else { return nil }
         return UInt16(bigEndian: bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self) })
     }
 
@@ -79,33 +117,33 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The address a socket is bound to (`getsockname`), to learn the port the kernel
     /// picked for port 0.
-    public static func local(of socket: Int32) throws(IOFailure) -> SocketAddress {
+    public static func local(of socket: FileDescriptor) throws(IOFailure) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket.rawValue, $0, &length) }
         }
         guard result == 0 else { throw IOFailure(errno: errno) }
         return withUnsafeBytes(of: &storage) { SocketAddress(copying: $0.baseAddress!, length: Int(length)) }
     }
 
-    /// Makes a socket of this address's family (close-on-exec), `SOCK_STREAM` by default.
-    public func makeSocket(type: Int32 = Int32(SOCK_STREAM.rawValue)) throws(IOFailure) -> Int32 {
-        let descriptor = socket(family, type | Int32(SOCK_CLOEXEC.rawValue), 0)
+    /// Makes a socket of this address's family (close-on-exec); an IP stream socket gets
+    /// `TCP_NODELAY`. The caller owns the descriptor.
+    public func makeSocket(type: SocketType = .stream) throws(IOFailure) -> FileDescriptor {
+        let descriptor = socket(family.rawValue, type.rawValue | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw IOFailure(errno: errno) }
-        if family == AF_INET || family == AF_INET6, type == Int32(SOCK_STREAM.rawValue) {
+        if family == .ipv4 || family == .ipv6, type == .stream {
             var one: Int32 = 1
             _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         }
-        return descriptor
+        return FileDescriptor(rawValue: descriptor)
     }
 
-    /// Makes a socket bound to this address and listening (`SO_REUSEADDR` for IP).
-    public func makeListeningSocket(
-        type: Int32 = Int32(SOCK_STREAM.rawValue), backlog: Int32 = 128
-    ) throws(IOFailure) -> Int32 {
-        let descriptor = try makeSocket(type: type)
-        if family == AF_INET || family == AF_INET6 {
+    /// Makes a socket bound to this address and listening (`SO_REUSEADDR` for IP). The
+    /// caller owns the descriptor.
+    public func makeListeningSocket(type: SocketType = .stream, backlog: Int32 = 128) throws(IOFailure) -> FileDescriptor {
+        let descriptor = try makeSocket(type: type).rawValue
+        if family == .ipv4 || family == .ipv6 {
             var one: Int32 = 1
             _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         }
@@ -115,7 +153,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             Glibc.close(descriptor)
             throw failure
         }
-        return descriptor
+        return FileDescriptor(rawValue: descriptor)
     }
 
     /// Calls `body` with the `sockaddr` and its length, for system calls such as `bind`
@@ -128,21 +166,21 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch family {
-        case AF_INET, AF_INET6:
+        case .ipv4, .ipv6:
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            let offset = family == AF_INET ? 4 : 8
+            let offset = family == .ipv4 ? 4 : 8
             bytes.withUnsafeBytes { raw in
-                _ = inet_ntop(family, raw.baseAddress! + offset, &text, socklen_t(text.count))
+                _ = inet_ntop(family.rawValue, raw.baseAddress! + offset, &text, socklen_t(text.count))
             }
             let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return family == AF_INET ? "\(host):\(port ?? 0)" : "[\(host)]:\(port ?? 0)"
-        case AF_UNIX:
+            return family == .ipv4 ? "\(host):\(port ?? 0)" : "[\(host)]:\(port ?? 0)"
+        case .unix:
             let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)!
             let name = bytes.dropFirst(pathOffset)
             if name.first == 0 { return "@" + String(decoding: name.dropFirst(), as: UTF8.self) }
             return String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
         default:
-            return "family \(family)"
+            return "\(family)"
         }
     }
 }

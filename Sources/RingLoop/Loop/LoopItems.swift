@@ -1,4 +1,5 @@
 import Synchronization
+import SystemPackage
 
 /// What every loop item (source, port source, observer, timer) has: validity, the loop it
 /// belongs to, and the modes of that loop it is in.
@@ -117,6 +118,14 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
     /// Whether the source is signalled and not yet performed.
     public var isSignalled: Bool { signalled.load(ordering: .sequentiallyConsistent) }
 
+    /// Whether, both signalled, it is performed before `other` in a pass: lower order
+    /// first, then the one signalled first (loop thread).
+    func isPerformed(before other: LoopSource) -> Bool {
+        order != other.order
+            ? order < other.order
+            : signalTime.load(ordering: .relaxed) < other.signalTime.load(ordering: .relaxed)
+    }
+
     /// Clears the signal; returns whether it was set (loop thread).
     func consumeSignal() -> Bool {
         signalled.load(ordering: .relaxed) && signalled.exchange(false, ordering: .sequentiallyConsistent)
@@ -145,12 +154,12 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
 
     /// What the source watches.
     public enum Port: Sendable {
-        /// Readiness of a file descriptor for a `poll` event mask.
-        case readiness(fileDescriptor: Int32, events: Int16)
+        /// Readiness of a file descriptor for `poll` events.
+        case readiness(fileDescriptor: FileDescriptor, events: PollEvents)
         /// Messages rung on a doorbell.
         case doorbell(LoopDoorbell)
         /// Completions of the I/O operations of a ``LoopIOChannel`` on a descriptor.
-        case operations(fileDescriptor: Int32)
+        case operations(fileDescriptor: FileDescriptor)
     }
 
     /// Lower orders are listed first; performs follow arrival order.
@@ -173,27 +182,28 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     }
     var armingFailure: RingError?
 
-    /// A source performed whenever `fileDescriptor` reports `events` (default `POLLIN`).
-    /// `perform` receives the reported `poll` mask; `POLLNVAL` means the descriptor is
-    /// no longer watchable (for example closed), and the source stops watching it.
-    /// The loop does not own the descriptor: invalidate the source before closing it.
-    public init(fileDescriptor: Int32, events: Int16 = 0x001, order: Int = 0, perform: @escaping @Sendable (_ events: Int16) -> Void) {
+    /// A source performed whenever `fileDescriptor` reports `events` (by default
+    /// ``PollEvents/readable``). `perform` receives the reported events;
+    /// ``PollEvents/invalid`` means the descriptor is no longer watchable (for example
+    /// closed), and the source stops watching it. The loop does not own the descriptor:
+    /// invalidate the source before closing it.
+    public init(
+        fileDescriptor: FileDescriptor, events: PollEvents = .readable, order: Int = 0,
+        perform: @escaping @Sendable (_ events: PollEvents) -> Void
+    ) {
         self.order = order
         self.port = .readiness(fileDescriptor: fileDescriptor, events: events)
-        self.onReadiness = perform
+        self.onReadiness = { mask in perform(PollEvents(rawValue: mask)) }
         self.onMessage = nil
     }
 
     /// The source of a ``LoopIOChannel``: performed once per completion of its operations.
-    init(channelOf fileDescriptor: Int32, order: Int) {
+    init(channelOf fileDescriptor: FileDescriptor, order: Int) {
         self.order = order
         self.port = .operations(fileDescriptor: fileDescriptor)
         self.onReadiness = nil
         self.onMessage = nil
     }
-
-    /// The channel whose completions the source performs (set once, at the channel's init).
-    weak var channel: LoopIOChannel?
 
     /// The source whose modes this one is performed in, instead of its own (loop thread;
     /// set once, before the source's first operation): a named port's transport follows

@@ -73,7 +73,7 @@ extension RingRunLoop {
         }
         switch item {
         case .source(let source):
-            state.sources0.append(source)
+            state.insertSource0(source)
             membership.modeMask |= state.bit
             if let schedule = source.schedule {
                 Callout.toScheduleOrCancel { schedule(self, mode) }
@@ -83,7 +83,7 @@ extension RingRunLoop {
                 membership.unbindIfUnused()
                 return
             }
-            state.sources1.append(source)
+            state.sources1[ObjectIdentifier(source)] = source
             membership.modeMask |= state.bit
         case .observer(let observer):
             let index = state.observers.lastIndex(where: { $0.order <= observer.order }).map { $0 + 1 } ?? 0
@@ -117,12 +117,12 @@ extension RingRunLoop {
         membership.modeMask &= ~state.bit
         switch item {
         case .source(let source):
-            state.sources0.removeAll { $0 === source }
+            state.removeSource0(source)
             if let cancel = source.cancel {
                 Callout.toScheduleOrCancel { cancel(self, mode) }
             }
         case .portSource(let source):
-            state.sources1.removeAll { $0 === source }
+            state.sources1[ObjectIdentifier(source)] = nil
             if membership.modeMask == 0 { unregister(source) }
         case .observer(let observer):
             state.observers.removeAll { $0 === observer }

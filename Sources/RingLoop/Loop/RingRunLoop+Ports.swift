@@ -14,13 +14,13 @@ extension RingRunLoop {
         case .readiness(let fd, let events):
             guard let core = waitCore() else { return false }
             do {
-                let id = try core.addReadinessPort(fd: fd, events: events)
+                let id = try core.addReadinessPort(fd: fd.rawValue, events: events.rawValue)
                 source.readinessPort = id
                 readinessSources[id] = source
             } catch {
                 // The source stays in the mode and learns it at its next perform, as for a
                 // descriptor that fails later: `POLLNVAL`, with the error in `failure`.
-                Self.logger.error("cannot watch descriptor \(fd): \(error)")
+                Self.logger.error("cannot watch descriptor \(fd.rawValue): \(error)")
                 source.armingFailure = error
                 if source.pendingReadiness == 0 { pendingPortEvents.append(.readiness(source)) }
                 source.pendingReadiness |= Int16(POLLNVAL)
@@ -80,7 +80,7 @@ extension RingRunLoop {
             pendingPortEvents = remaining
         case .operations:
             // Invalidated (not only removed from its modes): the channel's operations end.
-            if !source.isValid { source.channel?.cancelAll() }
+            if !source.isValid { busyChannels[ObjectIdentifier(source)]?.cancelAll() }
         }
     }
 }

@@ -78,7 +78,7 @@ extension RingRunLoop {
 
             if consecutiveWaitFailures >= Self.waitFailureLimit { return .failed }
             if handled && stopAfterHandle { return .handledSource }
-            if deadline < .now { return .timedOut }
+            if deadline != .distantFuture, deadline < .now { return .timedOut }
             if run.stopped.load(ordering: .acquiring) { return .stopped }
             if isEmpty(state) { return .finished }
         }
@@ -137,33 +137,33 @@ extension RingRunLoop {
     // MARK: Source0
 
     private func doSources0(_ state: ModeState, stopAfterHandle: Bool) -> Bool {
-        guard !state.sources0.isEmpty else { return false }
+        let sources = state.sources0
+        let ready = { (source: LoopSource) in source.isSignalled && source.isValid }
+        // Most passes have one signalled source or none: a lone one needs no ordering.
+        guard let first = sources.firstIndex(where: ready) else { return false }
+        guard sources[(first + 1)...].contains(where: ready) else { return performSource0(sources[first]) }
         var signalled = source0Scratch
         source0Scratch = []
         defer {
             signalled.removeAll(keepingCapacity: true)
             source0Scratch = signalled
         }
-        for source in state.sources0 where source.isSignalled && source.isValid {
-            signalled.append(source)
-        }
-        if signalled.isEmpty { return false }
-        if signalled.count > 1 {
-            signalled.sort {
-                $0.order != $1.order
-                    ? $0.order < $1.order
-                    : $0.signalTime.load(ordering: .relaxed) < $1.signalTime.load(ordering: .relaxed)
-            }
-        }
+        signalled.append(contentsOf: sources[first...].lazy.filter(ready))
+        signalled.sort { $0.isPerformed(before: $1) }
         var handled = false
         for source in signalled {
-            if source.consumeSignal(), source.isValid {
-                Callout.tracked(calloutProbe, .source0, source) { Callout.toSource0Perform(source) }
-                handled = true
-                if stopAfterHandle { break }
-            }
+            guard performSource0(source) else { continue }
+            handled = true
+            if stopAfterHandle { break }
         }
         return handled
+    }
+
+    /// Performs `source` if it is still signalled and valid; returns whether it did.
+    private func performSource0(_ source: LoopSource) -> Bool {
+        guard source.consumeSignal(), source.isValid else { return false }
+        Callout.tracked(calloutProbe, .source0, source) { Callout.toSource0Perform(source) }
+        return true
     }
 
     // MARK: Observers

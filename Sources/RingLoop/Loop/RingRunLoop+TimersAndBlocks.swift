@@ -80,7 +80,7 @@ extension RingRunLoop {
     @discardableResult
     func doBlocks(_ state: ModeState) -> Bool {
         applyRequests()
-        guard !blocks.isEmpty else { return runJobs(state) }
+        guard !blocks.isEmpty else { return hasJobs && runJobs(state) }
         var taken: Deque<BlockItem> = []
         swap(&taken, &blocks)
         var kept: Deque<BlockItem> = []

@@ -84,9 +84,9 @@ public final class RingRunLoop: @unchecked Sendable {
     /// Whether this is the main thread's loop.
     public let isMain: Bool
 
-    // MARK: Loop thread
+    // MARK: Loop thread (what a pass touches is unchecked, as in `WaitCore`)
 
-    var core: WaitCore?
+    @exclusivity(unchecked) var core: WaitCore?
     var coreError: RingError?
     /// Waits that failed in a row; reset by one that succeeds.
     var consecutiveWaitFailures = 0
@@ -104,23 +104,25 @@ public final class RingRunLoop: @unchecked Sendable {
     var commonModeSet: Set<Mode> = [.default]
     /// Items added to the common modes (a set, as CFRunLoop's `_commonModeItems`).
     var commonItems: [ObjectIdentifier: Item] = [:]
-    var blocks: Deque<BlockItem> = []
+    @exclusivity(unchecked) var blocks: Deque<BlockItem> = []
     var currentModeState: ModeState?
     var readinessSources: [PortID: LoopPortSource] = [:]
     var doorbellSources: [LoopDoorbell: LoopPortSource] = [:]
     var orphanDoorbellMessages: [LoopDoorbell: Deque<LoopDoorbell.Message>] = [:]
     /// I/O operations in flight by their wait-core id (each keeps its channel, and so the loop).
     var ioOperations: [PortID: IORecord] = [:]
-    var pendingPortEvents: Deque<PendingPortEvent> = []
+    /// Channels with operations in flight by source, to cancel when the source is invalidated.
+    var busyChannels: [ObjectIdentifier: LoopIOChannel] = [:]
+    @exclusivity(unchecked) var pendingPortEvents: Deque<PendingPortEvent> = []
     var timerSequence: UInt64 = 0
-    var source0Scratch: [LoopSource] = []
-    var jobBatch: [JobQueue.Entry] = []
+    @exclusivity(unchecked) var source0Scratch: [LoopSource] = []
+    @exclusivity(unchecked) var jobBatch: [JobQueue.Entry] = []
     /// Jobs enqueued on the loop's own thread, which need no lock.
-    var localJobs: [JobQueue.Entry] = []
+    @exclusivity(unchecked) var localJobs: [JobQueue.Entry] = []
     var localModedJobs = 0
-    var observerScratch: [LoopObserver] = []
-    var timerScratch: [TimerEntry] = []
-    var keptPortEvents: Deque<PendingPortEvent> = []
+    @exclusivity(unchecked) var observerScratch: [LoopObserver] = []
+    @exclusivity(unchecked) var timerScratch: [TimerEntry] = []
+    @exclusivity(unchecked) var keptPortEvents: Deque<PendingPortEvent> = []
     /// Set while a ``LoopStallWatchdog`` watches the loop: callouts are published to it.
     var calloutProbe: CalloutProbe?
     var mainQueuePort: PortID?
@@ -289,7 +291,7 @@ public final class RingRunLoop: @unchecked Sendable {
         }
         for state in modeList {
             state.sources0.forEach(release)
-            state.sources1.forEach(release)
+            state.sources1.values.forEach(release)
             state.observers.forEach(release)
             state.timers.forEachTimer(release)
         }
@@ -298,7 +300,7 @@ public final class RingRunLoop: @unchecked Sendable {
         modeList = []
         commonItems = [:]
         blocks = []
-        if !ioOperations.isEmpty || !pendingPortEvents.isEmpty {
+        if !ioOperations.isEmpty || !pendingPortEvents.isEmpty || !busyChannels.isEmpty {
             // Close the ring before freeing what operations in flight read or write (a
             // provided-buffer ring may hold the ring object itself a little longer).
             core?.ring.close()

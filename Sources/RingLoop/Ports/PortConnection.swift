@@ -1,6 +1,7 @@
 import CLibURing
 import DequeModule
 import Glibc
+import SystemPackage
 
 /// One connection from another process to a local port, served on the port's loop.
 ///
@@ -38,7 +39,7 @@ final class PortConnection: @unchecked Sendable {
     private var writingFailed = false
 
     init(descriptor: Int32, peer: PeerCredentials, listener: PortListener, core: PortCore, portSource: LoopPortSource) {
-        channel = LoopIOChannel(fileDescriptor: descriptor, loop: core.loop)
+        channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: descriptor), loop: core.loop)
         channel.source.follow(portSource)
         self.peer = peer
         self.listener = listener
@@ -48,7 +49,6 @@ final class PortConnection: @unchecked Sendable {
 
     /// Says hello (the port's limit) and starts reading.
     func start() {
-        channel.rawBytesHandler = { [unowned self] packet in received(packet) }
         let hello = PortWire.Header(msgid: PortWire.version, kind: .hello, sequence: 0, total: UInt64(core.limit))
         write(PortWire.packet(hello))
         startReceiving()
@@ -57,10 +57,13 @@ final class PortConnection: @unchecked Sendable {
     private func startReceiving() {
         guard !dropped, receiving == nil, !receiveEnding else { return }
         do {
-            receiving = try channel.receive(bufferCount: 2, bufferSize: PortWire.packetSize + 1) { _, completion in
-                guard completion.isFinal else { return }
-                self.receiveEnded(completion.outcome)
-            }
+            receiving = try channel.receive(
+                bufferCount: 2, bufferSize: PortWire.packetSize + 1,
+                completion: { _, completion in
+                    guard completion.isFinal else { return }
+                    self.receiveEnded(completion.outcome)
+                },
+                received: { _, packet in packet.withUnsafeBytes { self.received($0) } })
         } catch {
             drop(because: "cannot receive: \(error)")
         }
@@ -75,7 +78,7 @@ final class PortConnection: @unchecked Sendable {
             resumeIfDrained()
         case .failed(.connectionReset):
             // The peer closed with replies unread: what it sent before is still queued.
-            PortWire.drainQueued(channel.fileDescriptor) { received($0) }
+            PortWire.drainQueued(channel.fileDescriptor.rawValue) { received($0) }
             drop(because: nil)
         case .endOfFile, .failed(.cancelled), .failed(.closed):
             drop(because: nil)
@@ -133,7 +136,7 @@ final class PortConnection: @unchecked Sendable {
         guard !dropped, !writingFailed else { return }
         if outgoing.isEmpty, !sendInFlight {
             let sent = packet.withUnsafeBytes {
-                Glibc.send(channel.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+                Glibc.send(channel.fileDescriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
             }
             if sent == packet.count { return }
             let failure = errno
@@ -207,7 +210,6 @@ final class PortConnection: @unchecked Sendable {
         outgoing.removeAll()
         outgoingBytes = 0
         listener.remove(self)
-        channel.rawBytesHandler = nil
         channel.close()
     }
 }

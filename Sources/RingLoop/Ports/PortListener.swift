@@ -1,6 +1,7 @@
 import CLibURing
 import Glibc
 import Logging
+import SystemPackage
 
 /// The receiving side of a named port's transport between processes: a `SOCK_SEQPACKET`
 /// socket listening in the abstract namespace under the port's name, whose connections
@@ -74,7 +75,7 @@ final class PortListener: Sendable {
             // Made under the lock: a `stop()` before this closes the socket itself.
             let listener = self.state.withLock { state -> LoopIOChannel? in
                 guard !state.stopped else { return nil }
-                let listener = LoopIOChannel(fileDescriptor: self.socket, loop: loop)
+                let listener = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: self.socket), loop: loop)
                 listener.source.follow(portSource)
                 // The name is free once the channel has closed the socket.
                 listener.descriptorClosed = { PortRegistry.shared.released(self.namespace.key(of: self.name)) }
@@ -91,7 +92,7 @@ final class PortListener: Sendable {
             try listener.accept { _, completion in
                 switch completion.outcome {
                 case .accepted(let descriptor):
-                    self.adopt(descriptor, core: core, portSource: portSource)
+                    self.adopt(descriptor.rawValue, core: core, portSource: portSource)
                 case .failed(let failure) where completion.isFinal && failure != .cancelled && failure != .closed:
                     self.acceptFailed(failure, listener: listener, core: core, portSource: portSource)
                 default:
@@ -174,6 +175,18 @@ final class PortListener: Sendable {
     /// How many connections from other processes the port serves.
     var connectionCount: Int { state.withLock { $0.connections.count } }
 
+    /// Bytes the port has sent that its peers have not read yet, as the kernel holds them
+    /// (`SIOCOUTQ` of each connection): the kernel's side of the unread-replies bound.
+    var bytesUnreadByPeers: Int {
+        state.withLock { state in
+            state.connections.values.reduce(0) { total, connection in
+                var queued: Int32 = 0
+                let ok = ioctl(connection.channel.fileDescriptor.rawValue, UInt(TIOCOUTQ), &queued) == 0
+                return total + (ok ? Int(queued) : 0)
+            }
+        }
+    }
+
     /// Stops the transport: peers see their connection end at once (the sockets are shut
     /// down here, on any thread); the loop closes them.
     func stop() {
@@ -182,7 +195,7 @@ final class PortListener: Sendable {
             state.stopped = true
             namespace.removeFile(file, name: name)
             shutdown(socket, Int32(SHUT_RDWR))
-            for connection in state.connections.values { shutdown(connection.channel.fileDescriptor, Int32(SHUT_RDWR)) }
+            for connection in state.connections.values { shutdown(connection.channel.fileDescriptor.rawValue, Int32(SHUT_RDWR)) }
             if state.listener == nil {
                 Glibc.close(socket)
             } else {

@@ -56,6 +56,8 @@ package enum PortWire {
     package static let fragmentCapacity = packetSize - headerSize
     /// The protocol version a hello carries.
     package static let version: Int32 = 2
+    /// `POLLRDHUP` (glibc declares it only with `_GNU_SOURCE`): the peer closed its end.
+    static let peerClosed: Int16 = 0x2000
     /// Flag: more fragments of the same message follow.
     static let moreFragments: UInt16 = 1
 

@@ -1,31 +1,39 @@
 import CLibURing
 import Glibc
+import SystemPackage
 
 /// The client side of a connection to a port in another process.
 ///
 /// Sending happens on the caller's thread: each packet is handed to the kernel at once
 /// (`MSG_DONTWAIT`), waiting for room only while the connection is full, until the send
 /// deadline. The kernel queues what is sent, so a port whose loop is busy delays delivery,
-/// not the send. Everything the port sends back — its hello (its size limit), a refusal,
-/// replies — is read by the process's port thread (`ringloop-ports`, ``PortClientThread``)
-/// through its ring, which hands each reply to the request's ``ReplySlot`` and notices the
-/// connection's end, for the invalidation callbacks.
+/// not the send.
+///
+/// What the port sends back — its hello (its size limit), a refusal, replies — is read by
+/// whichever thread holds the connection's *reader role* (ProcessPortConnection+Reading):
+/// a sender waiting for its reply reads the socket itself, so a reply costs one wake-up,
+/// and settles any other request's reply it meets. The process's port thread
+/// (`ringloop-ports`, ``PortClientThread``) only watches for the connection's end, reads
+/// what is left then (a refusal comes before the end), and runs the invalidation
+/// callbacks.
 ///
 /// Threading: sends are serialized by `sending` (one message's packets are never
-/// interleaved with another's); `state` guards everything the port thread and senders
-/// share.
+/// interleaved with another's); `state` guards everything readers and senders share;
+/// `buffer` belongs to the thread holding the reader role.
 final class ProcessPortConnection: Sendable {
     let name: String
     let socket: Int32
     let owner: PeerCredentials
     let maximumReplySize: Int
-    private let channel: LoopIOChannel
+    /// The socket's readiness on the port thread's loop.
+    private let watcher: LoopPortSource
+    let buffer = ReceiveBuffer()
     private let sending = ThreadLock<UInt64>(0)
-    private let state: ThreadLock<State>
+    let state: ThreadLock<State>
     /// Broadcast when the connection ends, for a sender that found it closed.
     private let endedCondition = ThreadCondition()
 
-    private struct State {
+    struct State {
         /// The port's message size limit, from its hello (`nil` until read).
         var limit: Int?
         /// Why the connection ended or cannot be used: a refusal, a protocol violation, or
@@ -33,11 +41,26 @@ final class ProcessPortConnection: Sendable {
         var ended: MessagePortError?
         /// Requests waiting for their reply, by sequence number, with their size.
         var waiting: [UInt64: (slot: ReplySlot, size: Int)] = [:]
-        var watcher: WeakRemote?
+        var remote: WeakRemote?
         var assembler: PortWire.Assembler
+        /// A thread is reading the socket.
+        var readerActive = false
+        /// Blocked senders waiting for the reader role (or their reply).
+        var followers: [ReplySlot] = []
+        /// Another thread found the role taken while data was ready.
+        var readPending = false
+        /// The descriptor is being closed: nothing reads it any more.
+        var closing = false
     }
 
-    private struct WeakRemote {
+    /// The packet buffer of the thread holding the reader role.
+    final class ReceiveBuffer: @unchecked Sendable {
+        // @unchecked: used only by the thread holding the reader role (`readerActive`).
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: PortWire.packetSize + 1, alignment: 8)
+        deinit { bytes.deallocate() }
+    }
+
+    struct WeakRemote {
         weak var port: RemoteMessagePort?
     }
 
@@ -89,38 +112,28 @@ final class ProcessPortConnection: Sendable {
         self.owner = owner
         self.maximumReplySize = maximumReplySize
         self.state = ThreadLock(State(assembler: PortWire.Assembler(limit: maximumReplySize)))
-        channel = LoopIOChannel(fileDescriptor: descriptor, loop: PortClientThread.loop)
-        startReceiving()
+        let box = WeakConnection()
+        // The port thread only watches for the connection's end; replies are read by the
+        // threads waiting for them (see ProcessPortConnection+Reading.swift).
+        watcher = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: descriptor), events: PollEvents(rawValue: PortWire.peerClosed)) {
+            _ in
+            box.connection?.readAvailable()
+        }
+        box.connection = self
+        PortClientThread.loop.add(watcher, to: .default)
+        PortClientThread.loop.wakeUp()
     }
 
     deinit { close() }
 
-    /// Starts reading what the port sends, on the port thread's loop.
-    private func startReceiving() {
-        let loop = channel.loop
-        loop.perform(inModes: [.default]) { [weak self] in
-            guard let self else { return }
-            channel.rawBytesHandler = { [weak self] packet in self?.received(packet) }
-            loop.add(channel.source, to: .default)
-            do {
-                try channel.receive(bufferCount: 2, bufferSize: PortWire.packetSize + 1) { [weak self] _, completion in
-                    guard completion.isFinal, let self else { return }
-                    if case .failed(.connectionReset) = completion.outcome {
-                        // The port closed with packets of ours unread: what it sent
-                        // before (a refusal, replies) is still queued.
-                        PortWire.drainQueued(socket) { received($0) }
-                    }
-                    end(.becameInvalid(name))
-                }
-            } catch {
-                end(.becameInvalid(name))
-            }
-        }
-        loop.wakeUp()
+    /// The connection a watcher's callout reads for, without keeping it alive.
+    private final class WeakConnection: @unchecked Sendable {
+        // @unchecked: set once, before the watcher joins its loop.
+        weak var connection: ProcessPortConnection?
     }
 
-    /// One packet from the port (port thread).
-    private func received(_ packet: UnsafeRawBufferPointer) {
+    /// One packet from the port (reader role held).
+    func received(_ packet: UnsafeRawBufferPointer) {
         let outcome = state.withLock { state -> Result<Settle?, MessagePortError> in
             do throws(PortWire.Violation) {
                 switch try state.assembler.take(packet) {
@@ -153,7 +166,7 @@ final class ProcessPortConnection: Sendable {
         case .success(nil): break
         case .failure(let error):
             end(error)
-            close()
+            shutdown(socket, Int32(SHUT_RDWR))
         }
     }
 
@@ -182,17 +195,20 @@ final class ProcessPortConnection: Sendable {
     /// The connection ended (port thread, or a sender that found it closed): requests
     /// waiting fail with `error` (or with what ended it first), the invalidation callback
     /// runs.
-    private func end(_ error: MessagePortError) {
-        let (waiting, watcher, first) = state.withLock { state in
+    func end(_ error: MessagePortError) {
+        let (waiting, remote, first) = state.withLock { state in
             let first = state.ended == nil
             if first { state.ended = error }
             defer { state.waiting = [:] }
-            return (state.waiting, state.watcher, first)
+            return (state.waiting, state.remote, first)
         }
         endedCondition.broadcast()
         let reason = state.withLock { $0.ended! }
         for entry in waiting.values { entry.slot.fail(reason) }
-        if first { watcher?.port?.portWentAway() }
+        if first {
+            watcher.invalidate()
+            remote?.port?.portWentAway()
+        }
     }
 
     /// Whether the connection can still carry messages.
@@ -201,16 +217,25 @@ final class ProcessPortConnection: Sendable {
     /// Notes the remote port whose invalidation callback the connection's end calls.
     func watch(_ remote: RemoteMessagePort) {
         let ended = state.withLock { state -> Bool in
-            state.watcher = WeakRemote(port: remote)
+            state.remote = WeakRemote(port: remote)
             return state.ended != nil
         }
         if ended { remote.portWentAway() }
     }
 
-    /// Ends the connection (its remote port is going away): the port sees it end at once.
+    /// Ends the connection (its remote port is going away): the port sees it end at once;
+    /// the descriptor is closed on the port thread, after any read of it there.
     func close() {
+        let first = state.withLock { state -> Bool in
+            defer { state.closing = true }
+            return !state.closing
+        }
+        guard first else { return }
         shutdown(socket, Int32(SHUT_RDWR))
-        channel.close()
+        watcher.invalidate()
+        let socket = socket
+        PortClientThread.loop.perform(inModes: [.default]) { Glibc.close(socket) }
+        PortClientThread.loop.wakeUp()
     }
 
     /// Sends one message; with `request`, registers its slot for the reply first.
@@ -220,6 +245,10 @@ final class ProcessPortConnection: Sendable {
     ) throws(MessagePortError)
         -> UInt64
     {
+        // What the port sent meanwhile (its hello, a refusal, late replies), read now when
+        // nobody else reads: the limit is known as soon as it can be, and no reply of an
+        // abandoned request stays in the way.
+        if request != nil || state.withLock({ $0.limit == nil }) { readAvailable() }
         let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
             do throws(MessagePortError) {
                 let (ended, limit) = state.withLock { ($0.ended, $0.limit) }

@@ -139,6 +139,14 @@ public final class RemoteMessagePort: Sendable {
         let replyDeadline = MonotonicInstant.now.advanced(by: replyTimeout)
         return try noticingInvalidation { () throws(MessagePortError) in
             do throws(MessagePortError) {
+                if case .process(let connection) = target {
+                    // The sender reads its reply itself, blocked or from its loop.
+                    guard let replyMode else {
+                        connection.awaitReply(slot, until: replyDeadline)
+                        return try slot.finish(name: name)
+                    }
+                    return try connection.awaitReply(slot, until: replyDeadline, replyMode: replyMode)
+                }
                 return try slot.wait(until: replyDeadline, replyMode: replyMode, name: name)
             } catch {
                 if case .process(let connection) = target { connection.abandon(slot) }

@@ -60,9 +60,24 @@ final class ReplySlot: Sendable {
         if let replyMode {
             runLoop(in: replyMode, until: deadline)
         } else {
-            let nanoseconds = max(0, Int64(clamping: deadline.nanoseconds) - Int64(clamping: MonotonicInstant.now.nanoseconds))
-            _ = arrived.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+            block(until: deadline)
         }
+        return try finish(name: name)
+    }
+
+    /// Wakes a thread blocked in ``block(until:)`` without settling the slot (a reader
+    /// handing its role over).
+    func nudge() { arrived.signal() }
+
+    /// Blocks the thread until the reply (or a failure) comes, ``nudge()``, or `deadline`.
+    func block(until deadline: MonotonicInstant) {
+        guard !isSettled else { return }
+        let nanoseconds = max(0, Int64(clamping: deadline.nanoseconds) - Int64(clamping: MonotonicInstant.now.nanoseconds))
+        _ = arrived.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+    }
+
+    /// The reply, or why there is none: the wait is over, a reply coming later is dropped.
+    func finish(name: String) throws(MessagePortError) -> [UInt8] {
         let outcome = state.withLock { state -> Outcome in
             if case .waiting = state.outcome { state.outcome = .abandoned }
             state.waker = nil

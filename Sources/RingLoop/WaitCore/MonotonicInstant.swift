@@ -1,3 +1,4 @@
+import CLibURing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -72,6 +73,9 @@ extension Duration {
     /// The duration in whole nanoseconds, clamped to `Int64`'s range.
     @inlinable
     var nanosecondsClamped: Int64 {
+        // Under ±9.2 s (a tap's limit, a timer's interval) the attoseconds fit in 64 bits
+        // and one division by a constant converts them; `components` divides 128 bits.
+        if let attoseconds = Int64(exactly: self.attoseconds) { return attoseconds / 1_000_000_000 }
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

@@ -6,8 +6,10 @@ import Glibc
 ///
 /// The only owner of the group's memory. A completion that used a buffer names it in its
 /// flags (`IORING_CQE_F_BUFFER`, the id above `IORING_CQE_BUFFER_SHIFT`); the buffer is
-/// the receiver's until ``recycle(_:)`` hands it back to the kernel. When every buffer is
-/// out, a multishot receive ends with `ENOBUFS` and data waits in the socket.
+/// the receiver's until every hold on it is released (``release(_:)``): the callout's,
+/// and a send's that writes from it (``retain(_:)``). Then ``giveBack(_:)`` hands it back
+/// to the kernel. When every buffer is out, a multishot receive ends with `ENOBUFS` and
+/// data waits in the socket.
 ///
 /// Thread rules: confined to its wait core's thread. The memory is freed in `deinit`,
 /// which the wait core runs after the ring itself has closed, so no operation still in
@@ -29,8 +31,12 @@ final class ProvidedBuffers {
     private let groups: BufferGroupIDs
     private let ringBytes: Int
     private let bufferBytes: Int
-    /// Buffers handed to the receiver and not yet recycled.
+    /// Buffers handed to the receiver and not yet given back.
     private(set) var outstanding = 0
+    /// Holds on each buffer out of the kernel's hands (0 for those in the ring).
+    private var holds: [UInt16]
+    /// Receives of this group stopped for want of a buffer, to arm again when one comes back.
+    var waitingReceives = 0
 
     /// Allocates `count` (rounded up to a power of two, at most 32768) buffers of `size`
     /// bytes and registers them with `ring` as `group`.
@@ -68,6 +74,7 @@ final class ProvidedBuffers {
         self.groups = groups
         self.ringBytes = ringBytes
         self.bufferBytes = bufferBytes
+        self.holds = Array(repeating: 0, count: count)
         io_uring_buf_ring_init(ringMemory)
         for id in 0..<count {
             io_uring_buf_ring_add(ringMemory, buffers + id * size, UInt32(size), UInt16(id), mask, Int32(id))
@@ -107,11 +114,25 @@ final class ProvidedBuffers {
         return UnsafeRawBufferPointer(start: buffers + Int(id) * size, count: length)
     }
 
-    /// Notes that the kernel handed out buffer `id` (counted until it comes back).
-    func taken(_ id: UInt16) { outstanding += 1 }
+    /// Notes that the kernel handed out buffer `id`: held once, by its delivery.
+    func taken(_ id: UInt16) {
+        outstanding += 1
+        holds[Int(id)] = 1
+    }
 
-    /// Gives buffer `id` back to the kernel.
-    func recycle(_ id: UInt16) {
+    /// One more hold on buffer `id` (a send writing from it).
+    func retain(_ id: UInt16) { holds[Int(id)] += 1 }
+
+    /// Releases one hold on buffer `id`; returns whether it was the last (the buffer is
+    /// then free to give back).
+    func release(_ id: UInt16) -> Bool {
+        precondition(holds[Int(id)] > 0, "buffer \(id) of group \(group) released more often than held")
+        holds[Int(id)] -= 1
+        return holds[Int(id)] == 0
+    }
+
+    /// Gives buffer `id` back to the kernel (no hold left on it).
+    func giveBack(_ id: UInt16) {
         io_uring_buf_ring_add(ringMemory, buffers + Int(id) * size, UInt32(size), id, mask, 0)
         io_uring_buf_ring_advance(ringMemory, 1)
         outstanding -= 1

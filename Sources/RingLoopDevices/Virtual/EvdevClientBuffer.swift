@@ -73,6 +73,9 @@ struct EvdevClientBuffer {
     /// Whether nothing at all is buffered (complete frames or not).
     var isEmptyIgnoringPackets: Bool { head == tail }
 
+    /// Events buffered and not read yet (complete frames or not).
+    var unreadCount: Int { (head - tail) & mask }
+
     /// Makes everything pushed so far readable.
     mutating func markPacketBoundary() { packetHead = head }
 

@@ -7,7 +7,7 @@ import RingLoopEvdev
 /// values go to the current slot and `ABS_MT_SLOT` is sent only before a value that
 /// changed, multitouch values of a device without slots pass unfiltered, and a
 /// `SYN_REPORT` with nothing before it is no frame at all.
-struct EvdevDeviceState {
+package struct EvdevDeviceState {
     let description: InputDeviceDescription
     private(set) var keys: BitSet
     private(set) var leds: BitSet
@@ -21,6 +21,9 @@ struct EvdevDeviceState {
     private(set) var repeatPeriod: Int32
     /// Events of the frame being built, waiting for its SYN_REPORT.
     private var frame: [(UInt16, UInt16, Int32)] = []
+    /// The value of the `SYN_REPORT` that ended the last frame: the input core passes it
+    /// on as sent (1 for the frames of its own key repeat).
+    package private(set) var frameEndValue: Int32 = 0
     /// Whether absolute values are defuzzed. Off when replaying a recording: recorded
     /// values already went through the filter once, and a second pass would move them.
     let appliesFuzz: Bool
@@ -29,7 +32,7 @@ struct EvdevDeviceState {
     static let firstMultitouchCode = Evdev.ABS_MT_TOUCH_MAJOR
     static let lastMultitouchCode = Evdev.ABS_MT_TOOL_Y
 
-    init(description: InputDeviceDescription, appliesFuzz: Bool = true) {
+    package init(description: InputDeviceDescription, appliesFuzz: Bool = true) {
         self.description = description
         self.appliesFuzz = appliesFuzz
         keys = BitSet(bits: Int(Evdev.KEY_CNT), set: description.keysDown)
@@ -51,13 +54,14 @@ struct EvdevDeviceState {
 
     /// Feeds one event through the filter. Returns a completed frame (events without
     /// the closing SYN_REPORT) when `event` is a SYN_REPORT that ends a non-empty frame.
-    mutating func feed(type: UInt16, code: UInt16, value: Int32) -> [(UInt16, UInt16, Int32)]? {
+    package mutating func feed(type: UInt16, code: UInt16, value: Int32) -> [(UInt16, UInt16, Int32)]? {
         switch type {
         case Evdev.EV_SYN:
             switch code {
             case Evdev.SYN_REPORT:
                 guard !frame.isEmpty else { return nil }
                 defer { frame.removeAll(keepingCapacity: true) }
+                frameEndValue = value
                 return frame
             case Evdev.SYN_MT_REPORT:
                 frame.append((type, code, value))
@@ -154,6 +158,19 @@ struct EvdevDeviceState {
         if v > o - f && v < o + f { return Int32((o * 3 + v) / 4) }
         if v > o - f * 2 && v < o + f * 2 { return Int32((o + v) / 2) }
         return value
+    }
+
+    /// What the input core sends when the device goes away (`input_disconnect_device`):
+    /// with keys still down, the frame being built, a key-up for each, and a
+    /// `SYN_REPORT` of value 1 (``frameEndValue``); `nil` when no key is down (the
+    /// unfinished frame then never leaves).
+    package mutating func releaseKeys() -> [(UInt16, UInt16, Int32)]? {
+        let down = (0..<Evdev.KEY_CNT).filter { keys.contains($0) }
+        guard !down.isEmpty else { return nil }
+        for code in down { keys.set(code, false) }
+        frameEndValue = 1
+        defer { frame.removeAll() }
+        return frame + down.map { (Evdev.EV_KEY, $0, 0) }
     }
 
     /// Changes an axis's range (EVIOCSABS).

@@ -29,6 +29,15 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     var removed = false
     let bufferSize: Int
     var served = ServedRequests()
+    /// A pipe written at every open and close (a byte, never blocking), read by
+    /// ``waitForReaderChange(timeout:)``.
+    let openings: (read: Int32, write: Int32) = {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return (-1, -1) }
+        for fd in fds { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return (fds[0], fds[1])
+    }()
 
     /// What the node's server has answered so far: how its readers reach their events,
     /// and what each frame costs them in round trips to this process.
@@ -89,6 +98,16 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         self.bufferSize = bufferSize
     }
 
+    deinit {
+        if openings.read >= 0 { close(openings.read) }
+        if openings.write >= 0 { close(openings.write) }
+    }
+
+    private func signalOpening() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(openings.write, &byte, 1)
+    }
+
     // MARK: Sending events
 
     /// Sends one event through the device, as its driver would: the input core's filter
@@ -138,7 +157,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
                     InputEvent(seconds: seconds, microseconds: micro, type: type, code: code, value: value))
             }
             woke = clients[id]!.buffer.push(
-                InputEvent(seconds: seconds, microseconds: micro, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0))
+                InputEvent(seconds: seconds, microseconds: micro, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: state.frameEndValue))
             if woke { wake(id, replies: &replies) }
         }
     }
@@ -212,6 +231,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// Open files on the node.
     public var clientCount: Int { lockedPerform { clients.count } }
 
+    /// Events each open file has not read yet, one count per file in no particular order
+    /// (a test waits for another program's reader to have taken everything).
+    package var unreadEventCounts: [Int] { lockedPerform { clients.values.map(\.buffer.unreadCount) } }
+
     /// Overflows of readers' buffers so far (each delivered a `SYN_DROPPED`).
     public var overflowCount: Int { lockedPerform { clients.values.reduce(0) { $0 + $1.buffer.overflowCount } } }
 
@@ -244,6 +267,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             let id = nextClient
             nextClient += 1
             clients[id] = Client(buffer: EvdevClientBuffer(capacity: bufferSize))
+            signalOpening()
             return id
         }
     }
@@ -252,6 +276,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         var replies: [Reply] = []
         lockedPerform {
             guard let client = clients.removeValue(forKey: id) else { return }
+            signalOpening()
             if grabbedBy == id { grabbedBy = nil }
             if let handle = client.pollHandle { replies.append(.notifyPoll(handle)) }
             for read in client.pendingReads { replies.append(.error(read.request, EBADF)) }

@@ -19,10 +19,28 @@ public protocol VirtualInputDevice: AnyObject, Sendable {
     func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError)
     /// Removes the device; readers get `ENODEV`.
     func remove()
+    /// Readers holding the node now: the open files a FUSE node serves (exact), or the
+    /// descriptors open on a uinput device's node (see ``UInputDevice/readerCount``).
+    var readerCount: Int { get }
+    /// Returns when a reader may have come or gone, or after `timeout`, whichever is
+    /// first (``waitForReaders(_:timeout:shouldStop:)`` waits with it).
+    func waitForReaderChange(timeout: Duration)
 }
 
 extension FUSEEvdevNode: VirtualInputDevice {
     public var nodePath: String { path }
+
+    /// The node's open files (its server sees every open and release).
+    public var readerCount: Int { clientCount }
+
+    public func waitForReaderChange(timeout: Duration) {
+        let bound = min(timeout, .milliseconds(100))
+        let milliseconds = Int32(max(1, bound.components.seconds * 1000 + bound.components.attoseconds / 1_000_000_000_000_000))
+        var ready = pollfd(fd: openings.read, events: Int16(POLLIN), revents: 0)
+        guard Glibc.poll(&ready, 1, milliseconds) == 1 else { return }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while bytes.withUnsafeMutableBytes({ Glibc.read(openings.read, $0.baseAddress, $0.count) }) > 0 {}
+    }
 }
 
 /// The two ways to make a virtual device.
@@ -140,77 +158,5 @@ public final class VirtualDeviceHost: Sendable {
         }
         for device in all { device.remove() }
         folder?.close()
-    }
-}
-
-/// A kernel device created through `/dev/uinput` with libevdev.
-public final class UInputDevice: VirtualInputDevice, Sendable {
-    // The uinput handle (a C pointer) is used only under its lock.
-    public let nodePath: String
-    public let deviceDescription: InputDeviceDescription
-    private let handle: ThreadLock<OpaquePointer?>
-
-    public init(_ description: InputDeviceDescription) throws(VirtualDeviceError) {
-        deviceDescription = description
-        guard let device = libevdev_new() else { throw .uinput(operation: "libevdev_new", errno: .noMemory) }
-        defer { libevdev_free(device) }
-        libevdev_set_name(device, description.name)
-        libevdev_set_id_bustype(device, Int32(description.busType))
-        libevdev_set_id_vendor(device, Int32(description.vendor))
-        libevdev_set_id_product(device, Int32(description.product))
-        libevdev_set_id_version(device, Int32(description.version))
-        for property in description.properties { libevdev_enable_property(device, UInt32(property)) }
-        for type in description.codes[Evdev.EV_SYN] ?? [] where type != Evdev.EV_SYN && type != Evdev.EV_REP {
-            libevdev_enable_event_type(device, UInt32(type))
-        }
-        for (type, codes) in description.codes where type != Evdev.EV_SYN {
-            libevdev_enable_event_type(device, UInt32(type))
-            for code in codes {
-                if type == Evdev.EV_ABS, let axis = description.absoluteAxes[code] {
-                    var info = input_absinfo(
-                        value: axis.value, minimum: axis.minimum, maximum: axis.maximum, fuzz: axis.fuzz,
-                        flat: axis.flat, resolution: axis.resolution)
-                    libevdev_enable_event_code(device, UInt32(type), UInt32(code), &info)
-                } else {
-                    libevdev_enable_event_code(device, UInt32(type), UInt32(code), nil)
-                }
-            }
-        }
-        if let keyRepeat = description.keyRepeat {
-            // EV_REP's "codes" are its two settings (REP_DELAY, REP_PERIOD).
-            var delay = keyRepeat.delay
-            var period = keyRepeat.period
-            libevdev_enable_event_code(device, UInt32(Evdev.EV_REP), UInt32(Evdev.REP_DELAY), &delay)
-            libevdev_enable_event_code(device, UInt32(Evdev.EV_REP), UInt32(Evdev.REP_PERIOD), &period)
-        }
-        var created: OpaquePointer?
-        let result = libevdev_uinput_create_from_device(device, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
-        guard result == 0, let created else { throw .uinput(operation: "create", errno: Errno(rawValue: -result)) }
-        nodePath = libevdev_uinput_get_devnode(created).map { String(cString: $0) } ?? ""
-        // From here on the uinput device is used only under the lock; libevdev's handle
-        // it was made from is freed on return and keeps no reference to it.
-        handle = ThreadLock(nil)
-        handle.withLock { $0 = created }
-    }
-
-    deinit { remove() }
-
-    public func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError) {
-        let failure: VirtualDeviceError? = handle.withLock { handle in
-            guard let handle else { return .removed(nodePath) }
-            for event in events {
-                let result = libevdev_uinput_write_event(handle, UInt32(event.type), UInt32(event.code), event.value)
-                if result != 0 { return .uinput(operation: "write", errno: Errno(rawValue: -result)) }
-            }
-            return nil
-        }
-        if let failure { throw failure }
-    }
-
-    public func remove() {
-        handle.withLock { handle in
-            if let current = handle { libevdev_uinput_destroy(current) }
-            handle = nil
-        }
     }
 }

@@ -9,6 +9,7 @@ extension FrameDecoder {
     mutating func finishFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
         var digitizerChanged = frameTouchedSlots
         var penChanged = false
+        var penToolLeft = false
         // Keys and buttons, in arrival order.
         for (code, value) in pendingKeys {
             let wasDown = keysDown.contains(code)
@@ -47,7 +48,14 @@ extension FrameDecoder {
             // The pen tools: BTN_TOOL_PEN … AIRBRUSH, MOUSE, LENS.
             case Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_AIRBRUSH, Evdev.BTN_TOOL_MOUSE, Evdev.BTN_TOOL_LENS:
                 if hasPen {
-                    penTool = value != 0 ? Self.penTool(code) : (penTool == Self.penTool(code) ? nil : penTool)
+                    let tool = Self.penTool(code)
+                    if value != 0 {
+                        penTool = tool
+                    } else if penTool == tool {
+                        penTool = nil
+                        penToolLeft = true
+                    }
+                    implicitPenTool = false
                     penChanged = true
                 } else if changed {
                     out.append(event(time, .button(ButtonEvent(code: code, number: Self.buttonNumber(code), isDown: value != 0))))
@@ -106,6 +114,7 @@ extension FrameDecoder {
         var touchAxisChanged = false
         var penAxisChanged = false
         var pointerChanged = false
+        var motionChanged = false
         for (code, value) in pendingAbsolute where Int(code) < absolute.count {
             absolute[Int(code)] = value
             switch absoluteRoutes[Int(code)] {
@@ -119,11 +128,16 @@ extension FrameDecoder {
             case .pen: penAxisChanged = true
             case .touch: touchAxisChanged = true
             case .pointer: pointerChanged = true
+            case .motion: motionChanged = true
             case .axisEvent:
                 let normalized = axisRanges[Int(code)].flatMap { $0.maximum > $0.minimum ? $0.normalized(value) : nil }
                 out.append(event(time, .axis(AxisEvent(source: .absolute, code: code, value: value, normalized: normalized))))
             }
         }
+        if isMotion, motionChanged || motion.pendingTimestamp != nil {
+            out.append(event(time, .motion(motion.sample(absolute, at: time))))
+        }
+        if hasPen, penChanged { reconcilePenProximity(toolLeft: penToolLeft) }
         if hasPen, penAxisChanged || penChanged {
             out.append(event(time, .pen(penEvent())))
         }

@@ -3,6 +3,27 @@ import RingLoopEvdev
 
 // Pens and buttons: the pen's state as one event, tools and button numbers.
 extension FrameDecoder {
+    /// Keeps proximity and contact consistent at the end of a frame, as libinput does
+    /// (`tablet_update_tool_state`): some screens (eGalax 0eef:0001 and others driven by
+    /// usbtouchscreen or hid-generic) advertise `BTN_TOOL_PEN` but only ever send
+    /// `BTN_TOUCH` and positions. A touch with no tool in proximity brings the default
+    /// tool, the pen, into proximity; that implied tool leaves when the touch ends (or the
+    /// device goes, see ``detach(at:into:)``). A tool the device names takes over from an
+    /// implied one, and a named tool that leaves ends the contact with it.
+    mutating func reconcilePenProximity(toolLeft: Bool) {
+        if penTool == nil, penTouching {
+            if toolLeft {
+                penTouching = false
+            } else {
+                penTool = .pen
+                implicitPenTool = true
+            }
+        } else if implicitPenTool, !penTouching {
+            penTool = nil
+            implicitPenTool = false
+        }
+    }
+
     func penEvent() -> PenEvent {
         let x = absolute[Int(Evdev.ABS_X)]
         let y = absolute[Int(Evdev.ABS_Y)]

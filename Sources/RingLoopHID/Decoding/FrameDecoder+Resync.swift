@@ -10,10 +10,11 @@ extension FrameDecoder {
     public mutating func resync(from snapshot: DeviceStateSnapshot, at time: MonotonicInstant, into out: inout [HIDEvent]) {
         dropping = false
         clearPending()
+        if let slot = snapshot.currentSlot { currentSlot = Int(slot) }
         for code in keysDown.all where !snapshot.keysDown.contains(code) { pendingKeys.append((code, 0)) }
         for code in snapshot.keysDown.sorted() where !keysDown.contains(code) { pendingKeys.append((code, 1)) }
-        for code in switchesOn where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
-        for code in snapshot.switchesOn where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
+        for code in switchesOn.sorted() where !snapshot.switchesOn.contains(code) { pendingSwitches.append((code, 0)) }
+        for code in snapshot.switchesOn.sorted() where !switchesOn.contains(code) { pendingSwitches.append((code, 1)) }
         for (code, value) in snapshot.absolute
         where Int(code) < absolute.count && absolute[Int(code)] != value
             && !(code >= Evdev.ABS_MT_SLOT && code <= Evdev.ABS_MT_TOOL_Y)
@@ -42,6 +43,18 @@ extension FrameDecoder {
             previousProtocolA.removeAll(keepingCapacity: true)
             emitDigitizer(frame, at: time, into: &out)
         }
+    }
+
+    /// The device was just opened: takes its state as it is now, as libevdev does when
+    /// it opens a device. Absolute values and the current multitouch slot are taken
+    /// silently; keys and buttons held, switches on and touches already down are
+    /// reported as they would have been when they happened (key-downs with the modifiers
+    /// held, switch changes, contacts that began, the pen in proximity), so a handler's
+    /// view matches the device from the first event, and a key-up for a key held before
+    /// attaching follows its key-down.
+    public mutating func attach(from snapshot: DeviceStateSnapshot, at time: MonotonicInstant, into out: inout [HIDEvent]) {
+        for (code, value) in snapshot.absolute where Int(code) < absolute.count { absolute[Int(code)] = value }
+        resync(from: snapshot, at: time, into: &out)
     }
 
     /// The device is gone: releases held keys and buttons, cancels live touches and
@@ -78,6 +91,7 @@ extension FrameDecoder {
         if frame.count > 0 { emitDigitizer(frame, at: time, into: &out) } else { keep(frame.buffer) }
         if hadPen {
             penTool = nil
+            implicitPenTool = false
             penTouching = false
             penButtons = 0
             out.append(event(time, .pen(penEvent())))

@@ -8,7 +8,9 @@ extension InputEvent {
     }
 }
 
-/// What a resync reads back from the device after `SYN_DROPPED`.
+/// What the chain reads back from a device when it attaches and after `SYN_DROPPED`,
+/// through the requests libevdev uses (`EVIOCGKEY`, `EVIOCGSW`, `EVIOCGLED`,
+/// `EVIOCGABS`, `EVIOCGMTSLOTS`).
 public struct DeviceStateSnapshot: Sendable {
     /// Keys and buttons down (codes).
     public var keysDown: Set<UInt16> = []
@@ -18,6 +20,10 @@ public struct DeviceStateSnapshot: Sendable {
     public var absolute: [UInt16: Int32] = [:]
     /// Per slot: tracking id, x, y (protocol B devices).
     public var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
+    /// The slot the device's next multitouch values go to (`ABS_MT_SLOT`), if it has slots.
+    public var currentSlot: Int32?
+    /// LEDs on.
+    public var ledsOn: Set<UInt16> = []
 
     public init() {}
 }
@@ -40,7 +46,7 @@ public struct FrameDecoder {
     let deviceID: HIDDeviceID
 
     /// Where an absolute axis's values go.
-    enum AbsoluteRoute: UInt8 { case axisEvent, pen, touch, pointer, gamepad }
+    enum AbsoluteRoute: UInt8 { case axisEvent, pen, touch, pointer, gamepad, motion }
     /// Per `ABS_*` code (0…63).
     let absoluteRoutes: InlineArray<64, AbsoluteRoute>
     /// The device has a pen (`BTN_TOOL_PEN` or `BTN_STYLUS`, and is not a tablet pad).
@@ -51,6 +57,10 @@ public struct FrameDecoder {
     let isSingleTouch: Bool
     /// Gamepads and joysticks: every axis is a gamepad axis.
     let isGamepad: Bool
+    /// Accelerometers and gyroscopes: `ABS_X`…`ABS_RZ` are motion, with `MSC_TIMESTAMP`.
+    let isMotion: Bool
+    /// How motion samples are converted, and the sensor clock (motion nodes only).
+    var motion: MotionDecoding
 
     // State applied at SYN_REPORT.
     var keysDown = BitSet768()
@@ -63,6 +73,8 @@ public struct FrameDecoder {
     var penTool: PenEvent.Tool?
     var penButtons: UInt8 = 0
     var penTouching = false
+    /// The pen is in proximity only because it touched (the device names no tool).
+    var implicitPenTool = false
     var wheelRemainder = 0
     var horizontalWheelRemainder = 0
     var switchesOn = Set<UInt16>()
@@ -128,6 +140,9 @@ public struct FrameDecoder {
         let multitouch = info.slotCount > 0 || info.isProtocolA
         let singleTouch = !multitouch && (info.deviceClass == .touchscreen || info.deviceClass == .touchpad)
         let gamepad = info.deviceClass == .gamepad || info.deviceClass == .joystick
+        let motionNode = info.deviceClass == .motion
+        isMotion = motionNode
+        motion = MotionDecoding(info: info)
         hasPen = pen
         hasTouch = multitouch || singleTouch
         isSingleTouch = singleTouch
@@ -142,6 +157,8 @@ public struct FrameDecoder {
             let code = UInt16(index)
             if gamepad {
                 routes[index] = .gamepad
+            } else if motionNode && MotionDecoding.axes.contains(code) {
+                routes[index] = .motion
             } else if pen && penAxes.contains(code) {
                 routes[index] = .pen
             } else if (multitouch || singleTouch) && touchAxes.contains(code) {
@@ -201,6 +218,8 @@ public struct FrameDecoder {
             }
         case Evdev.EV_ABS: feedAbsolute(event.code, event.value)
         case Evdev.EV_SW: pendingSwitches.append((event.code, event.value))
+        case Evdev.EV_MSC:
+            if isMotion, event.code == Evdev.MSC_TIMESTAMP { motion.pendingTimestamp = UInt32(bitPattern: event.value) }
         default: break
         }
         return false
@@ -270,6 +289,7 @@ public struct FrameDecoder {
         wheelHiRes = 0
         horizontalWheelHiRes = 0
         dial = 0
+        motion.pendingTimestamp = nil
         for index in slots.indices { slots[index].changed = false }
         frameTouchedSlots = false
     }

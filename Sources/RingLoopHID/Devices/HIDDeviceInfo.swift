@@ -20,6 +20,11 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
     case gamepad, joystick
     /// Lid, tablet-mode and other switches.
     case `switch`
+    /// Accelerometers and gyroscopes (udev's `ID_INPUT_ACCELEROMETER`): a node with
+    /// `INPUT_PROP_ACCELEROMETER` (a DualSense's or DualShock 4's "Motion Sensors", a
+    /// Joy-Con's IMU), or with `ABS_X`, `ABS_Y` and `ABS_Z` and no keys at all (older
+    /// laptop and tablet accelerometers). Its axes yield ``MotionEvent``s.
+    case motion
     /// Keys or buttons only (a power button, a remote).
     case buttons
     /// Anything else (a rotary encoder…).
@@ -65,6 +70,32 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     public var codes: [UInt16: Set<UInt16>]
     /// `INPUT_PROP_*` bits.
     public var properties: Set<UInt16>
+    /// Where the device is attached, as the kernel says (`phys`: `usb-0000:00:14.0-2/input3`,
+    /// a Bluetooth adapter's address); empty when it says nothing.
+    public var physicalLocation = ""
+    /// The device's own identifier (`uniq`: a serial number, a Bluetooth controller's
+    /// address); empty when it has none.
+    public var uniqueIdentifier = ""
+
+    /// The physical device the node belongs to, as libinput groups nodes: nodes with the
+    /// same bus, vendor and product and the same `uniq` (or, without one, the same
+    /// `phys` up to its last `/inputN` part) are one device — a DualSense's gamepad,
+    /// motion sensors and touchpad, a tablet's pen and pad. `nil` when the kernel gives
+    /// neither. See ``HIDEventSystem/siblings(of:)``.
+    public var physicalDevice: String? {
+        func hex(_ value: UInt16) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
+        let prefix = hex(busType) + ":" + hex(vendor) + ":" + hex(product) + ":"
+        if !uniqueIdentifier.isEmpty { return prefix + "uniq=" + uniqueIdentifier }
+        guard !physicalLocation.isEmpty else { return nil }
+        var location = Substring(physicalLocation)
+        if let slash = location.lastIndex(of: "/"), location[location.index(after: slash)...].hasPrefix("input") {
+            location = location[..<slash]
+        }
+        return prefix + "phys=" + location
+    }
 
     public func has(type: UInt16, code: UInt16) -> Bool { codes[type]?.contains(code) ?? false }
 }
@@ -86,6 +117,8 @@ extension HIDDeviceInfo {
             id: id, path: path, name: description.name, busType: description.busType, vendor: description.vendor,
             product: description.product, version: description.version, codes: description.codes,
             axes: description.absoluteAxes, properties: description.properties, slots: max(0, Int(slots)))
+        physicalLocation = description.physicalLocation
+        uniqueIdentifier = description.uniqueIdentifier
     }
 
     /// A device described in code rather than read from a node: for decoders fed from
@@ -95,15 +128,19 @@ extension HIDDeviceInfo {
     public static func describing(
         id: HIDDeviceID = HIDDeviceID(rawValue: 1), path: String = "(memory)", name: String,
         busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
-        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>
+        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>,
+        physicalLocation: String = "", uniqueIdentifier: String = ""
     ) -> HIDDeviceInfo {
         var slots = 0
         if let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0, Int(range.maximum) < Evdev.maximumSlotCount {
             slots = Int(range.maximum) + 1
         }
-        return HIDDeviceInfo(
+        var info = HIDDeviceInfo(
             id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
             codes: codes, axes: axes, properties: properties, slots: slots)
+        info.physicalLocation = physicalLocation
+        info.uniqueIdentifier = uniqueIdentifier
+        return info
     }
 
     /// The one place a description's derived fields are worked out, for nodes and for
@@ -159,8 +196,26 @@ struct DeviceRoles {
     var keyboard = false
     var switches = false
     var keys = false
+    var motion = false
 
     init(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) {
+        let keyCodes = codes[Evdev.EV_KEY] ?? []
+        let absolute = codes[Evdev.EV_ABS] ?? []
+        let hasAbsoluteCoordinates = absolute.contains(Evdev.ABS_X) && absolute.contains(Evdev.ABS_Y)
+        // udev's first test: the property, or three absolute axes on a node without the
+        // key type, make an accelerometer, and no pointer role is tested further.
+        motion =
+            properties.contains(Evdev.INPUT_PROP_ACCELEROMETER)
+            || (codes[Evdev.EV_KEY] == nil && hasAbsoluteCoordinates && absolute.contains(Evdev.ABS_Z))
+        // A full keyboard has ESC, the digits and Q to S (the first 32 codes, as udev tests).
+        keyboard = (Evdev.KEY_ESC..<Evdev.KEY_D).allSatisfy { keyCodes.contains($0) }
+        switches = !(codes[Evdev.EV_SW] ?? []).isEmpty
+        keys = !keyCodes.isEmpty
+        if !motion { testPointers(codes: codes, properties: properties) }
+    }
+
+    /// udev's `test_pointers`, for a node that is not an accelerometer.
+    private mutating func testPointers(codes: [UInt16: Set<UInt16>], properties: Set<UInt16>) {
         let keyCodes = codes[Evdev.EV_KEY] ?? []
         let absolute = codes[Evdev.EV_ABS] ?? []
         let relative = codes[Evdev.EV_REL] ?? []
@@ -218,14 +273,11 @@ struct DeviceRoles {
             pointer = true
         }
         gamepad = joystick && (keyCodes.contains(Evdev.BTN_SOUTH) || keyCodes.contains(Evdev.BTN_EAST))
-        // A full keyboard has ESC, the digits and Q to S (the first 32 codes, as udev tests).
-        keyboard = (Evdev.KEY_ESC..<Evdev.KEY_D).allSatisfy { keyCodes.contains($0) }
-        switches = !(codes[Evdev.EV_SW] ?? []).isEmpty
-        keys = !keyCodes.isEmpty
     }
 
     /// The main role, most specific first.
     var primary: HIDDeviceClass {
+        if motion { return .motion }
         if tabletPad { return .tabletPad }
         if tablet { return .tablet }
         if touchpad { return .touchpad }
@@ -242,6 +294,7 @@ struct DeviceRoles {
 
     var all: Set<HIDDeviceClass> {
         var roles: Set<HIDDeviceClass> = [primary]
+        if motion { roles.insert(.motion) }
         if tabletPad { roles.insert(.tabletPad) } else if tablet { roles.insert(.tablet) }
         if touchpad { roles.insert(.touchpad) }
         if touchscreen { roles.insert(.touchscreen) }

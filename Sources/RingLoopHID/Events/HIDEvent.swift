@@ -40,6 +40,8 @@ public struct HIDEvent: Sendable, Equatable {
         case gamepadAxis(GamepadAxisEvent)
         case switchChanged(SwitchEvent)
         case dial(Int32)
+        /// A sample of an accelerometer or gyroscope (a ``HIDDeviceClass/motion`` node).
+        case motion(MotionEvent)
         /// An axis no other event describes: a tablet pad's ring and strips, `ABS_MISC`,
         /// a pen's rotation or wheel, `REL_Z`… of a 3D mouse.
         case axis(AxisEvent)
@@ -64,6 +66,7 @@ public struct HIDEvent: Sendable, Equatable {
         case .gamepadAxis: .gamepadAxis
         case .switchChanged: .switchChanged
         case .dial: .dial
+        case .motion: .motion
         case .axis: .axis
         case .deviceAdded: .deviceAdded
         case .deviceRemoved: .deviceRemoved
@@ -74,7 +77,7 @@ public struct HIDEvent: Sendable, Equatable {
     /// Kinds of events, for handler registration.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
-        case switchChanged, dial, axis, deviceAdded, deviceRemoved, eventsDropped
+        case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped
     }
 }
 

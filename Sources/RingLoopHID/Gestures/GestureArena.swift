@@ -149,6 +149,11 @@ final class GestureArena {
         return earliest
     }
 
+    /// The stamp of `device`'s latest frame, if it sent one.
+    func latestFrameTime(of device: HIDDeviceID) -> MonotonicInstant? {
+        tables.first { $0.device == device }?.touches.timestamp
+    }
+
     /// Whether reports or cancellations wait to be taken.
     var hasOutput: Bool { !reports.isEmpty || !cancellations.isEmpty }
 

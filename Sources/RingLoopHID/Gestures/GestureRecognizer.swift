@@ -57,10 +57,10 @@ open class GestureRecognizer {
     /// When it begins (or a discrete one is recognized while fingers are down), the
     /// handler chain gets those touches as cancelled and no further frames of them
     /// (UIKit's `cancelsTouchesInView`).
-    public var cancelsTouchesInHandlers = true
+    @exclusivity(unchecked) public var cancelsTouchesInHandlers = true
     /// Whether an event system that tracks interactions runs its loop in
     /// `RingRunLoop.Mode.tracking` while this gesture is under way (pans and drags).
-    public var tracksInteraction = false
+    @exclusivity(unchecked) public var tracksInteraction = false
     // The fields the arena reads for every recognizer and frame are exempt from dynamic
     // exclusivity checks (about a third of the per-frame cost): they are touched on the
     // client loop's thread only, by short accesses that never overlap.

@@ -11,13 +11,14 @@ import RingLoop
 /// touchpad, ended by a lift and cancelled when the finger count changes.
 public class PanGestureRecognizer: GestureRecognizer {
     /// The fewest fingers it follows.
-    public var minimumFingers = 1
+    // Read for every frame: unchecked, as the base class's per-frame fields.
+    @exclusivity(unchecked) public var minimumFingers = 1
     /// The most fingers it follows; more make it fail before it begins.
-    public var maximumFingers = Int.max
+    @exclusivity(unchecked) public var maximumFingers = Int.max
     /// How far the centroid must move before it begins.
-    public var threshold = GestureLength(millimetres: 3)
+    @exclusivity(unchecked) public var threshold = GestureLength(millimetres: 3)
     /// Whether a change in the finger count ends it as cancelled (libinput's swipe).
-    public var cancelsWhenFingersChange = false
+    @exclusivity(unchecked) public var cancelsWhenFingersChange = false
 
     var began = false
     var origin = GesturePoint.zero
@@ -129,9 +130,9 @@ public final class ScreenEdgePanGestureRecognizer: PanGestureRecognizer {
     /// The edges it starts from.
     public let edges: Edges
     /// How close to the edge the finger must touch down.
-    public var edgeWidth = GestureLength(millimetres: 4)
+    @exclusivity(unchecked) public var edgeWidth = GestureLength(millimetres: 4)
     /// The edge the current gesture started from.
-    public private(set) var startEdge: Edges = []
+    @exclusivity(unchecked) public private(set) var startEdge: Edges = []
 
     /// An edge pan from any of `edges`, with one finger.
     public init(edges: Edges) {
@@ -211,14 +212,14 @@ public final class SwipeGestureRecognizer: GestureRecognizer {
     /// Fingers it is made with.
     public let fingersRequired: Int
     /// How far the fingers must go.
-    public var minimumDistance = GestureLength(millimetres: 12)
+    @exclusivity(unchecked) public var minimumDistance = GestureLength(millimetres: 12)
     /// How soon after touching down.
-    public var maximumDuration: Duration = .milliseconds(300)
+    @exclusivity(unchecked) public var maximumDuration: Duration = .milliseconds(300)
     /// How fast the fingers must be going when they have covered the distance, per
     /// second: a drag that covers it slowly is a pan, not a swipe.
-    public var minimumVelocity = GestureLength(millimetres: 150)
+    @exclusivity(unchecked) public var minimumVelocity = GestureLength(millimetres: 150)
     /// How far from the direction's axis the movement may point, radians.
-    public var maximumAngle = 0.5
+    @exclusivity(unchecked) public var maximumAngle = 0.5
     /// The direction of the last recognition.
     public private(set) var recognizedDirection: Direction?
 

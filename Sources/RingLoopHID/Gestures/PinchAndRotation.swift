@@ -95,14 +95,16 @@ extension GestureRecognizer {
 /// touchpad, reporting scale and rotation together, beginning on either.
 public final class PinchGestureRecognizer: GestureRecognizer {
     /// How far the span must change before it begins.
-    public var threshold = GestureLength(millimetres: 6)
+    @exclusivity(unchecked) public var threshold = GestureLength(millimetres: 6)
     /// Also begins on rotation and reports it (libinput's pinch); `nil`: scale only.
-    public var rotationThreshold: Double?
+    @exclusivity(unchecked) public var rotationThreshold: Double?
     /// The most fingers it follows.
-    public var maximumFingers = 2
+    @exclusivity(unchecked) public var maximumFingers = 2
 
-    private var measure = TwoFingerMeasure()
-    private var began = false
+    // Lent to `followTwoFingers` for each frame: unchecked, as the base class's per-frame
+    // fields (loop thread only; nothing else reaches them meanwhile).
+    @exclusivity(unchecked) private var measure = TwoFingerMeasure()
+    @exclusivity(unchecked) private var began = false
 
     /// A two-finger pinch named `name`.
     public init(name: String = "pinch") {
@@ -159,10 +161,10 @@ public final class PinchGestureRecognizer: GestureRecognizer {
 /// there.
 public final class RotationGestureRecognizer: GestureRecognizer {
     /// How far the fingers must turn before it begins, radians.
-    public var threshold = 0.2
+    @exclusivity(unchecked) public var threshold = 0.2
 
-    private var measure = TwoFingerMeasure()
-    private var began = false
+    @exclusivity(unchecked) private var measure = TwoFingerMeasure()
+    @exclusivity(unchecked) private var began = false
 
     /// A two-finger rotation.
     public init() {

@@ -4,7 +4,10 @@ public enum StandardGestures {
     /// UIKit's recognizers: taps with one to three fingers and a double tap (the single
     /// tap waits for it to fail), a long press, one- and two-finger pans (which wait for
     /// the swipes and the edge pan to fail), swipes in four directions, pinch and
-    /// rotation (recognized together), an edge pan from any edge.
+    /// rotation (recognized together), an edge pan from any edge; and iPadOS's
+    /// multitasking gestures (``multitasking(surfaces:)``): pans and swipes of three to
+    /// five fingers, a five-finger pinch. A drag of any number of fingers is a pan, as
+    /// with `UIPanGestureRecognizer`'s default of any number of touches.
     public static func uikit(surfaces: Set<GestureSurface.Kind> = Set(GestureSurface.Kind.allCases)) -> [GestureRecognizer] {
         let (taps, pan, scroll) = tapsAndPans()
         let swipes = [SwipeGestureRecognizer.Direction.right, .left, .up, .down].map {
@@ -18,7 +21,7 @@ public enum StandardGestures {
         pinch.recognizeSimultaneously { _, other in other === rotation }
         let all = taps + [LongPressGestureRecognizer(), pan, scroll] + swipes + [pinch, rotation, edge]
         for recognizer in all { recognizer.surfaces = surfaces }
-        return all
+        return all + multitasking(surfaces: surfaces)
     }
 
     /// libinput's touchpad gestures with tapping: taps with one to three fingers and a
@@ -37,7 +40,8 @@ public enum StandardGestures {
         return all
     }
 
-    /// UIKit's set on touchscreens and libinput's on touchpads.
+    /// UIKit's set (with iPadOS's multitasking gestures) on touchscreens and libinput's
+    /// on touchpads (where three- and four-finger swipes are libinput's swipe gesture).
     public static func forEverySurface() -> [GestureRecognizer] {
         uikit(surfaces: [.touchscreen]) + libinput(surfaces: [.touchpad])
     }

@@ -12,13 +12,13 @@ public final class TapGestureRecognizer: GestureRecognizer {
     /// Fingers each tap is made with.
     public let fingersRequired: Int
     /// From a tap's first touch to its last lift.
-    public var maximumTapDuration: Duration = .milliseconds(350)
+    @exclusivity(unchecked) public var maximumTapDuration: Duration = .milliseconds(350)
     /// From a tap's lift to the next tap's first touch.
-    public var maximumTapInterval: Duration = .milliseconds(350)
+    @exclusivity(unchecked) public var maximumTapInterval: Duration = .milliseconds(350)
     /// How far a finger may move during a tap.
-    public var allowableMovement = GestureLength(millimetres: 5)
+    @exclusivity(unchecked) public var allowableMovement = GestureLength(millimetres: 5)
     /// How far a later tap may be from the first.
-    public var maximumTapDistance = GestureLength(millimetres: 15)
+    @exclusivity(unchecked) public var maximumTapDistance = GestureLength(millimetres: 15)
 
     private var tapsDone = 0
     private var tapStart: MonotonicInstant?
@@ -116,12 +116,12 @@ public final class LongPressGestureRecognizer: GestureRecognizer {
     /// How many fingers it is made with.
     public let fingers: ClosedRange<Int>
     /// How long they must stay still.
-    public var minimumDuration: Duration = .milliseconds(500)
+    @exclusivity(unchecked) public var minimumDuration: Duration = .milliseconds(500)
     /// How far a finger may move before the press begins.
-    public var allowableMovement = GestureLength(millimetres: 10)
+    @exclusivity(unchecked) public var allowableMovement = GestureLength(millimetres: 10)
     /// Whether movement after it began cancels it (libinput's hold) rather than being
     /// reported as changes.
-    public var cancelsOnMovement = false
+    @exclusivity(unchecked) public var cancelsOnMovement = false
 
     private var downAt: MonotonicInstant?
     private var began = false

@@ -111,6 +111,18 @@ package enum ServerWire {
             out.bool(change.isOn)
         case .dial(let steps):
             out.i32(steps)
+        case .motion(let motion):
+            for vector in [motion.acceleration, motion.rotationRate] {
+                out.f64(vector.x)
+                out.f64(vector.y)
+                out.f64(vector.z)
+            }
+            out.bool(motion.sensorTime != nil)
+            out.u64(motion.sensorTime ?? 0)
+            out.f64(motion.sampleRate)
+            out.u32(motion.sampleCount)
+            out.u8(motion.sensors.rawValue)
+            out.bool(motion.isCalibrated)
         case .axis(let axis):
             out.bool(axis.source == .relative)
             out.u16(axis.code)
@@ -138,6 +150,7 @@ package enum ServerWire {
         case .gamepadButton, .switchChanged: payload = 3
         case .gamepadAxis: payload = 14
         case .dial: payload = 4
+        case .motion: payload = 71
         case .axis: payload = 16
         case .deviceAdded, .deviceRemoved: payload = 0
         case .eventsDropped: payload = 8
@@ -223,6 +236,8 @@ package enum ServerWire {
                 SwitchEvent(code: try input.code("switch code", maximum: Evdev.SW_MAX), isOn: try input.bool("switch state")))
         case .dial:
             payload = .dial(try input.i32("dial steps"))
+        case .motion:
+            payload = .motion(try decodeMotion(from: &input))
         case .axis:
             let relative = try input.bool("axis source")
             let code = try input.code("axis code", maximum: relative ? Evdev.REL_MAX : Evdev.ABS_MAX)
@@ -289,6 +304,26 @@ package enum ServerWire {
         contact.distance = try input.i32("contact distance")
         contact.toolType = try input.i32("contact tool type")
         return contact
+    }
+
+    private static func decodeMotion(from input: inout WireReader) throws(Violation) -> MotionEvent {
+        let acceleration = MotionVector(
+            x: try input.f64("acceleration x"), y: try input.f64("acceleration y"), z: try input.f64("acceleration z"))
+        let rotationRate = MotionVector(
+            x: try input.f64("rotation rate x"), y: try input.f64("rotation rate y"), z: try input.f64("rotation rate z"))
+        let hasSensorTime = try input.bool("motion sensor time flag")
+        let sensorTime = try input.u64("motion sensor time")
+        guard hasSensorTime || sensorTime == 0 else { throw .notCanonical(field: "motion sensor time") }
+        let sampleRate = try input.f64("motion sample rate")
+        guard sampleRate >= 0 else { throw .outOfRange(field: "motion sample rate", value: Int64(sampleRate)) }
+        let sampleCount = try input.u32("motion sample count")
+        guard sampleCount > 0 else { throw .outOfRange(field: "motion sample count", value: 0) }
+        let sensors = try input.u8("motion sensors")
+        guard sensors & ~3 == 0 else { throw .unknown(field: "motion sensors", value: UInt64(sensors)) }
+        return MotionEvent(
+            acceleration: acceleration, rotationRate: rotationRate, sensorTime: hasSensorTime ? sensorTime : nil,
+            sampleRate: sampleRate, sampleCount: sampleCount, sensors: MotionEvent.Sensors(rawValue: sensors),
+            isCalibrated: try input.bool("motion calibrated flag"))
     }
 
     private static func decodePen(from input: inout WireReader) throws(Violation) -> PenEvent {

@@ -64,7 +64,9 @@ final class DeviceMonitor {
             throw .directory(path: settings.directory, errno: Errno(rawValue: error))
         }
         let monitor = UnownedLoopReference(self, loop: loop)
-        let source = LoopPortSource(fileDescriptor: inotifyFD) { _ in monitor.value.directoryChanged() }
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: inotifyFD)) { _ in
+            monitor.value.directoryChanged()
+        }
         inotifySource = source
         loop.add(source, to: .common)
         for name in Self.eventNodes(in: settings.directory) { consider(name) }

@@ -3,6 +3,7 @@ import Logging
 import RingLoop
 import RingLoopEvdev
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -11,6 +12,8 @@ import Glibc
 /// The `read(2)` calls an event system's readers made, on whatever thread they run.
 final class ReadCallCounter: Sendable {
     let count = Atomic<Int>(0)
+    /// Raw events the readers took from their devices, by either path.
+    let events = Atomic<Int>(0)
 }
 
 /// How a device's events come off its descriptor.
@@ -81,6 +84,9 @@ final class DeviceReader {
         self.loop = loop
         isAttached = true
         sink(HIDEvent(device: info.id, timestamp: .now, payload: .deviceAdded))
+        // What is held, on or touching already, before any event is read.
+        decoder.attach(from: snapshot(), at: .now, into: &output)
+        flushOutput()
         if preferred == .ring, Self.ringReads(fd), startRing(on: loop) { return }
         startPoll(on: loop)
     }
@@ -108,28 +114,31 @@ final class DeviceReader {
     private func startPoll(on loop: RingRunLoop) {
         path = .poll
         let reader = UnownedLoopReference(self, loop: loop)
-        let source = LoopPortSource(fileDescriptor: fd, events: Int16(POLLIN)) { events in
+        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in
             reader.value.readable(events)
         }
         self.source = source
         loop.add(source, to: .common)
         // Whatever was queued before the poll was armed is read at once.
-        readable(Int16(POLLIN))
+        readable(.readable)
     }
 
     /// Arms the multishot read; returns `false` when the ring cannot take it at all.
     private func startRing(on loop: RingRunLoop) -> Bool {
         let reader = UnownedLoopReference(self, loop: loop)
-        let channel = LoopIOChannel(fileDescriptor: fd, loop: loop, ownsDescriptor: false) { _, completion in
+        let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: fd), loop: loop, ownsDescriptor: false) {
+            _, completion in
             guard completion.isFinal else { return }
             reader.value.streamEnded(completion.outcome)
         }
-        channel.rawBytesHandler = { bytes in reader.value.consume(bytes) }
         loop.add(channel.source, to: .common)
         do {
             // 8 buffers of 128 records: a burst the size of the kernel's default evdev
-            // buffer fits without the read stopping for want of buffers.
-            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize)
+            // buffer fits without the read stopping for want of buffers. Each is decoded
+            // in place, with no copy or allocation.
+            try channel.readStream(bufferCount: 8, bufferSize: 128 * Self.recordSize) { _, bytes in
+                bytes.withUnsafeBytes { reader.value.consume($0) }
+            }
         } catch {
             channel.source.invalidate()
             return false
@@ -188,13 +197,14 @@ final class DeviceReader {
         let records = (bytes.count - offset) / Self.recordSize
         for index in 0..<records { take(InputEvent(bytes: base + offset + index * Self.recordSize)) }
         eventsRead += records
+        readCalls.events.add(records + (offset > 0 ? 1 : 0), ordering: .relaxed)
         let rest = offset + records * Self.recordSize
         if rest < bytes.count { carry.append(contentsOf: UnsafeRawBufferPointer(start: base + rest, count: bytes.count - rest)) }
         flushOutput()
     }
 
     /// Poll path: the device is readable; read until it is drained.
-    private func readable(_ events: Int16) {
+    private func readable(_ events: PollEvents) {
         guard isAttached else { return }
         while true {
             readCalls.count.add(1, ordering: .relaxed)
@@ -212,11 +222,12 @@ final class DeviceReader {
             if count == 0 { break }
             let records = count / Self.recordSize
             eventsRead += records
+            readCalls.events.add(records, ordering: .relaxed)
             for index in 0..<records { take(InputEvent(bytes: buffer + index * Self.recordSize)) }
             flushOutput()
             if records < Self.batch { break }
         }
-        if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { onGone(self) }
+        if !events.isDisjoint(with: [.error, .hangUp, .invalid]) { onGone(self) }
     }
 
     @inline(__always)
@@ -249,9 +260,19 @@ final class DeviceReader {
                 for bit in 0..<8 where byte & (1 << bit) != 0 { state.switchesOn.insert(UInt16(index * 8 + bit)) }
             }
         }
+        var leds = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_LED)!)
+        if !info.leds.isEmpty, ioctl(fd, UInt(ringloop_eviocgled(UInt32(leds.count))), &leds) >= 0 {
+            for (index, byte) in leds.enumerated() where byte != 0 {
+                for bit in 0..<8 where byte & (1 << bit) != 0 { state.ledsOn.insert(UInt16(index * 8 + bit)) }
+            }
+        }
         for code in info.axes.keys where !Evdev.isMultitouchAxis(code) {
             var absinfo = input_absinfo()
             if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(code))), &absinfo) >= 0 { state.absolute[code] = absinfo.value }
+        }
+        if info.slotCount > 0 {
+            var absinfo = input_absinfo()
+            if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(Evdev.ABS_MT_SLOT))), &absinfo) >= 0 { state.currentSlot = absinfo.value }
         }
         if info.slotCount > 0 {
             func values(_ code: UInt16) -> [Int32] {

@@ -15,7 +15,8 @@ extension HIDEventSystem {
 
     /// Holds a motion event to merge with the next of its device; returns whether it was
     /// held. Pointer motion adds up; a touch frame whose contacts only moved replaces
-    /// the held one (its positions are the newest).
+    /// the held one (its positions are the newest), and so does a motion sensor's sample
+    /// (counting the samples it stands for).
     func coalesce(_ event: HIDEvent) -> Bool {
         switch event.payload {
         case .pointerMotion(let dx, let dy):
@@ -29,6 +30,13 @@ extension HIDEventSystem {
             guard onlyMoves else { return false }
             if case .digitizer? = pendingMotion[event.device]?.payload {
                 pendingMotion[event.device] = event
+                return true
+            }
+        case .motion(var sample):
+            // The newest sample stands for those of the pass; its count says how many.
+            if case .motion(let held)? = pendingMotion[event.device]?.payload {
+                sample.sampleCount &+= held.sampleCount
+                pendingMotion[event.device] = HIDEvent(device: event.device, timestamp: event.timestamp, payload: .motion(sample))
                 return true
             }
         default:

@@ -14,6 +14,7 @@ extension HIDEventSystem {
     // MARK: Key repeat
 
     func deliver(_ event: HIDEvent) {
+        if let motion { motionTap(event, motion) }
         if configuration.keyRepeat != nil, !applyKeyRepeat(event) { return }
         if configuration.coalesceMotion {
             if coalesce(event) { return }

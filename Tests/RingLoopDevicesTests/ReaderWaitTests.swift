@@ -1,0 +1,88 @@
+import Glibc
+import RingLoop
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoopDevices
+
+/// Waiting for readers before a replay: a FUSE node counts its opens; a kernel node's
+/// readers are the descriptors `/proc` shows on it, woken by inotify.
+@Suite("Waiting for readers", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct ReaderWaitTests {
+    @Test("A FUSE node: the wait ends when the second reader opens, not before; a timeout is false")
+    func fuseNode() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse)
+            let devices: [any VirtualInputDevice] = [node]
+            #expect(node.readerCount == 0)
+            #expect(!devices.waitForReaders(1, timeout: .milliseconds(50)))
+            let first = open(node.path, O_RDONLY | O_NONBLOCK)
+            defer { close(first) }
+            #expect(node.readerCount == 1)
+            // The second reader opens from another thread while the wait is under way.
+            let opened = Atomic<Int32>(-1)
+            let opener = PosixThread.start {
+                usleep(30_000)
+                opened.store(open(node.path, O_RDONLY | O_NONBLOCK), ordering: .releasing)
+            }
+            let started = MonotonicInstant.now
+            let came = devices.waitForReaders(2, timeout: .seconds(10))
+            let waited = MonotonicInstant.now - started
+            opener.join()
+            defer { close(opened.load(ordering: .acquiring)) }
+            #expect(came)
+            #expect(opened.load(ordering: .acquiring) >= 0)
+            #expect(waited < .seconds(5), "woken by the open, not by the timeout")
+            #expect(node.readerCount == 2)
+            // A stop request ends the wait at once.
+            #expect(!node.waitForReaders(3, timeout: .seconds(10), shouldStop: { true }))
+        }
+    }
+
+    @Test("Progress is reported at most once a second, with each node's readers")
+    func progress() throws {
+        try withDeviceFolder { folder in
+            let nodes: [any VirtualInputDevice] = [try folder.addDevice(testMouse), try folder.addDevice(testMouse)]
+            let reader = open(nodes[0].nodePath, O_RDONLY | O_NONBLOCK)
+            defer { close(reader) }
+            var reports: [(MonotonicInstant, [(node: String, readers: Int)])] = []
+            let started = MonotonicInstant.now
+            #expect(!nodes.waitForReaders(1, timeout: .milliseconds(2500), progress: { reports.append((.now, $0)) }))
+            #expect(reports.count == 2, "at 1 s and 2 s")
+            #expect(reports.first?.0 ?? started >= started + .milliseconds(990))
+            #expect(reports.first?.1.map(\.readers) == [1, 0])
+            #expect(reports.first?.1.map(\.node) == nodes.map(\.nodePath))
+        }
+    }
+
+    @Test("A character device's readers, counted from /proc by device number (any name of the node)")
+    func characterDevice() throws {
+        // A node of its own for /dev/full's device (1, 7), which hardly anyone holds.
+        let path = "/tmp/ringloop-readers-\(getpid())"
+        var full = stat()
+        guard stat("/dev/full", &full) == 0, mknod(path, S_IFCHR | 0o600, full.st_rdev) == 0 else {
+            Issue.record("mknod: \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { unlink(path) }
+        let readers = NodeReaders(path: path)
+        let before = readers.count()
+        let first = open(path, O_RDONLY)
+        let second = open("/dev/full", O_RDONLY)
+        #expect(readers.count() == before + 2)
+        close(first)
+        close(second)
+        #expect(readers.count() == before)
+        // A waiter returns once the node is opened (woken by the watch, or at the latest
+        // by its recheck).
+        let opener = PosixThread.start {
+            usleep(20_000)
+            close(open(path, O_RDONLY))
+        }
+        let started = MonotonicInstant.now
+        readers.waitForChange(timeout: .seconds(5))
+        opener.join()
+        #expect(MonotonicInstant.now - started < .seconds(4))
+    }
+}
