@@ -51,7 +51,9 @@ struct ServeCommandTests {
         #expect(server.waitFor("\"attached\""))
         let second = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
         #expect(waitUntil(timeout: .seconds(20)) { jsonLines(server.output, kind: "attached").count == 2 })
-        #expect(waitUntil(timeout: .seconds(30)) { keyLines(second.output) == ["KEY_B down", "KEY_B up"] }, "\(second.output)\n\(server.output)")
+        #expect(
+            waitUntil(timeout: .seconds(30)) { keyLines(second.output) == ["KEY_B down", "KEY_B up"] }, "\(second.output)\n\(server.output)"
+        )
         #expect(keyLines(first.output) == ["KEY_A down", "KEY_A up"], "\(first.output)")
         #expect(jsonLines(server.output, kind: "focus").count >= 2, "\(server.output)")
         for client in [first, second] {
@@ -80,7 +82,9 @@ struct ServeCommandTests {
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(client.output, kind: "deviceRemoved").count == 1 })
         // A server of that name comes back (its replay presses the key again).
         server = try Spawned(ringloop, ["serve", name, recording, "--json", "--wait-clients", "1"], directory: repository)
-        #expect(waitUntil(timeout: .seconds(30)) { jsonLines(client.output, kind: "deviceAdded").count == 2 }, "\(client.output)\n\(client.error)")
+        #expect(
+            waitUntil(timeout: .seconds(30)) { jsonLines(client.output, kind: "deviceAdded").count == 2 },
+            "\(client.output)\n\(client.error)")
         #expect(waitUntil(timeout: .seconds(30)) { keyLines(client.output) == ["KEY_A down", "KEY_A up", "KEY_A down"] })
         client.signal(SIGTERM)
         #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")

@@ -115,8 +115,6 @@ struct ServerFocusTests {
             #expect(client.system.devices.isEmpty)
             client.system.stop()
         }
-        let limit = MonotonicInstant.now + .seconds(20)
-        while try server.sync({ $0.clients.count }) > 0, MonotonicInstant.now < limit { usleep(2000) }
-        #expect(try server.sync { $0.clients.isEmpty })
+        #expect(waitUntil { (try? server.sync { $0.clients.isEmpty }) == true })
     }
 }

@@ -6,11 +6,12 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
-/// Every bundled recording (devices/*.evemu, devices/gestures/*.evemu) and every real one
-/// (devices/real), each device with its description.
+/// Every bundled recording (devices/*.evemu, devices/gestures, devices/motion and the kernel
+/// drivers' devices/kernel) and every real one (devices/real), each device with its
+/// description.
 func everyRecording() throws -> [(name: String, recording: Recording)] {
     var all: [(String, Recording)] = []
-    for folder in [devicesFolder, gesturesFolder] {
+    for folder in [devicesFolder, gesturesFolder, motionFolder, devicesFolder + "/kernel"] {
         for entry in directoryEntries(folder) ?? [] where entry.name.hasSuffix(".evemu") {
             for recording in try Recording.loadAll(contentsOf: folder + "/" + entry.name) { all.append((entry.name, recording)) }
         }
