@@ -57,6 +57,30 @@ struct ServerProcessTests {
         #expect(seen.count == 1 && seen.first?.uid == geteuid() && seen.first?.pid != getpid())
     }
 
+    @Test("a client in another process does not attach to a server held by a user it does not trust, and says who holds the name")
+    func untrustedServerRefused() async throws {
+        let name = ServerFocusTests.uniqueName("trust")
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
+        defer { server.stop() }
+        // The server is this process, of uid 0; the client trusts only uid 65534.
+        await #expect(processExitsWith: .success) { [name = name as String] in
+            let system = HIDEventSystem(configuration: .init(server: name, trusting: .users([65534])))
+            do throws(HIDError) {
+                try system.start()
+                exit(3)
+            } catch {
+                guard case .server(_, let reason) = error, reason.contains("uid 0") else {
+                    print("unexpected: \(error)")
+                    exit(4)
+                }
+                exit(system.isAttachedToServer || !system.devices.isEmpty ? 5 : 0)
+            }
+        }
+        // The client said nothing to the server.
+        #expect(try server.sync { $0.clients.isEmpty })
+        #expect(server.clientEvents.withLock { $0.isEmpty })
+    }
+
     @Test(
         "gestures are recognized in a client as in a system that reads its own devices",
         arguments: ["touchscreen-pinch-out", "touchscreen-swipe-left"])
