@@ -23,7 +23,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // `swift package generate-documentation` (DocC); a plugin, linked into nothing.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -62,7 +61,7 @@ let package = Package(
         // A counting malloc for the benchmarks (linked into ringloop-bench only: it replaces
         // malloc for the whole process).
         .target(name: "CMallocCounter", path: "Sources/CMallocCounter"),
-        // glibc's heap statistics (mallinfo2), for `ringloop soak`.
+        // glibc's heap statistics (mallinfo2), for the soak fixture.
         .target(name: "CHeapStatistics", path: "Sources/CHeapStatistics"),
 
         // The run loop: wait core, loop, modes, sources, ports, timers, observers, blocks.
@@ -96,7 +95,7 @@ let package = Package(
         .target(
             name: "RingLoopDevices",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard", .product(name: "Yams", package: "Yams"),
+                "RingLoop", "RingLoopEvdev", "CLibEvdev", "CFuse", "CFUSEGuard",
                 .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
@@ -114,10 +113,9 @@ let package = Package(
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibURing",
-                "CLibEvdev", "CHeapStatistics",
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibEvdev",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"), .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "tools/ringloop"
         ),
@@ -169,6 +167,17 @@ let package = Package(
         // Test helpers shared by the test targets: child processes without Foundation's
         // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.
         .target(name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
+        // `ringloop-fixtures`: programs the command tests run as children (a host that reads
+        // its own FUSE node and is killed in every way; the soak). Not a product.
+        .executableTarget(
+            name: "ringloop-fixtures",
+            dependencies: [
+                "RingLoop", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CHeapStatistics",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Tests/RingLoopFixtures"
+        ),
         .testTarget(name: "RingLoopEvdevTests", dependencies: ["RingLoopEvdev", "CLibEvdev", "RingLoopTestSupport"]),
         .testTarget(
             name: "RingLoopTests",

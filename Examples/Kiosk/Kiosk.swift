@@ -7,8 +7,9 @@
 //   swift run kiosk --until-signal       # the recordings, then wait for a signal
 //
 // Without --devices it hosts devices/touchscreen-multitouch.evemu and
-// devices/keyboard.evemu as virtual devices (uinput where usable, else FUSE), replays them
-// once, and ends when the replay has.
+// devices/keyboard.evemu (from the package's folder, or --recordings DIR) as virtual
+// devices (uinput where usable, else FUSE) with a ReplaySession, replays them once, and
+// ends when the replay has. A failure ends it with one line and a sysexits status.
 import Glibc
 import RingLoop
 import RingLoopDevices
@@ -22,45 +23,59 @@ func say(_ line: String) {
     _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
 
+/// Ends the program with one line on standard error and `status` (sysexits.h).
+func fail(_ message: String, status: Int32) -> Never {
+    let bytes = Array("kiosk: \(message)\n".utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    exit(status)
+}
+
 var arguments = CommandLine.arguments.dropFirst()
 var deviceFolder: String?
+var recordingsFolder = "devices"
 var untilSignal = false
 while let argument = arguments.popFirst() {
     switch argument {
-    case "--devices":
-        guard let folder = arguments.popFirst() else {
-            say("kiosk: --devices needs a folder of evdev nodes")
-            exit(64)
-        }
-        deviceFolder = folder
+    case "--devices", "--recordings":
+        guard let folder = arguments.popFirst() else { fail("\(argument) needs a folder", status: 64) }
+        if argument == "--devices" { deviceFolder = folder } else { recordingsFolder = folder }
     case "--until-signal":
         untilSignal = true
     default:
-        say("usage: kiosk [--devices DIR] [--until-signal]   (unknown argument '\(argument)')")
-        exit(64)
+        fail("unknown argument '\(argument)'; usage: kiosk [--devices DIR | --recordings DIR] [--until-signal]", status: 64)
     }
 }
 
 let loop = RingRunLoop.current
 // Blocked here, before any other thread starts, so every thread leaves them to the loop.
-let signals = try loop.signals([SIGINT, SIGTERM])
+let signals: AsyncStream<Int32>
+do { signals = try loop.signals([SIGINT, SIGTERM]) } catch { fail("cannot watch signals: \(error)", status: 71) }
 
 // The devices: real ones, or the bundled recordings hosted as virtual devices.
-var host: VirtualDeviceHost?
-var replays: [(recording: Recording, device: any VirtualInputDevice)] = []
+var session: ReplaySession?
 let folder: String
 var names: Set<String>?
 if let deviceFolder {
     folder = deviceFolder
 } else {
-    let hosted = try VirtualDeviceHost(folderPath: "/tmp/kiosk-\(getpid())")
-    for file in ["devices/touchscreen-multitouch.evemu", "devices/keyboard.evemu"] {
-        let recording = try Recording.load(contentsOf: file)
-        replays.append((recording, try hosted.create(recording.description!, forReplay: true)))
+    var files: [[Recording]] = []
+    for name in ["touchscreen-multitouch.evemu", "keyboard.evemu"] {
+        let path = recordingsFolder + "/" + name
+        do { files.append([try Recording.load(contentsOf: path)]) } catch {
+            if case .unreadable(_, .noSuchFileOrDirectory) = error {
+                fail("\(path): no such file (run from the package's folder, or give --recordings DIR)", status: 66)
+            }
+            fail("\(error)", status: 65)
+        }
     }
-    host = hosted
-    folder = hosted.backend == .fuse ? hosted.folderPath : "/dev/input"
-    names = Set(replays.map { String($0.device.nodePath.split(separator: "/").last!) })
+    do {
+        let hosted = try ReplaySession(files: files, configuration: .init(folderPath: "/tmp/kiosk-\(getpid())"))
+        session = hosted
+        folder = hosted.backend == .fuse ? hosted.folderPath : "/dev/input"
+        names = Set(hosted.nodePaths.map { String($0.split(separator: "/").last!) })
+    } catch {
+        fail("\(error)", status: 69)
+    }
 }
 
 struct Counts {
@@ -114,7 +129,7 @@ for recognizer in [tap, scroll, zoom] as [GestureRecognizer] {
     }
     system.addGestureRecognizer(recognizer)
 }
-try system.start()
+do { try system.start() } catch { fail("\(error)", status: 69) }
 
 // The display: a 60 Hz timer in the common modes, so it keeps running in any mode, the
 // tracking mode included.
@@ -132,65 +147,30 @@ Task(executorPreference: loop) {
     }
 }
 
-if !replays.isEmpty {
-    // Replay once both devices are attached; the replay runs on its own thread.
-    while system.devices.count < replays.count {
+if let session {
+    // Replay once both devices are attached; the session replays on threads of its own.
+    while system.devices.count < session.devices.count {
         _ = loop.run(mode: .default, for: .milliseconds(20))
     }
-    let finished = Atomic<Bool>(false)
     let waitForSignal = untilSignal
-    let toPlay = UncheckedReplays(replays)
-    let replay = PosixThreadForExample {
-        _ = try? Replay.play(toPlay.value, timeline: .eachFromItsStart)
-        finished.store(true, ordering: .releasing)
-    }
-    let watcher = LoopTimer(after: .milliseconds(50), repeating: .milliseconds(50)) { timer in
-        guard finished.load(ordering: .acquiring) else { return }
-        timer.invalidate()
+    session.start(finished: { outcome in
+        if let failure = outcome.failures.first { say("kiosk: \(failure)") }
         if waitForSignal {
             say("kiosk: replay done; SIGTERM or Ctrl-C to stop")
         } else {
-            // The last frames reach the handlers before the loop stops.
-            loop.perform(after: .milliseconds(200), inModes: [.common]) { loop.stop() }
+            // The session waited for the last frames to reach the handlers.
+            loop.perform(inModes: [.common]) { loop.stop() }
+            loop.wakeUp()
         }
-    }
-    loop.add(watcher, to: .common)
-    _ = replay
+    })
 }
 
 loop.run()
 display.invalidate()
 system.stop()
-for (_, device) in replays { device.remove() }
-host?.close()
+session?.close()
 let final = counts.value
 let gestures = final.gestures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
 say(
     "kiosk: \(final.frames) frames at 60 Hz (\(final.framesWhileTracking) while scrolling), \(final.keys) keys, "
         + "\(final.touchFrames) touch frames, gestures: \(gestures.isEmpty ? "none" : gestures)")
-
-/// The replay pairs, handed to the replay thread once (not touched here after).
-final class UncheckedReplays: @unchecked Sendable {
-    let value: [(recording: Recording, device: any VirtualInputDevice)]
-    init(_ value: [(recording: Recording, device: any VirtualInputDevice)]) { self.value = value }
-}
-
-/// A detached thread for the replay (the package's thread type is internal).
-final class PosixThreadForExample: Sendable {
-    init(_ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        pthread_create(
-            &thread, nil,
-            { pointer in
-                let box = Unmanaged<Box>.fromOpaque(pointer!).takeRetainedValue()
-                box.body()
-                return nil
-            }, box)
-        pthread_detach(thread)
-    }
-}

@@ -8,6 +8,9 @@ import Testing
 let ringloop = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     .appendingPathComponent("ringloop").path
 
+/// The test fixtures' program beside it (`host-and-read`, `soak`).
+let ringloopFixtures = URL(fileURLWithPath: ringloop).deletingLastPathComponent().appendingPathComponent("ringloop-fixtures").path
+
 /// The built `ringloop-bench` beside it.
 let ringloopBench = URL(fileURLWithPath: ringloop).deletingLastPathComponent().appendingPathComponent("ringloop-bench").path
 
@@ -24,9 +27,14 @@ struct CommandResult {
 }
 
 /// Runs `ringloop arguments…` from the repository root, with a time limit (`bench …`
-/// runs `ringloop-bench …`).
+/// runs `ringloop-bench …`, `soak …` and `host-and-read …` the fixtures' program).
 func runCommand(_ arguments: [String], timeout: TimeInterval = 60, environment: [String: String] = [:]) throws -> CommandResult {
-    let (program, rest) = arguments.first == "bench" ? (ringloopBench, Array(arguments.dropFirst())) : (ringloop, arguments)
+    let (program, rest) =
+        switch arguments.first {
+        case "bench": (ringloopBench, Array(arguments.dropFirst()))
+        case "soak", "host-and-read": (ringloopFixtures, arguments)
+        default: (ringloop, arguments)
+        }
     let child = try Spawned(program, rest, directory: repository, environment: environment)
     if child.wait(timeout: .milliseconds(Int(timeout * 1000))) == nil {
         Issue.record("\(program) \(rest.joined(separator: " ")) did not finish within \(timeout) s")
@@ -114,28 +122,35 @@ struct CommandTests {
     }
 
     @Test(
-        "Errors are one clear line and a non-zero exit",
+        "Errors are one line and the documented status",
         arguments: [
-            (["replay", "/nonexistent.evemu"], "no such file"),
-            (["monitor", "/nonexistent.evemu"], "no such file"),
-            (["record", "/dev/null"], "not an evdev device"),
-            (["replay", "Package.swift"], "Package.swift:"),
-            (["replay", "devices/keyboard.evemu", "--backend", "carrier-pigeon"], "--backend must be uinput or fuse"),
-            (["replay", "devices/keyboard.evemu", "--speed", "0"], "--speed must be between 0.001 and 1000"),
-            (["bench", "--only", "nothing"], "no benchmark starts with 'nothing'"),
-            (["monitor", "/dev/null"], "/dev/null: not an evdev device"),
-            (["monitor", "/tmp", "devices/keyboard.evemu"], "a folder is monitored alone"),
-            (["devices", "--directory", "Package.swift"], "Package.swift is not a folder"),
-            (["describe", "/dev/null"], "/dev/null: not an evdev device"),
-            (["monitor", "--filter", "keys", "devices/keyboard.evemu"], "--filter: 'keys' is not one of key, button"),
-            (["monitor", "--device-class", "mouse", "devices/keyboard.evemu"], "'mouse' is not one of keyboard, pointer"),
-            (["monitor", "--raw", "--filter", "key", "devices/keyboard.evemu"], "--raw prints every evdev event"),
-            (["describe", "/tmp"], "/tmp is a folder: describe one device node or recording"),
-        ] as [([String], String)])
-    func errors(arguments: [String], message: String) throws {
+            (["replay", "/nonexistent.evemu"], 66, "ringloop replay: /nonexistent.evemu: no such file or directory"),
+            (["monitor", "/nonexistent.evemu"], 66, "ringloop monitor: /nonexistent.evemu: no such file or directory"),
+            (
+                ["record", "/dev/null"], 65,
+                "ringloop record: /dev/null: is a character device, not an evdev device; expected an evdev device node"
+            ),
+            (["replay", "Package.swift"], 65, "ringloop replay: Package.swift:"),
+            (["replay", "devices/keyboard.evemu", "--backend", "carrier-pigeon"], 64, "Please provide one of 'uinput' and 'fuse'"),
+            (["replay", "devices/keyboard.evemu", "--speed", "0"], 64, "--speed must be between 0.001 and 1000"),
+            (["bench", "--only", "nothing"], 64, "no benchmark starts with 'nothing'"),
+            (["monitor", "/dev/null"], 65, "ringloop monitor: /dev/null: is a character device, not an evdev device; expected"),
+            (["monitor", "/tmp", "devices/keyboard.evemu"], 64, "ringloop monitor: a folder is monitored alone"),
+            (["devices", "--directory", "Package.swift"], 65, "ringloop devices: Package.swift: is not a folder"),
+            (["describe", "/dev/null"], 65, "ringloop describe: /dev/null: is a character device, not an evdev device"),
+            (["monitor", "--filter", "keys", "devices/keyboard.evemu"], 64, "--filter: 'keys' is not one of key, button"),
+            (["monitor", "--device-class", "mouse", "devices/keyboard.evemu"], 64, "'mouse' is not one of keyboard, pointer"),
+            (["monitor", "--raw", "--filter", "key", "devices/keyboard.evemu"], 64, "--raw prints every evdev event"),
+            (["describe", "/tmp"], 65, "ringloop describe: /tmp: is a folder; expected an evdev device node or a recording"),
+            (["replay", "devices"], 65, "ringloop replay: devices: is a folder; expected a recording"),
+            (["replay", "/dev/zero"], 65, "ringloop replay: /dev/zero: is a character device, not an evdev device; expected a recording"),
+            (["describe", "devices/keyboard.evemu", "-o", "/tmp"], 73, "ringloop describe: /tmp: is a folder; give a file name in it"),
+        ] as [([String], Int32, String)])
+    func errors(arguments: [String], status: Int32, message: String) throws {
         let result = try runCommand(arguments, timeout: 20)
-        #expect(result.status != 0)
+        #expect(result.status == status, "\(result.error)")
         #expect(result.error.contains(message), "stderr: \(result.error)")
+        #expect(!result.error.contains("Fatal error") && !result.error.contains("Backtrace"))
     }
 
     @Test("Shell completions name every command and the options of monitor", arguments: ["bash", "zsh", "fish"])
@@ -186,7 +201,7 @@ struct CommandTests {
             toFile: path, atomically: true, encoding: .utf8)
         defer { unlink(path) }
         let result = try runCommand(["replay", path], timeout: 20)
-        #expect(result.status == 1)
+        #expect(result.status == 65)
         #expect(result.error.contains("\(path):4:"), "stderr: \(result.error)")
     }
 
@@ -194,7 +209,7 @@ struct CommandTests {
     func eventsOnlyNeedsDescription() throws {
         let events = "devices/real/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.leftmove.events"
         let refused = try runCommand(["replay", events, "--asap", "--wait", "0"])
-        #expect(refused.status == 1)
+        #expect(refused.status == 64)
         #expect(refused.error.contains("has events only; give the device's description with --description FILE"), "\(refused.error)")
         #expect(refused.error.contains("SynPS2 Synaptics TouchPad.desc"), "\(refused.error)")
         let replayed = try runCommand([

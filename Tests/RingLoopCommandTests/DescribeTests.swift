@@ -13,7 +13,7 @@ extension CommandTests {
     @Test(
         "describe of a hosted node prints what evemu-describe prints for it, and what the recording says",
         .enabled(if: FUSEHere.usable, FUSEHere.missing),
-        arguments: ["devices/touchpad.evemu", "devices/keyboard.evemu"])
+        arguments: ["devices/touchpad.evemu", "devices/keyboard.evemu", "devices/lid-switch.evemu", "devices/pen-tablet.evemu"])
     func describeMatchesEvemu(recording: String) throws {
         let name = recording.split(separator: "/").last.map(String.init) ?? "device"
         let mount = "/tmp/ringloop-describe-\(getpid())-\(name)"
@@ -32,6 +32,9 @@ extension CommandTests {
         let evemu = try Spawned("/usr/bin/evemu-describe", [node])
         #expect(evemu.finish(timeout: .seconds(30)) == 0, "\(evemu.error)")
         #expect(Self.descriptionLines(ours.output) == Self.descriptionLines(evemu.output))
+        // Byte for byte, the comment block included (kernel, ids as %#04x, size in mm,
+        // supported events with axis ranges and states, properties).
+        #expect(ours.output == evemu.output)
         let fromFile = try runCommand(["describe", recording])
         #expect(fromFile.status == 0, "\(fromFile.error)")
         #expect(Self.descriptionLines(fromFile.output) == Self.descriptionLines(ours.output))

@@ -133,4 +133,19 @@ extension ExampleTests {
         #expect(Array(focus.prefix(3)) == ["server: focus to Left", "server: focus to Right", "server: focus to Left"], "\(run.output)")
         #expect(lines.contains("server: Left detached") && lines.contains("server: Right detached"), "\(run.output)")
     }
+
+    @Test(
+        "kiosk outside the package's folder ends with one line and status 66, not a backtrace; --recordings finds them",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing))
+    func kioskElsewhere() throws {
+        let lost = try Spawned(Self.example("kiosk"), [], directory: "/tmp")
+        #expect(lost.finish(timeout: .seconds(30)) == 66)
+        #expect(
+            lost.error
+                == "kiosk: devices/touchscreen-multitouch.evemu: no such file (run from the package's folder, or give --recordings DIR)\n",
+            "\(lost.error)")
+        let found = try Spawned(Self.example("kiosk"), ["--recordings", repository + "/devices"], directory: "/tmp")
+        #expect(found.finish(timeout: .seconds(60)) == 0, "\(found.error)")
+        #expect(found.output.contains("kiosk: ") && found.output.contains("frames at 60 Hz"), "\(found.output)")
+    }
 }

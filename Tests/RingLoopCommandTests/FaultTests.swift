@@ -30,9 +30,10 @@ func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
 }
 
 /// A `ringloop` started with every signal at its default action (whatever this test
-/// process inherited).
+/// process inherited); `host-and-read` and `soak` start the fixtures' program.
 func startRingloop(_ arguments: [String]) throws -> Spawned {
-    try Spawned(ringloop, arguments, directory: repository)
+    let program = ["host-and-read", "soak"].contains(arguments.first) ? ringloopFixtures : ringloop
+    return try Spawned(program, arguments, directory: repository)
 }
 
 @Suite("Nothing hangs when a process that hosts and reads virtual devices is ended", .enabled(if: FUSEHere.usable, FUSEHere.missing))

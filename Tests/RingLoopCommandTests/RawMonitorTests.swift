@@ -92,6 +92,53 @@ extension CommandTests {
             #expect(object["kind"] as? String == "raw" && object["typeName"] is String && object["value"] is Int)
         }
         let two = try runCommand(["monitor", "--raw", "devices/keyboard.evemu", "devices/mouse-hires-wheel.evemu"])
-        #expect(two.status == 1 && two.error.contains("--raw shows one device"), "\(two.error)")
+        #expect(two.status == 64 && two.error.contains("--raw shows one device"), "\(two.error)")
+    }
+}
+
+extension CommandTests {
+    @Test(
+        "monitor --raw --json: times on CLOCK_MONOTONIC and the device named as HID JSON names it",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing))
+    func rawClockAndDevice() throws {
+        let before = Double(MonotonicInstant.now.nanoseconds) / 1e9
+        let raw = try runCommand(["monitor", "--raw", "--json", "devices/power-button.evemu"], timeout: 60)
+        let hid = try runCommand(["monitor", "--json", "devices/power-button.evemu"], timeout: 60)
+        let after = Double(MonotonicInstant.now.nanoseconds) / 1e9
+        #expect(raw.status == 0 && hid.status == 0, "\(raw.error)\(hid.error)")
+        let objects = { (text: String) in
+            text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        let rawObjects = objects(raw.output)
+        let key = try #require(objects(hid.output).first { $0["kind"] as? String == "key" })
+        #expect(!rawObjects.isEmpty)
+        for object in rawObjects {
+            #expect(object["device"] as? String == key["device"] as? String, "\(object)")
+            let time = try #require(object["time"] as? Double)
+            #expect(time >= before && time <= after, "\(time) is not on CLOCK_MONOTONIC (\(before)…\(after))")
+        }
+    }
+
+    @Test("monitor --raw of a node that is removed says so, as evtest does: status 1, and a deviceRemoved object in JSON")
+    func rawRemoval() throws {
+        for json in [false, true] {
+            let mount = "/tmp/ringloop-raw-removal-\(getpid())-\(json)"
+            let replay = try Spawned(
+                ringloop, ["replay", "devices/keyboard.evemu", "--backend", "fuse", "--mount", mount, "--keep"], directory: repository)
+            #expect(replay.waitFor("\n"))
+            let node = mount + "/event0"
+            let monitor = try Spawned(ringloop, ["monitor", "--raw", node] + (json ? ["--json"] : []), directory: repository)
+            #expect(monitor.waitFor(json ? "\"kind\":\"raw\"" : "Testing ... (interrupt to exit)"), "\(monitor.error)")
+            replay.signal(SIGINT)
+            #expect(replay.finish(timeout: .seconds(30)) == 0)
+            #expect(monitor.finish(timeout: .seconds(30)) == 1, "\(monitor.error)")
+            #expect(
+                monitor.error.contains("ringloop monitor: \(node): error reading: No such device (the device was removed)"),
+                "\(monitor.error)")
+            if json {
+                let last = monitor.output.split(separator: "\n").last.map(String.init) ?? ""
+                #expect(last.contains("\"kind\":\"deviceRemoved\""), "\(last)")
+            }
+        }
     }
 }

@@ -145,10 +145,20 @@ struct ServeCommandTests {
     @Test("serve and monitor --server refuse what cannot work, saying what would")
     func refusals() throws {
         let bad = try runCommand(["serve", "x", "--focus", "sideways"])
-        #expect(bad.status != 0 && bad.error.contains("newest, first, none"), "\(bad.error)")
+        #expect(bad.status == 64 && bad.error.contains("newest, first, none"), "\(bad.error)")
         let key = try runCommand(["serve", "x", "--focus-key", "KEY_NOPE"])
-        #expect(key.status != 0 && key.error.contains("not a key name"), "\(key.error)")
+        #expect(key.status == 64 && key.error.contains("not a key name"), "\(key.error)")
         let mixed = try runCommand(["monitor", "--server", "x", "devices/keyboard.evemu"])
-        #expect(mixed.status != 0 && mixed.error.contains("give no devices"), "\(mixed.error)")
+        #expect(mixed.status == 64 && mixed.error.contains("give no devices"), "\(mixed.error)")
+        let null = try runCommand(["serve", "x", "/dev/null"])
+        #expect(null.status == 65, "\(null.error)")
+        #expect(
+            null.error == "ringloop serve: /dev/null: is a character device, not an evdev device; expected \(Self.accepted)\n",
+            "\(null.error)")
+        let two = try runCommand(["serve", "x", "devices", "devices/keyboard.evemu"])
+        #expect(two.status == 64 && two.error.contains("a folder is served alone"), "\(two.error)")
+        #expect(null.output.isEmpty && two.output.isEmpty)
     }
+
+    static let accepted = "an evdev device node, a folder of them, or a recording"
 }

@@ -299,11 +299,13 @@ extension FUSENodeTests {
     func staleMount() throws {
         let path = "/tmp/ringloop-stale-\(getpid())"
         mkdir(path, 0o755)
-        // Mount FUSE by hand and let the "server" die at once: its /dev/fuse closes.
+        defer { rmdir(path) }
+        // Mount FUSE by hand, as a folder of this package is mounted, and let the
+        // "server" die at once: its /dev/fuse closes.
         let fuse = open("/dev/fuse", O_RDWR)
         try #require(fuse >= 0)
         let options = "fd=\(fuse),rootmode=40000,user_id=0,group_id=0"
-        let mounted = mount("ringloop-stale", path, "fuse.ringloop-stale", 0, options)
+        let mounted = mount("ringloop-evdev", path, "fuse.evdev", 0, options)
         close(fuse)
         try #require(mounted == 0, "mount: errno \(errno)")
         var info = stat()

@@ -90,7 +90,9 @@ struct LibinputRecordingTests {
                 "version: 1\ndevices:\n- node: x\n  evdev:\n    name: X\n    id: [1, 2, 3, 4]\n  events:\n  - evdev:\n    - [0, 0, 1]\n", 9,
                 "[sec, usec"
             ),
-            ("version: 1\ndevices: [\n", 3, "not valid YAML"),
+            ("version: 1\ndevices: [\n", 2, "not valid YAML: an unclosed '['"),
+            ("version: 1\ndevices:\n- node: x\n  evdev: &anchor\n", 4, "anchors, aliases, tags and block scalars"),
+            ("version: 1\n\tdevices: []\n", 2, "a tab in indentation"),
         ] as [(String, Int, String)])
     func malformed(text: String, line: Int, message: String) {
         do {

@@ -255,3 +255,35 @@ struct KernelMotionTests {
         #expect(run.orientations.map(\.orientation) == [.portrait, .landscapeLeft, .faceUp, .portrait])
     }
 }
+
+/// A DualShock 4's own reports, recorded on the controller with hid-recorder (ChromiumOS
+/// tast-tests), played through uhid to Linux 6.12's hid-playstation and 6.1's hid-sony
+/// (devices/kernel): motion measured by a real sensor in a hand, not a model.
+@Suite("Motion recorded on a real DualShock 4, through the kernel's drivers (from memory)")
+struct HardwareMotionTests {
+    static let kernels = ["dualshock4-usb-motion", "linux-6.1/dualshock4-usb-motion"]
+
+    @Test("a hand-held controller: about 1 g, small rotations, the sensor's own 250 Hz clock", arguments: kernels)
+    func handHeld(_ name: String) throws {
+        let recording = try KernelMotionTests.load(name)
+        #expect(deviceInfo(of: recording).deviceClass == .motion)
+        let samples = motionSamples(recording)
+        #expect(samples.count == 3497, "one sample per report recorded")
+        let times = samples.compactMap(\.1.sensorTime)
+        #expect(times.count == samples.count)
+        // The DS4 counts in 5.33 µs units; the drivers give microseconds: 4 ms ± 1 ms steps.
+        #expect(zip(times, times.dropFirst()).allSatisfy { (2_900...5_100).contains($1 - $0) })
+        #expect(samples.dropFirst(20).allSatisfy { (240...260).contains($0.1.sampleRate) })
+        // A real accelerometer in a hand: gravity and the hand's small movements, with noise.
+        let magnitudes = samples.map(\.1.acceleration.magnitude)
+        #expect(magnitudes.allSatisfy { (0.9...1.2).contains($0) }, "\(magnitudes.min() ?? 0)...\(magnitudes.max() ?? 0) g")
+        #expect(samples.allSatisfy { $0.1.rotationRate.magnitude < 40 })
+    }
+
+    @Test("no shake and one orientation: the controller was held still while its buttons were pressed", arguments: kernels)
+    func recognition(_ name: String) throws {
+        let run = MotionRun(try KernelMotionTests.load(name))
+        #expect(run.shakePhases.isEmpty)
+        #expect(run.orientations.map(\.orientation) == [.portrait])
+    }
+}

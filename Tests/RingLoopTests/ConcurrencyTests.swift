@@ -413,3 +413,59 @@ struct AsyncSourceTests {
         }
     }
 }
+
+@Suite("LoopSignalSource")
+struct LoopSignalSourceTests {
+    @Test("A signal sent to the loop's thread calls the handler there; invalidate takes the source off and closes the signalfd")
+    func handlerOnLoopThread() throws {
+        let worker = LoopThread(name: "signal-source")
+        defer { worker.stopAndJoin() }
+        let loop = worker.loop
+        let state = ThreadLock<(signals: [Int32], onLoopThread: Bool, source: LoopSignalSource?, thread: pthread_t?)>(
+            ([], true, nil, nil))
+        worker.perform {
+            // Blocked in the loop's thread only: the signal is sent to that thread alone.
+            let source = try? LoopSignalSource([SIGUSR1, SIGUSR2], on: loop) { signal in
+                let here = loop.isOnLoopThread
+                state.withLock {
+                    $0.signals.append(signal)
+                    $0.onLoopThread = $0.onLoopThread && here
+                }
+            }
+            state.withLock {
+                $0.source = source
+                $0.thread = pthread_self()
+            }
+        }
+        let limit = MonotonicInstant.now + .seconds(10)
+        while state.withLock({ $0.thread == nil }) && MonotonicInstant.now < limit { sched_yield() }
+        let (source, thread) = state.withLock { ($0.source, $0.thread) }
+        let signalSource = try #require(source)
+        let target = try #require(thread)
+        #expect(signalSource.signals == [SIGUSR1, SIGUSR2])
+        #expect(pthread_kill(target, SIGUSR2) == 0)
+        while state.withLock({ $0.signals.count }) < 1 && MonotonicInstant.now < limit { sched_yield() }
+        #expect(pthread_kill(target, SIGUSR1) == 0)
+        while state.withLock({ $0.signals.count }) < 2 && MonotonicInstant.now < limit { sched_yield() }
+        #expect(state.withLock { $0.signals } == [SIGUSR2, SIGUSR1])
+        #expect(state.withLock { $0.onLoopThread })
+        func items() -> Int {
+            let count = ThreadLock(0)
+            loop.perform(inModes: [.common], waitUntilDone: true) { count.withLock { $0 = loop.itemCount(in: .default) } }
+            return count.withLock { $0 }
+        }
+        let before = items()
+        signalSource.invalidate()
+        signalSource.invalidate()
+        while items() >= before && MonotonicInstant.now < limit { sched_yield() }
+        #expect(items() == before - 1, "the source is off the loop")
+        state.withLock { $0.source = nil }
+    }
+
+    @Test("A number that is not a signal it can watch is refused")
+    func invalid() {
+        let loop = RingRunLoop.current
+        #expect(throws: Errno.invalidArgument) { _ = try LoopSignalSource([SIGSTOP], on: loop) { _ in } }
+        #expect(throws: Errno.invalidArgument) { _ = try LoopSignalSource([65], on: loop) { _ in } }
+    }
+}

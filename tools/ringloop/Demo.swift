@@ -1,20 +1,24 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopHID
 import RingLoopToolSupport
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show input flowing through the whole chain: real devices if readable, else the bundled recordings.",
         discussion: """
-            With readable devices in /dev/input, monitors them until Ctrl-C (or --duration).
-            Otherwise hosts the recordings in devices/ as virtual devices (uinput where
-            usable, else a FUSE folder), replays them at recorded speed through the whole
-            chain (event-system thread → client loop → handlers), prints each HID event
-            with its device→handler latency, and ends with a summary.
+            With readable devices in /dev/input, monitors them until Ctrl-C (or
+            --duration). Otherwise hosts the recordings in devices/ as virtual devices
+            (uinput where usable, else a FUSE folder), replays them at recorded speed
+            through the whole chain (event-system thread -> client loop -> handlers),
+            prints each HID event with its device-to-handler latency, and ends with a
+            summary.
 
             Examples:
               ringloop demo
@@ -23,7 +27,7 @@ struct Demo: ParsableCommand {
             """
     )
 
-    @Option(help: "Folder of .evemu recordings (default: devices/ of this package).")
+    @Option(help: "Folder of .evemu recordings (default: devices/ of this package).", completion: .directory)
     var recordings: String?
 
     @Option(help: "Replay speed factor (1 = recorded pace).")
@@ -44,56 +48,56 @@ struct Demo: ParsableCommand {
     }
 
     func run() throws {
-        let signals = SignalWatcher()
-        let realDevices =
-            (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input"))?
-            .filter { $0.hasPrefix("event") && access("/dev/input/\($0)", R_OK) == 0 } ?? []
-        if !realDevices.isEmpty && !recorded {
-            writeLine("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
-            try Monitor.monitorDirectory(
-                "/dev/input", names: nil, json: false, grab: false, quiet: quiet, duration: duration, signals: signals,
-                hosted: nil)
-            return
-        }
-        guard let folder = bundledRecordingsFolder(recordings) else {
-            printError("ringloop demo: no recordings found (looked for devices/ here and beside the package); pass --recordings DIR")
-            throw ExitCode(1)
-        }
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".evemu") }.sorted()
-        var loaded: [(String, Recording)] = []
-        for file in files {
-            do {
-                loaded.append((file, try Recording.load(contentsOf: folder + "/" + file)))
-            } catch {
-                printError("ringloop demo: \(error)")
-                throw ExitCode(1)
+        try Failure.reporting("demo") {
+            let realDevices = folderEntries("/dev/input").filter { $0.hasPrefix("event") && access("/dev/input/\($0)", R_OK) == 0 }
+            var settings = Monitor.Settings(quiet: quiet, duration: duration)
+            if !realDevices.isEmpty && !recorded && recordings == nil {
+                writeLine("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
+                return try Monitor.monitor(.folder("/dev/input", names: nil), settings)
             }
-        }
-        let host: VirtualDeviceHost
-        do {
-            host = try VirtualDeviceHost(folderPath: "/tmp/ringloop-demo-\(getpid())")
-        } catch {
-            printError("ringloop demo: \(error)")
-            throw ExitCode(1)
-        }
-        defer { host.close() }
-        var devices: [(String, Recording, any VirtualInputDevice)] = []
-        for (file, recording) in loaded {
-            guard let description = recording.description else { continue }
-            do {
-                devices.append((file, recording, try host.create(description, bufferSize: 4096, forReplay: true)))
-            } catch {
-                printError("ringloop demo: \(file): \(error)")
-                throw ExitCode(1)
+            let folder = try Self.recordingsFolder(recordings)
+            let files = folderEntries(folder).filter { $0.hasSuffix(".evemu") }.sorted()
+            var loaded: [[Recording]] = []
+            var labels: [String] = []
+            for file in files {
+                let recording: Recording
+                do { recording = try Recording.load(contentsOf: folder + "/" + file) } catch { throw Failure(error) }
+                guard recording.description != nil else { continue }
+                loaded.append([recording])
+                labels.append(file)
             }
+            settings.duration = nil
+            settings.command = "demo"
+            settings.announce = ("ringloop demo: \(loaded.count) recordings from \(folder)", labels)
+            try Monitor.monitor(.recordings(loaded, speed: speed), settings)
         }
-        writeLine("ringloop demo: \(devices.count) recordings from \(folder) as \(host.backend) virtual devices")
-        for (file, _, device) in devices { writeLine("  \(device.nodePath)  ←  \(file)") }
-        writeLine("")
-        let directory = host.backend == .fuse ? host.folderPath : "/dev/input"
-        let names = Set(devices.map { URL(fileURLWithPath: $0.2.nodePath).lastPathComponent })
-        try Monitor.monitorDirectory(
-            directory, names: names, json: false, grab: false, quiet: quiet, duration: nil, signals: signals,
-            hosted: (devices.map { [(recording: $0.1, device: $0.2)] }, speed))
+    }
+
+    /// The folder of recordings: `--recordings` if given (it must be a folder holding
+    /// `.evemu` files: no guess is made in its place), else the bundled `devices/`.
+    static func recordingsFolder(_ explicit: String?) throws(Failure) -> String {
+        guard let explicit else {
+            guard let bundled = bundledRecordingsFolder(nil) else {
+                printError(
+                    "ringloop demo: the bundled recordings are in the package's devices/; run from there or pass --recordings FOLDER")
+                throw .missing(path: "devices")
+            }
+            return bundled
+        }
+        let kind: InputPath
+        do { kind = try InputPath.classify(explicit) } catch {
+            if case .wrongKind(let path, let found, _) = error {
+                throw .wrongKind(path: path, found: found, expected: "a folder of .evemu recordings")
+            }
+            throw error
+        }
+        guard kind == .folder else {
+            throw .wrongKind(
+                path: explicit, found: kind == .node ? "is an evdev device node" : "is a file", expected: "a folder of .evemu recordings")
+        }
+        guard folderEntries(explicit).contains(where: { $0.hasSuffix(".evemu") }) else {
+            throw .wrongKind(path: explicit, found: "is a folder with no .evemu recording", expected: "a folder of .evemu recordings")
+        }
+        return explicit
     }
 }

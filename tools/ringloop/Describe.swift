@@ -1,14 +1,23 @@
 import ArgumentParser
-import Foundation
 import RingLoopDevices
+import RingLoopToolSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Describe: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a device's description as an evemu file, without events (as evemu-describe).",
         discussion: """
-            DEVICE is an evdev node, real or virtual; RECORDING an evemu or libinput record
-            file, whose devices are described one after the other. The output is what
-            `ringloop replay` and evemu-device take.
+            DEVICE is an evdev node, real or virtual; RECORDING an evemu or libinput
+            record file, whose devices are described one after the other. The output is
+            what evemu-describe prints, its comment block included: what `ringloop replay`
+            and evemu-device take.
+
+            -o writes as a shell's `>` would: into a FIFO or a character device; a regular
+            file is replaced only once the whole description is written; a folder is
+            refused.
 
             Examples:
               ringloop describe /dev/input/event3
@@ -16,42 +25,38 @@ struct Describe: ParsableCommand {
             """
     )
 
-    @Argument(help: "An evdev device node, or a recording.")
+    @Argument(help: "An evdev device node, or a recording.", completion: .file())
     var input: String
 
-    @Option(name: .shortAndLong, help: "Output file (default: standard output).")
+    @Option(name: .shortAndLong, help: "Output file (default: standard output).", completion: .file())
     var output: String?
 
     func run() throws {
-        let descriptions: [InputDeviceDescription]
-        do {
-            switch try Monitor.kind(of: input) {
-            case .node:
+        try Failure.reporting("describe") {
+            let kind = try InputPath.require(input, [.node, .recording], expected: "an evdev device node or a recording")
+            let text: String
+            if kind == .node {
                 let fd = open(input, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-                guard fd >= 0 else { throw ValidationError("\(input): \(openFailure(errno))") }
+                guard fd >= 0 else { throw Failure.input(input, errno: .init(rawValue: errno)) }
                 defer { close(fd) }
-                descriptions = [try InputDeviceDescription(fileDescriptor: fd)]
-            case .recording:
-                let recordings = try Recording.loadAll(contentsOf: input)
-                descriptions = recordings.compactMap(\.description)
+                let description = try InputDeviceDescription(fileDescriptor: fd)
+                text = EvemuFormat.describe(description, kernel: kernelRelease())
+            } else {
+                let descriptions = try Recording.loadAll(contentsOf: input).compactMap(\.description)
                 guard !descriptions.isEmpty else {
-                    throw ValidationError("\(input): an events-only recording has no description to print")
+                    throw Failure.wrongKind(
+                        path: input, found: "is an events-only recording", expected: "a device node or a recording with a description")
                 }
-            case .folder:
-                throw ValidationError("\(input) is a folder: describe one device node or recording")
+                text = descriptions.map { EvemuFormat.describe($0) }.joined()
             }
-        } catch let error as ValidationError {
-            printError("ringloop describe: \(error.message)")
-            throw ExitCode(1)
-        } catch {
-            printError("ringloop describe: \(error)")
-            throw ExitCode(1)
-        }
-        let text = descriptions.map { EvemuFormat.write(Recording(description: $0, events: [])) }.joined()
-        guard let output else { return print(text, terminator: "") }
-        do { try text.write(toFile: output, atomically: true, encoding: .utf8) } catch {
-            printError("ringloop describe: \(output): \(error.localizedDescription)")
-            throw ExitCode(1)
+            guard let output else {
+                StandardOutput.write(text)
+                return
+            }
+            let file = try OutputFile(path: output)
+            if file.followedLink { printError("ringloop describe: writing to \(file.target) (\(output) is a symbolic link to it)") }
+            try file.write(text)
+            try file.commit()
         }
     }
 }

@@ -1,8 +1,11 @@
 import ArgumentParser
-import Foundation
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -11,109 +14,99 @@ struct Devices: ParsableCommand {
             Examples:
               ringloop devices
               ringloop devices --json
-              ringloop devices --directory /tmp/ringloop-demo-1234
+              ringloop devices --directory /tmp/ringloop-replay-1234
             """
     )
 
-    @Option(help: "The folder of device nodes.")
+    @Option(help: "The folder of device nodes.", completion: .directory)
     var directory = "/dev/input"
 
     @Flag(help: "One JSON array.")
     var json = false
 
     func run() throws {
-        var names: [String] = []
-        var isFolder: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder)
-        if exists {
-            guard isFolder.boolValue else {
-                printError("ringloop devices: \(directory) is not a folder (--directory takes a folder of evdev nodes)")
-                throw ExitCode(1)
-            }
-            guard let listed = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
-                printError("ringloop devices: \(directory): \(String(cString: strerror(errno)))")
-                throw ExitCode(1)
-            }
-            names = listed
+        try Failure.reporting("devices") { try list() }
+    }
+
+    private func list() throws(Failure) {
+        var info = stat()
+        let exists = stat(directory, &info) == 0
+        if exists, info.st_mode & S_IFMT != S_IFDIR {
+            throw .wrongKind(path: directory, found: "is not a folder", expected: "a folder of evdev nodes (--directory)")
         }
-        let nodes = names.filter { $0.hasPrefix("event") }.sorted { (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0) }
+        if exists, access(directory, R_OK | X_OK) != 0 { throw .unreadable(path: directory, errno: .init(rawValue: errno)) }
+        let nodes = folderEntries(directory).filter { $0.hasPrefix("event") }.sorted {
+            (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0)
+        }
         if nodes.isEmpty {
             // No device is an answer, not a failure (as evtest says so): an empty list.
             let reason = exists ? "no eventN node in \(directory)" : "\(directory) does not exist"
             printError("ringloop devices: no input devices (\(reason))")
-            if json { print("[]") }
+            if json { writeLine("[]") }
             return
         }
-        var rows: [[String: Any]] = []
+        var rows: [JSON] = []
         var failures = 0
         for name in nodes {
             let path = directory + "/" + name
             let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else {
                 failures += 1
-                let error = errno
-                if json {
-                    rows.append(["path": path, "error": String(cString: strerror(error))])
-                } else {
-                    print("\(path): cannot open: \(openFailure(error))")
-                }
+                let failure = Failure.input(path, errno: .init(rawValue: errno))
+                if json { rows.append(["path": .string(path), "error": .string(failure.message)]) } else { writeLine(failure.message) }
                 continue
             }
             defer { close(fd) }
             guard let description = try? InputDeviceDescription(fileDescriptor: fd) else {
                 failures += 1
-                if !json { print("\(path): not an evdev device") }
+                if json {
+                    rows.append(["path": .string(path), "error": "not an evdev device"])
+                } else {
+                    writeLine("\(path): not an evdev device")
+                }
                 continue
             }
-            let info = HIDDeviceInfo.classifyDescription(description)
-            let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties)
-                .map(\.rawValue).sorted()
-            let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
-                "\(Evdev.shownName(ofType: type)) (\(description.codes[type]!.count))"
-            }
-            if json {
-                rows.append([
-                    "path": path, "name": description.name,
-                    "bus": String(format: "0x%04x", description.busType), "vendor": String(format: "0x%04x", description.vendor),
-                    "product": String(format: "0x%04x", description.product),
-                    "version": String(format: "0x%04x", description.version), "class": info.rawValue,
-                    "roles": roles,
-                    "properties": description.properties.sorted().map { Evdev.shownName(ofProperty: $0) },
-                    "capabilities": Dictionary(
-                        uniqueKeysWithValues: description.codes.filter { $0.key != 0 }.map { type, codes in
-                            (Evdev.shownName(ofType: type), codes.sorted().map { Evdev.shownName(ofCode: $0, type: type) })
-                        }),
-                    "slots": description.slotCount,
-                ])
-            } else {
-                print("\(path)")
-                print("  name        \(description.name)")
-                print(
-                    String(
-                        format: "  ids         bus 0x%04x vendor 0x%04x product 0x%04x version 0x%04x", description.busType,
-                        description.vendor, description.product, description.version))
-                print("  class       \(info.rawValue)\(roles.count > 1 ? " (roles: \(roles.joined(separator: ", ")))" : "")")
-                print("  events      \(capabilities.joined(separator: ", "))")
-                if !description.properties.isEmpty {
-                    print(
-                        "  properties  \(description.properties.sorted().map { Evdev.shownName(ofProperty: $0) }.joined(separator: ", "))")
-                }
-                if description.slotCount > 0 { print("  slots       \(description.slotCount)") }
-            }
+            if json { rows.append(Self.json(description, path: path)) } else { writeLine(Self.text(description, path: path)) }
         }
-        if json {
-            let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys, .prettyPrinted])
-            print(String(decoding: data, as: UTF8.self))
-        } else if nodes.isEmpty {
-            print("no event devices in \(directory)")
-        }
-        if failures > 0 && failures == nodes.count { throw ExitCode(1) }
+        if json { writeLine(JSON.array(rows).text(pretty: true)) }
+        if failures > 0 && failures == nodes.count { throw .failed("none of the \(nodes.count) nodes in \(directory) could be read") }
     }
-}
 
-extension HIDDeviceInfo {
-    /// The class of a device described by a recording or a live node.
-    static func classifyDescription(_ description: InputDeviceDescription) -> HIDDeviceClass {
-        HIDDeviceInfo.classify(codes: description.codes, properties: description.properties)
+    /// `0x` and four hexadecimal digits, as every ringloop output writes ids.
+    static func id(_ value: UInt16) -> String { "0x" + Format.hex(value, digits: 4) }
+
+    static func json(_ description: InputDeviceDescription, path: String) -> JSON {
+        let info = HIDDeviceInfo.classify(codes: description.codes, properties: description.properties)
+        let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties).map(\.rawValue).sorted()
+        var capabilities: [String: JSON] = [:]
+        for (type, codes) in description.codes where type != 0 {
+            capabilities[Evdev.shownName(ofType: type)] = .array(codes.sorted().map { .string(Evdev.shownName(ofCode: $0, type: type)) })
+        }
+        return [
+            "path": .string(path), "name": .string(description.name), "bus": .string(id(description.busType)),
+            "vendor": .string(id(description.vendor)), "product": .string(id(description.product)),
+            "version": .string(id(description.version)), "class": .string(info.rawValue), "roles": .array(roles.map(JSON.string)),
+            "properties": .array(description.properties.sorted().map { .string(Evdev.shownName(ofProperty: $0)) }),
+            "capabilities": .object(capabilities), "slots": .int(description.slotCount),
+        ]
+    }
+
+    static func text(_ description: InputDeviceDescription, path: String) -> String {
+        let info = HIDDeviceInfo.classify(codes: description.codes, properties: description.properties)
+        let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties).map(\.rawValue).sorted()
+        let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
+            "\(Evdev.shownName(ofType: type)) (\(description.codes[type]!.count))"
+        }
+        var lines = [path, "  name        \(description.name)"]
+        lines.append(
+            "  ids         bus \(id(description.busType)) vendor \(id(description.vendor)) product \(id(description.product))"
+                + " version \(id(description.version))")
+        lines.append("  class       \(info.rawValue)\(roles.count > 1 ? " (roles: \(roles.joined(separator: ", ")))" : "")")
+        lines.append("  events      \(capabilities.joined(separator: ", "))")
+        if !description.properties.isEmpty {
+            lines.append("  properties  \(description.properties.sorted().map { Evdev.shownName(ofProperty: $0) }.joined(separator: ", "))")
+        }
+        if description.slotCount > 0 { lines.append("  slots       \(description.slotCount)") }
+        return lines.joined(separator: "\n")
     }
 }

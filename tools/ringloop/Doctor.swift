@@ -1,19 +1,22 @@
 import ArgumentParser
 import Dispatch
-import Foundation
 import RingLoop
 import RingLoopToolSupport
 import Synchronization
 import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What this machine gives RingLoop: io_uring, the main queue, input and virtual devices.
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check what this machine offers RingLoop (io_uring, main queue, input, FUSE, uinput).",
         discussion: """
-            Runs each check for real: creates the main thread's loop, runs it until work sent
-            with DispatchQueue.main.async and a @MainActor task has run, and probes the
-            device nodes. Exits 0 when the loop works, 1 otherwise.
+            Runs each check for real: creates the main thread's loop, runs it until work
+            sent with DispatchQueue.main.async and a @MainActor task has run, and probes
+            the device nodes. Exits 0 when the loop works, 1 otherwise.
 
             Examples:
               ringloop doctor
@@ -24,7 +27,7 @@ struct Doctor: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
-    struct Report: Codable {
+    struct Report {
         var kernel: String
         var waitCore: String
         var waitCoreError: String?
@@ -41,6 +44,20 @@ struct Doctor: ParsableCommand {
         /// How the input chain reads devices here: `ring` (a multishot read in the loop's
         /// ring, no system call per frame) or `poll` (poll, then read), with the reason.
         var deviceReads: String
+
+        /// The report as one JSON object (keys as the properties are named).
+        var json: JSON {
+            var object: [String: JSON] = [
+                "kernel": .string(kernel), "waitCore": .string(waitCore),
+                "mainQueueServiced": .bool(mainQueueServiced), "mainActorServiced": .bool(mainActorServiced),
+                "mainLoopOrder": .array(mainLoopOrder.map(JSON.string)), "inputDevices": .int(inputDevices),
+                "inputDirectory": .string(inputDirectory), "fuse": .string(fuse), "uinput": .string(uinput),
+                "cpuIdle": .string(cpuIdle), "deviceReads": .string(deviceReads),
+            ]
+            // Absent when there is none, as before.
+            if let waitCoreError { object["waitCoreError"] = .string(waitCoreError) }
+            return .object(object)
+        }
     }
 
     func run() throws {
@@ -56,8 +73,7 @@ struct Doctor: ParsableCommand {
 
         let inputDirectory = "/dev/input"
         let inputDevices =
-            (try? FileManager.default.contentsOfDirectory(atPath: inputDirectory))?
-            .filter { $0.hasPrefix("event") && access("\(inputDirectory)/\($0)", R_OK) == 0 }.count ?? 0
+            folderEntries(inputDirectory).filter { $0.hasPrefix("event") && access("\(inputDirectory)/\($0)", R_OK) == 0 }.count
 
         let report = Report(
             kernel: kernel,
@@ -74,21 +90,23 @@ struct Doctor: ParsableCommand {
             deviceReads: deviceReads
         )
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            writeLine(report.json.text())
         } else {
-            print("kernel            \(report.kernel)")
-            print("wait core         \(report.waitCore)")
-            if let waitCoreError { print("wait core error   \(waitCoreError)") }
-            print("main queue        \(dispatchRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
-            print("@MainActor        \(actorRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
-            print("main loop order   \(order.joined(separator: " → "))")
-            print("input devices     \(inputDevices) readable in \(inputDirectory)")
-            print("FUSE              \(report.fuse)")
-            print("uinput            \(report.uinput)")
-            print("CPU idle          \(report.cpuIdle)")
-            print("device reads      \(report.deviceReads)")
+            writeLine("kernel            \(report.kernel)")
+            writeLine("wait core         \(report.waitCore)")
+            if let waitCoreError { writeLine("wait core error   \(waitCoreError)") }
+            writeLine("main queue        \(dispatchRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
+            writeLine("@MainActor        \(actorRan ? "serviced by RingRunLoop.main" : "NOT serviced")")
+            writeLine("main loop order   \(order.joined(separator: " → "))")
+            writeLine("input devices     \(inputDevices) readable in \(inputDirectory)")
+            writeLine("FUSE              \(report.fuse)")
+            writeLine("uinput            \(report.uinput)")
+            writeLine("CPU idle          \(report.cpuIdle)")
+            writeLine("device reads      \(report.deviceReads)")
+        }
+        if let failure = StandardOutput.failure {
+            if failure != .outputClosed { printError("ringloop doctor: \(failure.message)") }
+            throw ExitCode(failure.exitCode)
         }
         if waitCoreError != nil || !dispatchRan || !actorRan { throw ExitCode(1) }
     }
@@ -136,11 +154,11 @@ struct Doctor: ParsableCommand {
         let flags = Flags()
         // Each counts only if it ran on the main thread, inside the loop's run.
         DispatchQueue.main.async {
-            flags.dispatch = Thread.isMainThread && RingRunLoop.main.currentMode != nil
+            flags.dispatch = RingRunLoop.main.isOnLoopThread && RingRunLoop.main.currentMode != nil
             if flags.actor { RingRunLoop.main.stop() }
         }
         Task { @MainActor in
-            flags.actor = Thread.isMainThread && RingRunLoop.main.currentMode != nil
+            flags.actor = RingRunLoop.main.isOnLoopThread && RingRunLoop.main.currentMode != nil
             if flags.dispatch { RingRunLoop.main.stop() }
         }
         let deadline = MonotonicInstant.now + .seconds(5)

@@ -1,8 +1,11 @@
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Every recording replayed through uinput into the kernel and read back from its node:
 /// by the chain (hotplug through inotify on devtmpfs, the ring or poll), by a reader as
@@ -23,14 +26,14 @@ enum CorpusReplay {
 
     static func entries(devices: String) -> [Entry] {
         var entries: [Entry] = []
-        let bundled = (try? FileManager.default.contentsOfDirectory(atPath: devices)) ?? []
+        let bundled = folderEntries(devices)
         for file in bundled.sorted() where file.hasSuffix(".evemu") {
             entries.append(
                 Entry(
                     name: file, load: { try Recording.loadAll(contentsOf: devices + "/" + file) },
                     recordedSpeed: file == "keyboard.evemu", recordCommand: true))
         }
-        let gestures = (try? FileManager.default.contentsOfDirectory(atPath: devices + "/gestures")) ?? []
+        let gestures = folderEntries(devices + "/gestures")
         for file in gestures.sorted() where file.hasSuffix(".evemu") {
             entries.append(
                 Entry(
@@ -38,7 +41,7 @@ enum CorpusReplay {
                     recordedSpeed: false, recordCommand: false))
         }
         let real = devices + "/real"
-        let manifest = (try? String(contentsOfFile: real + "/manifest.tsv", encoding: .utf8)) ?? ""
+        let manifest = fileText(real + "/manifest.tsv") ?? ""
         for line in manifest.split(separator: "\n") where !line.hasPrefix("#") {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             guard fields.count == 2 else { continue }
@@ -128,7 +131,7 @@ enum CorpusReplay {
             // clock after events were queued loses them to a SYN_DROPPED).
             for (_, file) in recorders
             where !waitUntil(
-                .seconds(30), { (try? String(contentsOfFile: file + ".log", encoding: .utf8))?.contains("recording") ?? false })
+                .seconds(30), { fileText(file + ".log")?.contains("recording") ?? false })
             {
                 problems.append("record never started recording")
             }

@@ -1,10 +1,13 @@
 import CLibEvdev
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import RingLoopToolSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The kernel behaviours a FUSE node only models, checked on the kernel's own.
 enum KernelChecks {

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A DualSense held in the hand, as input reports of the USB controller (report 0x01, 64
 /// bytes: sticks, triggers, sequence number, buttons, gyroscope and accelerometer as

@@ -1,10 +1,13 @@
 import CLibEvdev
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The chain reading every node of a folder (`/dev/input`) on a loop thread of its own,
 /// hotplug included, keeping every event it delivers by device.
@@ -272,9 +275,9 @@ final class ChildCommand {
     /// Bytes it has read so far (`rchar` of `/proc/PID/io`): a reader's progress through
     /// a node, 24 bytes an event, once it has started.
     var bytesRead: Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8) else { return 0 }
+        guard let text = fileText("/proc/\(pid)/io") else { return 0 }
         let line = text.split(separator: "\n").first { $0.hasPrefix("rchar:") }
-        return line.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) } ?? 0
+        return line.flatMap { Int($0.dropFirst(6).trimmed) } ?? 0
     }
 
     /// Waits for it; its exit status (128 + the signal that ended it).

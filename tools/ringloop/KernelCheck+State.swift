@@ -1,9 +1,13 @@
 import CLibEvdev
-import Foundation
+import Dispatch
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension KernelChecks {
     /// A chain that attaches while Shift is held, the lid closed and a finger down (in
@@ -204,10 +208,10 @@ extension KernelChecks {
         defer { unlink(out) }
         func run(_ arguments: [String], until: (String) -> Bool, timeout: Duration) -> (String, Int32) {
             guard let child = ChildCommand(arguments, output: out) else { return ("cannot start", -1) }
-            waitUntil(timeout) { until((try? String(contentsOfFile: out, encoding: .utf8)) ?? "") || !child.isRunning }
+            waitUntil(timeout) { until(fileText(out) ?? "") || !child.isRunning }
             child.interrupt()
             let status = child.wait()
-            return ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "", status)
+            return (fileText(out) ?? "", status)
         }
         let (recorded, status) = run(
             ["demo", "--recorded", "--quiet", "--speed", "0.5", "--recordings", context.devices], until: { _ in false },
@@ -237,6 +241,6 @@ extension KernelChecks {
         context.report.check(
             "demo/at-keyboard", keyLines.contains { $0.contains("KEY_H") } && keyLines.contains { $0.contains("KEY_I") },
             "ringloop demo on the guest's i8042 keyboard, keys typed through QEMU: \(keyLines.count) key events"
-                + (keyLines.first.map { " (first: \($0.trimmingCharacters(in: .whitespaces)))" } ?? ""))
+                + (keyLines.first.map { " (first: \($0.trimmed))" } ?? ""))
     }
 }

@@ -1,15 +1,19 @@
 import CLibEvdev
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import RingLoopToolSupport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Kernel HID drivers fed through `/dev/uhid`: real devices' report descriptors (and the
-/// feature reports their drivers ask for) from `devices/kernel/hid/`, input reports built
-/// to each descriptor's format from a model of what the hand does (synthetic, and said so
-/// in the recordings). The kernel's own drivers (hid-playstation, hid-generic) make the
+/// feature reports their drivers ask for) from `devices/kernel/hid/`, and input reports:
+/// the file's own when it has them (`E:` lines recorded on hardware), else built to the
+/// descriptor's format from a model of what the hand does (synthetic, and said so in the
+/// recordings). The kernel's own drivers (hid-playstation, hid-generic) make the
 /// evdev nodes; the chain reads them; what they gave is written as evemu recordings, and
 /// compared with those bundled in `devices/kernel/`.
 enum UHIDChecks {
@@ -29,7 +33,7 @@ enum UHIDChecks {
                 name: "dualsense", file: "dualsense-usb.hid",
                 nodes: [
                     ("Wireless Controller", "dualsense-usb-gamepad.evemu", .gamepad),
-                    ("Motion Sensors", "dualsense-usb-motion.evemu", nil),  // motion sensors: classified by the motion work
+                    ("Motion Sensors", "dualsense-usb-motion.evemu", .motion),
                     ("Touchpad", "dualsense-usb-touchpad.evemu", .touchpad),
                 ],
                 reports: { _ in DualSenseModel.reports() },
@@ -38,6 +42,19 @@ enum UHIDChecks {
                     + " a shake along x, then a roll, a yaw and a pitch through four orientations at 90 deg/s), played"
                     + " through /dev/uhid to the kernel's hid-playstation; the events are what the kernel made, the"
                     + " times are the model's (250 Hz)."),
+            Device(
+                name: "dualshock4", file: "dualshock4-usb-054c-09cc.hid",
+                nodes: [
+                    ("Wireless Controller", "dualshock4-usb-gamepad.evemu", .gamepad),
+                    ("Motion Sensors", "dualshock4-usb-motion.evemu", .motion),
+                    ("Touchpad", "dualshock4-usb-touchpad.evemu", .touchpad),
+                ],
+                reports: { _ in [] },  // the file's own reports, recorded on hardware
+                note:
+                    "Recorded on hardware: a DualShock 4's input reports as hid-recorder captured them (ChromiumOS"
+                    + " tast-tests, BSD-3-Clause; the buttons pressed one at a time, the controller in the hand, its"
+                    + " motion sensors live), played through /dev/uhid to the kernel's driver (hid-sony in 6.1,"
+                    + " hid-playstation from 6.2); the events are what the kernel made, the times the recording's."),
             Device(
                 name: "resolution-multiplier-mouse", file: "resolution-multiplier-mouse.hid",
                 nodes: [("Mouse", "resolution-multiplier-mouse.evemu", .pointer)],
@@ -81,9 +98,12 @@ enum UHIDChecks {
         var product: UInt32 = 0
         var descriptor: [UInt8] = []
         var features: [UInt8: [UInt8]] = [:]
+        /// Input reports recorded on hardware (`E: seconds.micros length bytes…`), with
+        /// their times in microseconds; played instead of a model's when present.
+        var recorded: [(time: Int64, report: [UInt8])] = []
 
         init(contentsOfFile path: String) throws {
-            let text = try String(contentsOfFile: path, encoding: .utf8)
+            guard let text = fileText(path) else { throw UHIDError("\(path): cannot be read") }
             for line in text.split(separator: "\n") where !line.hasPrefix("#") {
                 let fields = line.split(separator: " ").map(String.init)
                 guard let kind = fields.first else { continue }
@@ -100,6 +120,16 @@ enum UHIDChecks {
                 case "F:":
                     let bytes = fields.dropFirst().compactMap { UInt8($0, radix: 16) }
                     if let number = bytes.first { features[number] = bytes }
+                case "E:":
+                    let parts = fields.count > 1 ? fields[1].split(separator: ".") : []
+                    guard parts.count == 2, let seconds = Int64(parts[0]), let micros = Int64(parts[1]),
+                        fields.count > 2, let length = Int(fields[2])
+                    else { throw UHIDError("\(path): E: needs seconds.microseconds length bytes") }
+                    let bytes = fields.dropFirst(3).compactMap { UInt8($0, radix: 16) }
+                    guard bytes.count == length else {
+                        throw UHIDError("\(path): E: at \(fields[1]) has \(bytes.count) bytes, says \(length)")
+                    }
+                    recorded.append((seconds * 1_000_000 + micros, bytes))
                 default: throw UHIDError("\(path): unknown line '\(line)'")
                 }
             }
@@ -161,7 +191,7 @@ enum UHIDChecks {
         // Each report, then its frames read by every reader: their times become the model's.
         let chainBase = chain.rawEventsRead
         var frameTimes: [[(count: Int, time: Int64)]] = Array(repeating: [], count: matched.count)
-        for (time, report) in device.reports(format) {
+        for (time, report) in hid.recorded.isEmpty ? device.reports(format) : hid.recorded {
             do { try uhid.input(report) } catch {
                 problems.append("\(error)")
                 break

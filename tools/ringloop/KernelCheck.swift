@@ -1,10 +1,13 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import RingLoopToolSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The checks `tools/kernel-stage` runs in a booted kernel (QEMU, Debian's own kernels):
 /// every recording replayed through uinput and read back from the kernel's evdev node by
@@ -47,9 +50,9 @@ struct KernelCheck: ParsableCommand {
             let phaseStarted = MonotonicInstant.now
             run(context)
             let seconds = milliseconds(MonotonicInstant.now - phaseStarted) / 1000
-            if seconds >= 1 { say("kernel-check: \(phase) took \(String(format: "%.1f", seconds)) s") }
+            if seconds >= 1 { say("kernel-check: \(phase) took \(Format.fixed(seconds, 1)) s") }
         }
-        say("kernel-check: checks took \(String(format: "%.1f", milliseconds(MonotonicInstant.now - started) / 1000)) s")
+        say("kernel-check: checks took \(Format.fixed(milliseconds(MonotonicInstant.now - started) / 1000, 1)) s")
         say("kernel-check: \(report.passed) passed, \(report.failed) failed, \(report.skipped) skipped")
         if report.failed > 0 { throw ExitCode(1) }
     }
@@ -167,7 +170,7 @@ func firstDifference<T: Equatable & CustomStringConvertible>(_ got: [T], _ expec
 
 /// Writes a line to standard output at once (the console is read while the checks run).
 func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    StandardOutput.write(line + "\n")
 }
 
 /// A duration in milliseconds.

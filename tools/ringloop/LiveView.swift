@@ -1,7 +1,10 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopHID
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Prints HID events as they arrive and keeps what the summary needs: events per kind
 /// and device, device→handler latency, drops.
@@ -21,7 +24,7 @@ final class LiveView {
         ) throws -> Set<T> where T.RawValue == String {
             var values = Set<T>()
             for name in text.split(separator: ",", omittingEmptySubsequences: false) {
-                guard let value = T(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                guard let value = T(rawValue: String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())) else {
                     throw ValidationError(
                         "\(option): '\(name)' is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
@@ -87,8 +90,8 @@ final class LiveView {
         if json {
             writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
         } else {
-            let time = String(format: "%12.6f", Double(event.timestamp.nanoseconds) / 1e9)
-            let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : String(format: "  (%.0f µs)", latency)
+            let time = Format.pad(Format.fixed(Double(event.timestamp.nanoseconds) / 1e9, 6), 12)
+            let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : "  (\(Format.fixed(latency, 0)) µs)"
             writeLine("\(time)  \(EventFormat.text(event, device: device))\(lag)")
         }
     }
@@ -125,7 +128,7 @@ final class LiveView {
         if json {
             writeLine(EventFormat.jsonLine(object))
         } else {
-            writeLine(String(format: "%12.6f", Double(timestamp.nanoseconds) / 1e9) + "  " + text)
+            writeLine(Format.pad(Format.fixed(Double(timestamp.nanoseconds) / 1e9, 6), 12) + "  " + text)
         }
     }
 
@@ -136,7 +139,7 @@ final class LiveView {
         if json {
             writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device)))
         } else {
-            let time = String(format: "%12.6f", Double(event.timestamp.nanoseconds) / 1e9)
+            let time = Format.pad(Format.fixed(Double(event.timestamp.nanoseconds) / 1e9, 6), 12)
             writeLine("\(time)  \(EventFormat.text(event, device: device))")
         }
     }
@@ -160,16 +163,15 @@ final class LiveView {
         let width = max(20, counts.keys.map(\.count).max() ?? 20)
         for device in counts.keys.sorted() {
             let kinds = counts[device]!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            lines.append("  " + device.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kinds)
+            lines.append("  " + Format.padRight(device, width) + "  " + kinds)
         }
         let total = counts.values.reduce(0) { $0 + $1.values.reduce(0, +) }
         lines.append("  events: \(total) delivered, devices: \(added) added, \(removed) removed")
         if !latencies.isEmpty {
             lines.append(
-                String(
-                    format: "  device→handler latency: p50 %.0f µs, p99 %.0f µs, max %.0f µs (%d events)",
-                    Self.percentile(latencies, 0.5), Self.percentile(latencies, 0.99), latencies.max() ?? 0,
-                    latencies.count))
+                "  device→handler latency: p50 \(Format.fixed(Self.percentile(latencies, 0.5), 0)) µs,"
+                    + " p99 \(Format.fixed(Self.percentile(latencies, 0.99), 0)) µs, max \(Format.fixed(latencies.max() ?? 0, 0)) µs"
+                    + " (\(latencies.count) events)")
         }
         lines.append("  drops: \(dropped + systemDropped)\(dropped + systemDropped == 0 ? " (none)" : "")")
         if let gestureCounts {

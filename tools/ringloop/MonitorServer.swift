@@ -1,7 +1,7 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopHID
+import Synchronization
 
 extension Monitor {
     /// `--server` takes no devices of its own.
@@ -18,32 +18,43 @@ extension Monitor {
         if grab { throw ValidationError("--grab: the server owns the devices (grab them with the server)") }
     }
 
-    /// A client of the event server `name` on the main loop, until a signal or `duration`.
-    func monitorServer(_ name: String, signals: SignalWatcher) throws {
+    /// A client of the event server `name` on the main loop, until a signal, `duration` or
+    /// a closed standard output; prints the summary.
+    func monitorServer(_ name: String, _ settings: Settings) throws(Failure) {
         let loop = RingRunLoop.main
+        let ended = Atomic<Bool>(false)
+        let end: @Sendable () -> Void = {
+            ended.store(true, ordering: .releasing)
+            loop.stop()
+        }
+        let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
+        defer { signals.invalidate() }
+        StandardOutput.whenClosed(end)
+        let outputWatch = StandardOutput.watchForClose(on: loop)
+        defer { outputWatch?.invalidate() }
         let system = HIDEventSystem(
             configuration: .init(server: name, clientName: "ringloop monitor", requestsFocus: requestFocus), loop: loop)
-        let view = LiveView(json: json, quiet: false, filter: try eventFilter())
+        let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
         view.attach(to: system)
-        if gestures { view.attachGestures(to: system) }
-        let watchdog = LoopStallWatchdog(loop: loop, threshold: watchSettings.stallThreshold) { report in
+        if settings.gestures { view.attachGestures(to: system) }
+        let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in
             printError("ringloop monitor: \(report)")
         }
         do { try system.start() } catch {
-            printError("ringloop monitor: \(error)")
-            throw ExitCode(1)
+            watchdog.stop()
+            throw .unavailable("\(error)")
         }
-        signals.watch(on: loop) { _ in loop.stop() }
-        if let duration {
-            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in loop.stop() }, to: .common)
+        if let duration = settings.duration {
+            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common)
         }
-        loop.add(LoopSource {}, to: .default)
-        loop.run(mode: .default, until: .distantFuture)
+        while !ended.load(ordering: .acquiring) {
+            if loop.run(mode: .default, until: .distantFuture) == .finished { break }
+        }
         system.stop()
         watchdog.stop()
         let summary = view.summary(
-            systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, watchSettings.stallThreshold))
-        if json { printError(summary) } else { writeLine(summary) }
-        for problem in system.problems { printError("ringloop: \(problem)") }
+            systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
+        if settings.json { printError(summary) } else { writeLine(summary) }
+        for problem in system.problems { printError("ringloop monitor: \(problem)") }
     }
 }

@@ -1,10 +1,15 @@
 import ArgumentParser
 import CLibEvdev
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
+import RingLoopHID
+import Synchronization
 import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `monitor --raw`: a device's evdev events as evtest prints them (its capability header,
 /// then one line per event), or as JSON objects.
@@ -76,12 +81,15 @@ enum RawView {
             + "type \(event.type) (\(Evdev.name(ofType: event.type) ?? "?")), code \(event.code) (\(Evdev.name(ofCode: event.code, type: event.type) ?? "?")), value \(value)\n"
     }
 
-    /// One event as a JSON object (`kind: "raw"`).
+    /// One event as a JSON object (`kind: "raw"`): its time on the kernel's
+    /// `CLOCK_MONOTONIC` (as HID events' times are), `device` named as HID events name it.
     static func json(_ event: InputEvent, device: String) -> String {
-        func quoted(_ text: String) -> String { "\"\(text.replacingOccurrences(of: "\"", with: "\\\""))\"" }
-        let time = "\(event.seconds).\(leftPad(String(event.microseconds), 6, "0"))"
-        return
-            "{\"kind\":\"raw\",\"device\":\(quoted(device)),\"time\":\(time),\"type\":\(event.type),\"typeName\":\(quoted(Evdev.name(ofType: event.type) ?? "?")),\"code\":\(event.code),\"codeName\":\(quoted(Evdev.name(ofCode: event.code, type: event.type) ?? "?")),\"value\":\(event.value)}\n"
+        let object: [String: Any] = [
+            "kind": "raw", "device": device, "time": JSON.double(Double(event.timeMicroseconds) / 1e6),
+            "type": Int(event.type), "typeName": Evdev.name(ofType: event.type) ?? "?", "code": Int(event.code),
+            "codeName": Evdev.name(ofCode: event.code, type: event.type) ?? "?", "value": Int(event.value),
+        ]
+        return EventFormat.jsonLine(object) + "\n"
     }
 
     private static func hex(_ value: UInt16) -> String { String(value, radix: 16) }
@@ -90,67 +98,81 @@ enum RawView {
         text.count >= width ? text : String(repeating: fill, count: width - text.count) + text
     }
 
-    /// Writes `text` to standard output at once (a pipe would buffer `print`).
-    static func emit(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-            if written <= 0 { return }
-            offset += written
-        }
-    }
-
-    /// Prints `node`'s header (unless `json`) and its events until a signal, `duration`,
-    /// the device's removal, or `done` returning true (checked every 100 ms).
+    /// Prints `node`'s header (unless `json`) and its events until `end` is called (a
+    /// signal, a closed standard output), `duration` passes, or the device goes — which is
+    /// reported as evtest reports it (an error reading: No such device), and in JSON as a
+    /// `deviceRemoved` object. `started` runs once the node is open (a hosted replay
+    /// starts then); a `hosted` device's removal ends the monitor without an error.
     static func run(
-        node: String, json: Bool, grab: Bool, duration: Double?, signals: SignalWatcher,
-        started: (() -> Void)? = nil, done: (@Sendable () -> Bool)? = nil
-    ) throws {
+        node: String, json: Bool, grab: Bool, duration: Double?, loop: RingRunLoop, end: @escaping @Sendable () -> Void,
+        ended: borrowing Atomic<Bool>, started: (() -> Void)? = nil, hosted: Bool = false
+    ) throws(Failure) {
         let fd = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            printError("ringloop monitor: \(node): \(openFailure(errno))")
-            throw ExitCode(1)
-        }
+        guard fd >= 0 else { throw .input(node, errno: Errno(rawValue: errno)) }
         defer { close(fd) }
         let device: InputDeviceDescription
         do { device = try InputDeviceDescription(fileDescriptor: fd) } catch {
-            printError("ringloop monitor: \(node): not an evdev device (\(error))")
-            throw ExitCode(1)
+            throw .wrongKind(path: node, found: "is not an evdev device (\(error))", expected: "an evdev device node")
         }
-        if grab, ioctl(fd, UInt(ringloop_eviocgrab()), 1) != 0 {
-            printError("ringloop monitor: \(node): cannot grab: \(String(cString: strerror(errno)))")
-            throw ExitCode(1)
+        // The argument through a pointer: evdev reads any non-zero argument as "grab", and
+        // a FUSE node can take the request only that way (the kernel copies the int the
+        // pointer points at; passed by value, the request fails with "Bad address").
+        var one: Int32 = 1
+        if grab, ioctl(fd, UInt(ringloop_eviocgrab()), &one) != 0 {
+            throw .failed("\(node): cannot grab: \(String(cString: strerror(errno)))")
         }
-        if !json { emit(header(fileDescriptor: fd, device)) }
-        let loop = RingRunLoop.current
+        if json {
+            // Times on the clock HID events use (evtest's text keeps the kernel's default).
+            var clock = CLOCK_MONOTONIC
+            _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
+        } else {
+            StandardOutput.write(header(fileDescriptor: fd, device))
+        }
+        let name = "\(device.name) [\(HIDDeviceInfo.classify(codes: device.codes, properties: device.properties).rawValue)]"
+        let removed = Atomic<Int32>(0)
         let buffer = LoopBound([UInt8](repeating: 0, count: InputEvent.size * 64), loop: loop)
         let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in
             var text = ""
+            var failure: Int32 = 0
             while true {
                 let count = buffer.value.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
                 if count <= 0 {
-                    if count < 0, errno == ENODEV { loop.stop() }
+                    if count < 0 && errno != EAGAIN { failure = errno == ENOTCONN || errno == ECONNABORTED ? ENODEV : errno }
+                    if count == 0 || (count < 0 && errno == EAGAIN && !events.isDisjoint(with: [.hangUp, .error, .invalid])) {
+                        failure = ENODEV
+                    }
                     break
                 }
                 buffer.value.withUnsafeBytes { raw in
                     for index in 0..<(count / InputEvent.size) {
                         let event = InputEvent(bytes: raw.baseAddress! + index * InputEvent.size)
-                        text += json ? Self.json(event, device: node) : line(event)
+                        text += json ? Self.json(event, device: name) : line(event)
                     }
                 }
             }
-            emit(text)
-            if !events.isDisjoint(with: [.hangUp, .error, .invalid]) { loop.stop() }
+            if !text.isEmpty { StandardOutput.write(text) }
+            if failure != 0 {
+                removed.store(failure, ordering: .releasing)
+                if json, failure == ENODEV {
+                    writeLine(EventFormat.jsonLine(["kind": "deviceRemoved", "device": name, "time": JSON.double(Self.now)]))
+                }
+                end()
+            }
         }
-        loop.add(source, to: .default)
-        signals.watch(on: loop) { _ in loop.stop() }
-        if let duration { loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in loop.stop() }, to: .default) }
-        if let done {
-            loop.add(LoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { _ in if done() { loop.stop() } }, to: .default)
-        }
+        loop.add(source, to: .common)
+        if let duration { loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common) }
         started?()
-        loop.run(mode: .default, until: .distantFuture)
+        while !ended.load(ordering: .acquiring) {
+            if loop.run(mode: .default, until: .distantFuture) == .finished { break }
+        }
         source.invalidate()
+        let error = removed.load(ordering: .acquiring)
+        guard error != 0, !(hosted && error == ENODEV) else { return }
+        // evtest: "evtest: error reading: No such device", and status 1.
+        throw .failed("\(node): error reading: \(String(cString: strerror(error)))\(error == ENODEV ? " (the device was removed)" : "")")
     }
+
+    /// Now on `CLOCK_MONOTONIC`, in seconds.
+    static var now: Double { Double(MonotonicInstant.now.nanoseconds) / 1e9 }
 }

@@ -1,17 +1,23 @@
 import ArgumentParser
-import CLibEvdev
-import Foundation
 import RingLoop
 import RingLoopDevices
-import RingLoopEvdev
-import SystemPackage
+import RingLoopToolSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record a device, real or virtual, as evemu or libinput record writes it.",
         discussion: """
-            Writes the device's description, then its events until Ctrl-C or --duration.
-            Times are relative to the first event.
+            Writes the device's description, then its events until Ctrl-C, --duration, or
+            the device's removal. Times are relative to the first event.
+
+            -o writes as a shell's `>` would: into a FIFO or a character device; a regular
+            file is replaced only once the whole recording is written, so a failed write
+            (a full disk) leaves no partial file and ends with status 74; a folder is
+            refused.
 
             Examples:
               ringloop record /dev/input/event3 -o keyboard.evemu
@@ -20,102 +26,72 @@ struct Record: ParsableCommand {
             """
     )
 
-    @Argument(help: "The device node.")
+    /// The formats a recording is written in.
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case evemu, libinput
+    }
+
+    @Argument(help: "The device node.", completion: .file())
     var device: String
 
-    @Option(name: .shortAndLong, help: "Output file (default: standard output).")
+    @Option(name: .shortAndLong, help: "Output file (default: standard output).", completion: .file())
     var output: String?
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
     @Option(help: "evemu (evemu-record's text) or libinput (libinput record's YAML).")
-    var format = "evemu"
+    var format: Format = .evemu
 
     func validate() throws {
-        guard format == "evemu" || format == "libinput" else {
-            throw ValidationError("--format must be evemu or libinput, got '\(format)'")
-        }
-        if access(device, F_OK) != 0 { throw ValidationError("\(device): no such device") }
         try OptionRange.duration(duration)
     }
 
     func run() throws {
-        let signals = SignalWatcher()
-        let fd = open(device, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            printError("ringloop record: \(device): cannot open: \(openFailure(errno))")
-            throw ExitCode(1)
-        }
-        defer { close(fd) }
-        // The clock first: switching it once events are queued drops them (the kernel
-        // flushes the reader's buffer and queues SYN_DROPPED).
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
-        let description: InputDeviceDescription
-        do {
-            description = try InputDeviceDescription(fileDescriptor: fd)
-        } catch {
-            printError("ringloop record: \(device): not an evdev device (\(error))")
-            throw ExitCode(1)
-        }
-        let loop = RingRunLoop.current
-        // What the source's callback builds, on this thread: the events (timestamps made
-        // relative to the first), the first one's time, and a read buffer.
-        struct Capture {
-            var events: [InputEvent] = []
-            var first: Int64?
-            var buffer = [UInt8](repeating: 0, count: InputEvent.size * 256)
-        }
-        let capture = LoopBound(Capture(), loop: loop)
-        // Reads until the node has nothing more (or is gone): at each wake-up, and once
-        // more when a signal or the duration ends the recording, so events the kernel
-        // had already queued for this reader are kept.
-        @Sendable func drain() {
-            while true {
-                let count = capture.value.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count <= 0 {
-                    if count < 0, errno == ENODEV { loop.stop() }
-                    break
-                }
-                let events = capture.value.buffer.withUnsafeBytes { raw in
-                    (0..<(count / InputEvent.size)).map { InputEvent(bytes: raw.baseAddress! + $0 * InputEvent.size) }
-                }
-                for var event in events {
-                    let start = capture.value.first ?? event.timeMicroseconds
-                    capture.value.first = start
-                    let relative = event.timeMicroseconds - start
-                    (event.seconds, event.microseconds) = (relative / 1_000_000, Int32(relative % 1_000_000))
-                    capture.value.events.append(event)
-                }
+        try Failure.reporting("record") {
+            let characterDevice = try InputPath.requireNodeWithoutOpening(device, expected: "an evdev device node")
+            // Opened before the signals are blocked: a FIFO waits here for its reader, and
+            // Ctrl-C must still end the command. A folder is refused before recording.
+            let file = try output.map { path throws(OutputFileError) in try OutputFile(path: path) }
+            if let file, file.followedLink {
+                printError("ringloop record: writing to \(file.target) (\(file.path) is a symbolic link to it)")
             }
-        }
-        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { reported in
-            drain()
-            if !reported.isDisjoint(with: [.hangUp, .error]) { loop.stop() }
-        }
-        loop.add(source, to: .default)
-        signals.watch(on: loop) { _ in loop.stop() }
-        if let duration {
-            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in loop.stop() }, to: .default)
-        }
-        printError("ringloop record: recording \(description.name) (\(device)); Ctrl-C to stop")
-        loop.run(mode: .default, until: .distantFuture)
-        source.invalidate()
-        drain()
-        let recording = Recording(
-            description: description, events: capture.value.events, notes: ["Recorded by ringloop record from \(device)"])
-        let text =
-            format == "libinput"
-            ? LibinputRecording.write([recording], nodes: [device]) : EvemuFormat.write(recording)
-        if let output {
-            do { try Recording.write(text, to: output) } catch {
-                printError("ringloop record: \(error)")
-                throw ExitCode(1)
+            let loop = RingRunLoop.current
+            let recorder: Recorder
+            do throws(RecorderError) { recorder = try Recorder(nodePath: device, loop: loop) } catch {
+                if case .notEvdev = error {
+                    throw Failure.wrongKind(
+                        path: device,
+                        found: characterDevice ? "is a character device, not an evdev device" : "is not an evdev device node",
+                        expected: "an evdev device node")
+                }
+                throw Failure(error)
             }
-            printError("ringloop record: \(capture.value.events.count) events written to \(output)")
-        } else {
-            print(text, terminator: "")
+            let signals = try LoopSignalSource.ending(on: loop) { _ in loop.stop() }
+            defer { signals.invalidate() }
+            recorder.start { _ in loop.stop() }
+            if let duration {
+                loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in loop.stop() }, to: .common)
+            }
+            printError("ringloop record: recording \(recorder.description.name) (\(device)); Ctrl-C to stop")
+            loop.run(mode: .default, until: .distantFuture)
+            recorder.stop()
+            switch recorder.end {
+            case .removed: printError("ringloop record: \(device): the device was removed; the recording ends there")
+            case .failed(let errno): throw Failure.ioError("\(device): error reading: \(errno)")
+            default: break
+            }
+            let recording = recorder.recording
+            let text =
+                format == .libinput
+                ? LibinputRecording.write([recording], nodes: [device]) : EvemuFormat.write(recording, kernel: kernelRelease())
+            guard let file else {
+                StandardOutput.write(text)
+                return
+            }
+            try file.write(text)
+            try file.commit()
+            printError("ringloop record: \(recording.events.count) events written to \(output!)")
         }
     }
 }

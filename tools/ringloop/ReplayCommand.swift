@@ -1,8 +1,11 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopDevices
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,26 +13,38 @@ struct ReplayCommand: ParsableCommand {
         abstract: "Host recordings as virtual devices and replay them.",
         discussion: """
             Prints each device's node first, one per line (so another program can open
-            them), waits --wait seconds for readers, replays, and keeps the devices until
-            the replay ends or Ctrl-C. Every device of the file is hosted and replayed on
-            the file's clock (a libinput record of several devices, an evemu file of
-            several descriptions). A file of events only replays onto the device described
-            in --description FILE, as evemu-play takes it. Several files replay together:
-            every file starts at the same moment, each on its own clock.
+            them), then replays and keeps the devices until the replay ends or Ctrl-C.
+            With --wait-for-readers N the replay starts once N readers hold each node
+            (FUSE nodes count their opens; --wait then bounds the wait); otherwise after
+            --wait seconds. Progress goes to standard error at most once a second.
+
+            Every device of a file is hosted and replayed on the file's clock (a libinput
+            record of several devices, an evemu file of several descriptions); several
+            files replay together, each from its own start. A file of events only replays
+            onto the device described in --description FILE, as evemu-play takes it. A
+            file may be a FIFO (`<(...)`); up to 4096 devices in all.
+
+            --mount must name a folder where nothing is mounted; one that exists is left
+            in place at the end, one made for the replay is removed.
+
+            FUSE nodes and standard tools: evemu-record, evtest and libinput cannot grab a
+            FUSE node (they pass EVIOCGRAB's argument by value, which FUSE cannot carry):
+            read them with `ringloop record`, `ringloop monitor --raw` or `ringloop
+            describe`, or use --backend uinput where /dev/uinput exists.
 
             Examples:
               ringloop replay devices/keyboard.evemu
-              ringloop replay devices/touchpad.evemu --speed 0.5 --backend fuse --mount /tmp/vdev
+              ringloop replay devices/touchpad.evemu --wait-for-readers 1 --backend fuse
+              ringloop replay devices/touchpad.evemu --speed 0.5 --mount /tmp/vdev
               ringloop replay capture.yml --asap
               ringloop replay "Touchpad.tap.events" --description "Touchpad.desc"
-              ringloop replay devices/keyboard.evemu devices/touchpad.evemu
             """
     )
 
-    @Argument(help: "The recordings (evemu, or libinput record YAML), replayed together.")
+    @Argument(help: "The recordings (evemu, or libinput record YAML), replayed together.", completion: .file())
     var recordings: [String]
 
-    @Option(help: "The device description (evemu or libinput record) for a recording of events only.")
+    @Option(help: "The device description (evemu or libinput record) for a recording of events only.", completion: .file())
     var description: String?
 
     @Option(help: "Speed factor (2 = twice as fast).")
@@ -39,109 +54,123 @@ struct ReplayCommand: ParsableCommand {
     var asap = false
 
     @Option(help: "uinput or fuse (default: uinput where usable, else fuse).")
-    var backend: String?
+    var backend: VirtualDeviceBackend?
 
-    @Option(help: "The FUSE folder to mount (default: /tmp/ringloop-replay-PID).")
+    @Option(help: "The FUSE folder to mount (default: /tmp/ringloop-replay-PID).", completion: .directory)
     var mount: String?
 
-    @Option(help: "Seconds to wait for readers before replaying.")
-    var wait: Double = 1
+    @Option(help: "Start once this many readers hold each node (FUSE nodes only).")
+    var waitForReaders: Int?
 
-    @Flag(help: "Keep the device after the replay until Ctrl-C.")
+    @Option(help: "Seconds to wait before replaying (default 1); with --wait-for-readers, the most to wait for them.")
+    var wait: Double?
+
+    @Flag(help: "Keep the devices after the replay until Ctrl-C.")
     var keep = false
 
     func validate() throws {
         guard !recordings.isEmpty else { throw ValidationError("give at least one recording to replay") }
-        for recording in recordings where access(recording, F_OK) != 0 {
-            throw ValidationError("\(recording): no such file")
-        }
         try OptionRange.speed(speed)
         if speed != nil && asap { throw ValidationError("give --speed or --asap, not both") }
-        if let backend, VirtualDeviceBackend(rawValue: backend) == nil {
-            throw ValidationError("--backend must be uinput or fuse, got '\(backend)'")
+        if let wait { try OptionRange.wait(wait) }
+        if let waitForReaders, !(1...1024).contains(waitForReaders) {
+            throw ValidationError("--wait-for-readers must be between 1 and 1024, got \(waitForReaders)")
         }
-        try OptionRange.wait(wait)
-        if let description, access(description, R_OK) != 0 {
-            throw ValidationError("--description \(description): no such file")
+        if waitForReaders != nil, backend == .uinput {
+            throw ValidationError(
+                "--wait-for-readers counts the opens of FUSE nodes; the kernel does not say who has a uinput node open (use --wait SECONDS)"
+            )
         }
     }
 
     func run() throws {
-        let signals = SignalWatcher()
-        let files = try recordings.map { try RecordingInput.load($0, description: description, command: "replay") }
-        let host: VirtualDeviceHost
-        var groups: [[(recording: Recording, device: any VirtualInputDevice)]] = []
-        do {
-            host = try VirtualDeviceHost(
-                backend: backend.flatMap(VirtualDeviceBackend.init(rawValue:)),
-                folderPath: mount ?? "/tmp/ringloop-replay-\(getpid())")
-        } catch {
-            printError("ringloop replay: \(error)")
-            throw ExitCode(1)
-        }
-        defer { host.close() }
-        do {
-            for file in files {
-                var pairs: [(recording: Recording, device: any VirtualInputDevice)] = []
-                for loaded in file.recordings {
-                    pairs.append((loaded, try host.create(loaded.description!, forReplay: true)))
-                }
-                groups.append(pairs)
+        try Failure.reporting("replay") {
+            // Read before the signals are blocked: a FIFO with no writer waits in open, and
+            // Ctrl-C must still end the command there.
+            let files = try recordings.map { path throws(Failure) in
+                try RecordingInput.load(path, description: description, command: "replay").recordings
             }
-        } catch {
-            printError("ringloop replay: \(error)")
-            throw ExitCode(1)
-        }
-        // Unbuffered, so a program reading our output learns the nodes at once.
-        let pairs = groups.flatMap { $0 }
-        FileHandle.standardOutput.write(Data(pairs.map { $0.device.nodePath + "\n" }.joined().utf8))
-        let loop = RingRunLoop.current
-        let stop = Atomic<Bool>(false)
-        signals.watch(on: loop) { _ in
-            stop.store(true, ordering: .relaxed)
-            loop.stop()
-        }
-        let replaySpeed: ReplaySpeed = asap ? .asFastAsPossible : speed.map { .scaled($0) } ?? .recorded
-        let done = Atomic<Bool>(false)
-        let frames = Atomic<Int>(0)
-        let keep = self.keep
-        let toPlay = UncheckedSendable(groups)
-        let thread = Thread {
-            // Wait for readers in slices, so a signal ends the command at any moment.
-            let readersBy = MonotonicInstant.now + .milliseconds(Int(self.wait * 1000))
-            while MonotonicInstant.now < readersBy, !stop.load(ordering: .relaxed) { usleep(20_000) }
-            // One thread per file, started together: each file's devices on its clock.
-            let finished = Atomic<Int>(0)
-            for group in toPlay.value {
-                let pairs = UncheckedSendable(group)
-                Thread {
-                    let sent =
-                        (try? Replay.play(
-                            pairs.value, timeline: .sharedClock, speed: replaySpeed,
-                            shouldStop: { stop.load(ordering: .relaxed) })) ?? 0
-                    frames.add(sent, ordering: .relaxed)
-                    finished.add(1, ordering: .releasing)
-                }.start()
-            }
-            while finished.load(ordering: .acquiring) < toPlay.value.count { usleep(1000) }
-            done.store(true, ordering: .releasing)
-            if !keep {
-                // Readers get the last frames before the devices go: a removed evdev
-                // device's unread events are lost (the kernel's read says ENODEV).
-                loop.perform(after: .milliseconds(200), inModes: [.common]) { loop.stop() }
+            let loop = RingRunLoop.current
+            let session = ThreadLock<ReplaySession?>(nil)
+            // A stop handed to the loop, so one asked for before it runs (a closed standard
+            // output while the nodes are printed) is not lost.
+            let stop: @Sendable () -> Void = {
+                session.withLock { $0 }?.cancel()
+                loop.perform(inModes: [.common]) { loop.stop() }
                 loop.wakeUp()
             }
+            // Before the FUSE server's threads start: they inherit the blocked signals.
+            let signals = try LoopSignalSource.ending(on: loop) { _ in stop() }
+            defer { signals.invalidate() }
+            StandardOutput.whenClosed(stop)
+            let devices = files.reduce(0) { $0 + $1.count }
+            if backend != .fuse { DescriptorLimit.raise(toHold: devices) }
+            let replay: ReplaySession
+            do {
+                replay = try ReplaySession(
+                    files: files,
+                    configuration: .init(
+                        backend: waitForReaders != nil ? .fuse : backend, folderPath: mount,
+                        speed: asap ? .asFastAsPossible : speed.map { .scaled($0) } ?? .recorded,
+                        readers: waitForReaders ?? 0, readersTimeout: waitForReaders != nil ? wait.map(Self.duration) : nil,
+                        startDelay: waitForReaders == nil ? Self.duration(wait ?? 1) : .zero,
+                        settleTime: .milliseconds(200)))
+            } catch {
+                throw Failure(error)
+            }
+            session.withLock { $0 = replay }
+            defer { replay.close() }
+            // Unbuffered, so a program reading our output learns the nodes at once.
+            StandardOutput.write(replay.nodePaths.map { $0 + "\n" }.joined())
+            if replay.backend == .fuse {
+                printError(
+                    "ringloop replay: FUSE nodes: evemu-record, evtest and libinput cannot grab them (EVIOCGRAB fails);"
+                        + " read them with ringloop record, monitor --raw or describe")
+            }
+            let keep = keep
+            replay.start(
+                progress: { progress in
+                    switch progress.phase {
+                    case .waitingForReaders(let ready, let nodes):
+                        printError("ringloop replay: waiting for readers: \(ready) of \(nodes) nodes have them")
+                    case .replaying:
+                        printError("ringloop replay: replaying: \(progress.framesSent) of \(progress.frameCount) frames")
+                    }
+                },
+                finished: { outcome in
+                    if !keep || !outcome.failures.isEmpty { stop() }
+                })
+            // Something in the default mode, so the loop runs until stopped.
+            let keepAlive = LoopSource {}
+            loop.add(keepAlive, to: .default)
+            loop.run(mode: .default, until: .distantFuture)
+            keepAlive.invalidate()
+            replay.cancel()
+            let outcome = replay.wait()
+            printError("ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed")
+            if let failure = outcome.failures.first { throw Failure(failure) }
         }
-        thread.start()
-        let total = pairs.reduce(0) { $0 + Replay.frames(of: $1.recording).count }
-        let progress = LoopTimer(after: .milliseconds(500), repeating: .milliseconds(500)) { _ in
-            if !done.load(ordering: .acquiring) { printError("ringloop replay: replaying \(total) frames…") }
+    }
+
+    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
+}
+
+extension VirtualDeviceBackend: ExpressibleByArgument {}
+
+/// The process's limit on open descriptors.
+enum DescriptorLimit {
+    /// Raises the soft limit toward the hard one so `devices` uinput devices (a descriptor
+    /// each) fit, with room for the rest; says so on standard error if the hard limit is
+    /// too low.
+    static func raise(toHold devices: Int) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = rlim_t(devices + 256)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = min(wanted, limit.rlim_max)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < wanted {
+            printError("ringloop replay: \(devices) uinput devices need \(wanted) descriptors; the limit is \(limit.rlim_max)")
         }
-        loop.add(progress, to: .common)
-        loop.add(LoopSource {}, to: .default)
-        loop.run(mode: .default, until: .distantFuture)
-        stop.store(true, ordering: .relaxed)
-        while !done.load(ordering: .acquiring) { usleep(1000) }
-        printError("ringloop replay: \(frames.load(ordering: .relaxed)) of \(total) frames replayed")
     }
 }

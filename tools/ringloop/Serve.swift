@@ -1,10 +1,13 @@
 import ArgumentParser
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -35,13 +38,13 @@ struct Serve: ParsableCommand {
     @Argument(help: "The server's port name.")
     var name: String
 
-    @Argument(help: "Device nodes, a folder, or recordings.")
+    @Argument(help: "Device nodes, a folder, or recordings.", completion: .file())
     var inputs: [String] = []
 
     @Option(help: "Who gets the focus as clients attach: newest, first or none.")
     var focus: String = HIDEventServer.FocusOnAttach.newest.rawValue
 
-    @Option(help: "A key (KEY_F1…) that moves the focus to the next client; the server consumes it.")
+    @Option(help: "A key (KEY_F1, KEY_TAB...) that moves the focus to the next client; the server consumes it.")
     var focusKey: String?
 
     @Option(help: "Users (uids, comma-separated) allowed to attach besides the server's own.")
@@ -56,7 +59,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Replay speed factor for recordings.")
     var speed: Double = 1
 
-    @Option(help: "The device description (evemu or libinput record) for recordings of events only.")
+    @Option(help: "The device description (evemu or libinput record) for recordings of events only.", completion: .file())
     var description: String?
 
     @Option(help: "Seconds without an acknowledgement after which a client is not responding.")
@@ -72,14 +75,13 @@ struct Serve: ParsableCommand {
         guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else {
             throw ValidationError("the name must be 1 to \(LocalMessagePort.maximumNameLength) bytes")
         }
-        for input in inputs where access(input, F_OK) != 0 { throw ValidationError("\(input): no such file or device") }
         guard HIDEventServer.FocusOnAttach(rawValue: focus) != nil else {
             throw ValidationError(
                 "--focus: '\(focus)' is not one of \(HIDEventServer.FocusOnAttach.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if let focusKey {
             guard let code = Evdev.code(named: focusKey), code.type == Evdev.EV_KEY else {
-                throw ValidationError("--focus-key: '\(focusKey)' is not a key name (KEY_F1, KEY_TAB…)")
+                throw ValidationError("--focus-key: '\(focusKey)' is not a key name (KEY_F1, KEY_TAB...)")
             }
         }
         _ = try Self.ids(allowUid, "--allow-uid")
@@ -90,14 +92,13 @@ struct Serve: ParsableCommand {
         guard notResponding.isFinite, notResponding >= 0.05, notResponding <= 3600 else {
             throw ValidationError("--not-responding must be 0.05 to 3600 seconds, got \(notResponding)")
         }
-        if let description, access(description, R_OK) != 0 { throw ValidationError("--description \(description): no such file") }
     }
 
     static func ids(_ text: String?, _ option: String) throws -> Set<UInt32> {
         guard let text else { return [] }
         var ids = Set<UInt32>()
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let id = UInt32(part.trimmingCharacters(in: .whitespaces)) else {
+            guard let id = UInt32(String(part.filter { $0 != " " })) else {
                 throw ValidationError("\(option): '\(part)' is not a number (give uids or gids, comma-separated)")
             }
             ids.insert(id)
@@ -105,55 +106,80 @@ struct Serve: ParsableCommand {
         return ids
     }
 
+    /// What serve takes, for the messages that name it.
+    static let accepted = "an evdev device node, a folder of them, or a recording"
+
     func run() throws {
-        let signals = SignalWatcher()
-        var kinds: [String: Monitor.InputKind] = [:]
-        for input in inputs {
-            do { kinds[input] = try Monitor.kind(of: input) } catch {
-                printError("ringloop serve: \(error.message)")
-                throw ExitCode(1)
+        try Failure.reporting("serve") {
+            var kinds: [String: InputPath] = [:]
+            for input in inputs { kinds[input] = try InputPath.require(input, [.node, .folder, .recording], expected: Self.accepted) }
+            let folders = inputs.filter { kinds[$0] == .folder }
+            let nodes = inputs.filter { kinds[$0] == .node }
+            let recordingPaths = inputs.filter { kinds[$0] == .recording }
+            guard folders.isEmpty || inputs.count == 1 else {
+                throw Failure.usage("a folder is served alone (every evdev node in it); got \(inputs.count) arguments")
             }
-        }
-        let folders = inputs.filter { kinds[$0] == .folder }
-        let nodes = inputs.filter { kinds[$0] == .node }
-        let recordingPaths = inputs.filter { kinds[$0] == .recording }
-        guard folders.count <= 1, folders.isEmpty || inputs.count == 1 else {
-            printError("ringloop serve: a folder is served alone (every evdev node in it)")
-            throw ExitCode(1)
-        }
-        var host: VirtualDeviceHost?
-        defer { host?.close() }
-        var hosted: [[(recording: Recording, device: any VirtualInputDevice)]] = []
-        var directory = folders.first ?? "/dev/input"
-        var names: Set<String>?
-        if !nodes.isEmpty {
-            let directories = Set(nodes.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path })
-            guard directories.count == 1, recordingPaths.isEmpty else {
-                printError("ringloop serve: devices must share one folder (and not be mixed with recordings)")
-                throw ExitCode(1)
-            }
-            directory = directories.first!
-            names = Set(nodes.map { URL(fileURLWithPath: $0).lastPathComponent })
-        }
-        if !recordingPaths.isEmpty {
-            let files = try recordingPaths.map { try RecordingInput.load($0, description: description, command: "serve") }
-            do {
-                let made = try VirtualDeviceHost(folderPath: "/tmp/ringloop-serve-\(getpid())")
-                host = made
-                for file in files {
-                    hosted.append(try file.recordings.map { ($0, try made.create($0.description!, bufferSize: 4096, forReplay: true)) })
+            var source = Monitor.Source.folder(folders.first ?? "/dev/input", names: nil)
+            if !nodes.isEmpty {
+                let directories = Set(nodes.map(Monitor.folder(of:)))
+                guard directories.count == 1, let directory = directories.first, recordingPaths.isEmpty else {
+                    throw Failure.usage("the device nodes must be in one folder, and not mixed with recordings")
                 }
-                directory = made.backend == .fuse ? made.folderPath : "/dev/input"
-            } catch {
-                printError("ringloop serve: \(error)")
-                throw ExitCode(1)
+                source = .folder(directory, names: Set(nodes.map(Monitor.name(of:))))
             }
-            names = Set(hosted.joined().map { URL(fileURLWithPath: $0.device.nodePath).lastPathComponent })
+            if !recordingPaths.isEmpty {
+                // Read before any signal is blocked: a FIFO with no writer waits in open.
+                let files = try recordingPaths.map { path throws(Failure) in
+                    try RecordingInput.load(path, description: description, command: "serve").recordings
+                }
+                source = .recordings(files, speed: speed)
+            }
+            try serve(source)
         }
-        let uids = try Self.ids(allowUid, "--allow-uid")
-        let gids = try Self.ids(allowGid, "--allow-gid")
-        let access: PeerPolicy = .users(uids.union([geteuid()]), groups: gids)
+    }
+
+    /// Runs the server on the main loop until a signal, `--duration` or a closed standard
+    /// output; recordings are replayed once, after `--wait-clients` clients attached, and
+    /// their devices kept until the end.
+    private func serve(_ source: Monitor.Source) throws(Failure) {
         let loop = RingRunLoop.main
+        let ended = Atomic<Bool>(false)
+        let end: @Sendable () -> Void = {
+            ended.store(true, ordering: .releasing)
+            loop.stop()
+        }
+        let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
+        defer { signals.invalidate() }
+        StandardOutput.whenClosed(end)
+        let outputWatch = StandardOutput.watchForClose(on: loop)
+        defer { outputWatch?.invalidate() }
+        var session: ReplaySession?
+        let directory: String
+        var names: Set<String>?
+        switch source {
+        case .folder(let folder, let chosen):
+            (directory, names) = (folder, chosen)
+        case .recordings(let files, let speed):
+            do {
+                let hosted = try ReplaySession(
+                    files: files,
+                    configuration: .init(
+                        folderPath: "/tmp/ringloop-serve-\(getpid())", bufferSize: 4096,
+                        speed: speed == 1 ? .recorded : .scaled(speed), settleTime: .milliseconds(200)))
+                session = hosted
+                directory = hosted.backend == .fuse ? hosted.folderPath : "/dev/input"
+                names = Set(hosted.nodePaths.map(Monitor.name(of:)))
+            } catch {
+                throw Failure(error)
+            }
+        }
+        defer { session?.close() }
+        let access: PeerPolicy
+        do {
+            access = .users(try Self.ids(allowUid, "--allow-uid").union([geteuid()]), groups: try Self.ids(allowGid, "--allow-gid"))
+        } catch {
+            throw Failure(error)
+        }
         let server = HIDEventServer(
             configuration: .init(
                 name: name, devices: .init(deviceDirectory: directory, shape: .dedicatedThread, nodeNames: names),
@@ -171,46 +197,28 @@ struct Serve: ParsableCommand {
             }
         }
         do { try server.start() } catch {
-            printError("ringloop serve: \(error)")
-            throw ExitCode(1)
+            throw .unavailable("\(error)")
         }
         writeLine(json ? EventFormat.jsonLine(["kind": "serving", "name": name]) : "serving \(name)")
-        let finished = LoopBound(false, loop: loop)
-        signals.watch(on: loop) { _ in
-            finished.value = true
-            loop.stop()
-        }
         if let duration {
-            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in loop.stop() }, to: .common)
+            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common)
         }
-        let stopReplays = Atomic<Bool>(false)
-        let replaysDone = Atomic<Int>(0)
-        var replayThreads = 0
-        if !hosted.isEmpty {
-            let expected = hosted.joined().count
-            while (server.system.devices.count < expected || server.clients.count < waitClients) && !finished.value {
+        if let session {
+            let expected = session.devices.joined().count
+            while (server.system.devices.count < expected || server.clients.count < waitClients) && !ended.load(ordering: .acquiring) {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
-            let speed: ReplaySpeed = self.speed == 1 ? .recorded : .scaled(self.speed)
-            for devices in hosted {
-                let pairs = UncheckedSendable(devices)
-                replayThreads += 1
-                Thread {
-                    _ = try? Replay.play(
-                        pairs.value, timeline: .sharedClock, speed: speed, shouldStop: { stopReplays.load(ordering: .relaxed) })
-                    replaysDone.add(1, ordering: .releasing)
-                }.start()
-            }
+            // The devices stay after the replay, until the server ends.
+            session.start()
         }
-        loop.add(LoopSource {}, to: .default)
-        while !finished.value {
-            let result = loop.run(mode: .default, until: .distantFuture)
-            if result == .stopped || result == .finished { break }
+        while !ended.load(ordering: .acquiring) {
+            if loop.run(mode: .default, until: .distantFuture) == .finished { break }
         }
-        stopReplays.store(true, ordering: .relaxed)
-        while replaysDone.load(ordering: .acquiring) < replayThreads { usleep(1000) }
+        session?.cancel()
+        let outcome = session?.wait()
         server.stop()
         for problem in server.system.problems { printError("ringloop serve: \(problem)") }
+        if let failure = outcome?.failures.first { throw Failure(failure) }
     }
 
     /// One line about a change among the clients.
@@ -228,7 +236,9 @@ struct Serve: ParsableCommand {
             object = ["kind": "detached", "client": client(info)]
             text = "detached \(info.id): \(info.name)"
         case .focusChanged(let from, let to):
-            object = ["kind": "focus", "from": from.map { Int($0.rawValue) } ?? NSNull(), "to": to.map { Int($0.rawValue) } ?? NSNull()]
+            object = [
+                "kind": "focus", "from": JSON.optional(from) { .int(Int($0.rawValue)) }, "to": JSON.optional(to) { .int(Int($0.rawValue)) },
+            ]
             text = "focus \(from.map(\.description) ?? "none") → \(to.map(\.description) ?? "none")"
         case .notResponding(let info):
             object = ["kind": "notResponding", "client": client(info), "outstanding": info.outstandingBatches]

@@ -1,50 +1,26 @@
 import ArgumentParser
-import CLibURing  // signalfd (its header comes with the ring shim)
-import Foundation
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 import SystemPackage
 
-/// Ctrl-C, SIGTERM, SIGHUP and SIGQUIT through the ring: the signals are blocked in every
-/// thread and read from a signalfd by a port source on the main loop, so the command ends
-/// cleanly (virtual devices unmounted) instead of dying mid-way. No thread of a command
-/// sleeps outside a loop for longer than a slice (replays check for a stop between
-/// slices), so a signal ends the command at any moment.
-final class SignalWatcher {
-    /// The signals that end a command cleanly.
-    static let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+#if canImport(Glibc)
+import Glibc
+#endif
 
-    private let fd: Int32
-    private var source: LoopPortSource?
+/// The signals that end a command cleanly (through a ``LoopSignalSource`` on its loop:
+/// virtual devices removed, folders unmounted) instead of killing it mid-way. Until a
+/// command creates its source — while it opens and reads its inputs, which a FIFO with
+/// no writer can make wait for ever — they keep their default actions, so Ctrl-C ends it.
+let endingSignals: Set<Int32> = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
-    /// Call before starting any thread, so every thread inherits the blocked mask.
-    init() {
-        // A closed pipe on standard output (`ringloop monitor | head`) must end the
-        // command through its normal path, which unmounts its virtual devices; a
-        // process killed by SIGPIPE with files open on its own FUSE folder can hang in
-        // the kernel on the way out.
-        signal(SIGPIPE, SIG_IGN)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        for signal in Self.signals { sigaddset(&mask, signal) }
-        pthread_sigmask(SIG_BLOCK, &mask, nil)
-        fd = signalfd(-1, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
-    }
-
-    deinit { if fd >= 0 { close(fd) } }
-
-    /// Calls `onSignal` on `loop` when one of ``signals`` arrives.
-    func watch(on loop: RingRunLoop, _ onSignal: @escaping @Sendable (Int32) -> Void) {
-        guard fd >= 0 else { return }
-        let fd = fd
-        let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
-            var info = signalfd_siginfo()
-            while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 { onSignal(Int32(info.ssi_signo)) }
+extension LoopSignalSource {
+    /// A source of ``endingSignals`` on `loop`, or the failure that says why not.
+    static func ending(on loop: RingRunLoop, _ handler: @escaping @Sendable (Int32) -> Void) throws(Failure) -> LoopSignalSource {
+        do { return try LoopSignalSource(endingSignals, on: loop, handler: handler) } catch {
+            throw .failed("cannot watch signals: \(String(cString: strerror(error.rawValue)))")
         }
-        self.source = source
-        loop.add(source, to: .common)
     }
 }
 
@@ -55,7 +31,7 @@ enum EventFormat {
         switch event.payload {
         case .key(let key):
             let usage = key.usage.map { " usage \($0)" } ?? ""
-            let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + String(key.modifiers.rawValue, radix: 16)
+            let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + Format.hex(key.modifiers.rawValue, digits: 2)
             body = "key \(Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)) \(key.state)\(usage)\(modifiers)"
         case .button(let button):
             body = "button \(button.number) (\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY))) \(button.isDown ? "down" : "up")"
@@ -68,12 +44,12 @@ enum EventFormat {
             body = "touch \(frame.fingerCount) finger(s)\(frame.isBoundingBox ? " (bounding box)" : ""): \(contacts)"
         case .pen(let pen):
             body =
-                "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(String(format: "%.2f", pen.pressure)) tilt \(String(format: "%.0f", pen.tiltX))°,\(String(format: "%.0f", pen.tiltY))° buttons \(pen.barrelButtons)"
+                "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(Format.fixed(Double(pen.pressure), 2)) tilt \(Format.fixed(Double(pen.tiltX), 0))°,\(Format.fixed(Double(pen.tiltY), 0))° buttons \(pen.barrelButtons)"
         case .gamepadButton(let button):
             body = "gamepad \(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)) \(button.isDown ? "down" : "up")"
         case .gamepadAxis(let axis):
             body =
-                "axis \(Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)) \(axis.value) (\(String(format: "%.2f", axis.normalized)))"
+                "axis \(Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)) \(axis.value) (\(Format.fixed(Double(axis.normalized), 2)))"
         case .switchChanged(let change):
             body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
         case .dial(let steps): body = "dial \(steps)"
@@ -82,10 +58,10 @@ enum EventFormat {
             let clock = motion.sensorTime.map { ", sensor time \($0) µs" } ?? ""
             body =
                 "motion acceleration \(motion.acceleration) \(unit.0), rotation rate \(motion.rotationRate) \(unit.1)\(clock)"
-                + String(format: ", %.0f Hz", motion.sampleRate)
+                + ", \(Format.fixed(Double(motion.sampleRate), 0)) Hz"
         case .axis(let axis):
             let name = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
-            body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(String(format: "%.2f", $0)))" } ?? "")
+            body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(Format.fixed(Double($0), 2)))" } ?? "")
         case .deviceAdded: body = "added"
         case .deviceRemoved: body = "removed"
         case .eventsDropped(let count): body = "EVENTS DROPPED (\(count))"
@@ -102,8 +78,8 @@ enum EventFormat {
         switch event.payload {
         case .key(let key):
             object["code"] = Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)
-            object["usagePage"] = key.usage.map { Int($0.page) } ?? NSNull()
-            object["usage"] = key.usage.map { Int($0.usage) } ?? NSNull()
+            object["usagePage"] = key.usage.map { Int($0.page) as Any } ?? JSON.null
+            object["usage"] = key.usage.map { Int($0.usage) as Any } ?? JSON.null
             object["state"] = key.state.rawValue
             object["modifiers"] = Int(key.modifiers.rawValue)
         case .button(let button):
@@ -149,7 +125,7 @@ enum EventFormat {
             func vector(_ vector: MotionVector) -> [String: Any] { ["x": vector.x, "y": vector.y, "z": vector.z] }
             object["acceleration"] = vector(motion.acceleration)
             object["rotationRate"] = vector(motion.rotationRate)
-            object["sensorTime"] = motion.sensorTime.map { Int($0) } ?? NSNull()
+            object["sensorTime"] = motion.sensorTime.map { Int($0) as Any } ?? JSON.null
             object["sampleRate"] = motion.sampleRate
             object["calibrated"] = motion.isCalibrated
             if motion.sampleCount > 1 { object["samples"] = Int(motion.sampleCount) }
@@ -157,7 +133,7 @@ enum EventFormat {
             object["source"] = axis.source.rawValue
             object["code"] = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
             object["value"] = Int(axis.value)
-            object["normalized"] = axis.normalized ?? NSNull()
+            object["normalized"] = axis.normalized.map { $0 as Any } ?? JSON.null
         case .eventsDropped(let count): object["count"] = count
         case .deviceAdded, .deviceRemoved: break
         }
@@ -191,7 +167,7 @@ enum EventFormat {
 
     static func text(_ event: ShakeRecognizer.Event, device: String) -> String {
         "\(device): gesture shake \(event.phase.rawValue), \(event.strokes) strokes, peak "
-            + String(format: "%.2f g", event.peak)
+            + "\(Format.fixed(Double(event.peak), 2)) g"
     }
 
     /// An orientation change (`UIDevice.orientation`'s names).
@@ -216,24 +192,16 @@ enum EventFormat {
         text += " \(event.state.rawValue), \(values.fingers) finger(s) at \(values.location) \(unit)"
         switch event.gesture {
         case "pinch", "touchpadPinch":
-            text += String(format: ", scale %.2f", values.scale)
-            if event.gesture == "touchpadPinch" { text += String(format: ", rotation %.1f°", values.rotation * 180 / .pi) }
-        case "rotation": text += String(format: ", rotation %.1f°", values.rotation * 180 / .pi)
+            text += ", scale \(Format.fixed(Double(values.scale), 2))"
+            if event.gesture == "touchpadPinch" { text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°" }
+        case "rotation": text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°"
         case "tap", "doubleTap", "tripleTap", "longPress", "hold": break
         default: text += ", translation \(values.translation), velocity \(values.velocity) \(unit)/s"
         }
         return text
     }
 
-    static func jsonLine(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
-}
-
-/// Writes a line to standard error.
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    static func jsonLine(_ object: [String: Any]) -> String { JSON(any: object).text() }
 }
 
 /// Loads the recordings a command was given: every device of each file (several devices
@@ -246,7 +214,11 @@ enum RecordingInput {
         var recordings: [Recording]
     }
 
-    static func load(_ path: String, description: String?, command: String) throws -> File {
+    /// Reads `path` (a recording file or a FIFO), or says why it cannot be replayed.
+    /// Called before the command blocks its signals: a FIFO with no writer waits in
+    /// `open`, and Ctrl-C must still end it there.
+    static func load(_ path: String, description: String?, command: String) throws(Failure) -> File {
+        _ = try InputPath.require(path, [.recording], expected: "a recording (evemu, or libinput record YAML)")
         var recordings: [Recording]
         do {
             recordings = try Recording.loadAll(contentsOf: path)
@@ -256,14 +228,13 @@ enum RecordingInput {
                         "\(path) has events only; give the device's description with --description FILE"
                         + " (evemu-play takes an events file the same way)"
                     if let sibling = siblingDescription(of: path) { message += "; beside it: --description '\(sibling)'" }
-                    printError("ringloop \(command): \(message)")
-                    throw ExitCode(1)
+                    throw Failure.usage(message)
                 }
+                _ = try InputPath.require(description, [.recording], expected: "a device description (evemu or libinput record)")
                 recordings = [try Recording.load(description: description, events: path)]
             }
-        } catch let error as RecordingError {
-            printError("ringloop \(command): \(error)")
-            throw ExitCode(1)
+        } catch {
+            throw Failure(error)
         }
         for recording in recordings {
             for warning in recording.warnings { printError("ringloop \(command): \(warning)") }
@@ -272,28 +243,32 @@ enum RecordingInput {
     }
 
     /// The description an events file of the evemu-devices collection pairs with by its
-    /// naming convention (`NAME.DESC.events` → `NAME.desc`), if one is beside it.
+    /// naming convention (`NAME.DESC.events` → `NAME.desc`), if one is beside it, written
+    /// the way `path` was (relative or absolute).
     static func siblingDescription(of path: String) -> String? {
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent()
-        let name = url.lastPathComponent
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
-        let candidates = entries.filter { entry in
-            let stem = (entry as NSString).deletingPathExtension
-            return ["desc", "prop", "device"].contains((entry as NSString).pathExtension) && name.hasPrefix(stem)
-                && entry != name
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { String(path[...$0]) } ?? ""
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let candidates = folderEntries(folder.isEmpty ? "." : folder).filter { entry in
+            guard let dot = entry.lastIndex(of: ".") else { return false }
+            let stem = entry[..<dot]
+            let suffix = entry[entry.index(after: dot)...]
+            return ["desc", "prop", "device"].contains(suffix) && name.hasPrefix(stem) && entry != name
         }
-        guard let best = candidates.max(by: { $0.count < $1.count }) else { return nil }
-        return path.contains("/") ? folder.appendingPathComponent(best).relativePath(from: path) : best
+        return candidates.max(by: { $0.count < $1.count }).map { folder + $0 }
     }
 }
 
-extension URL {
-    /// This file's path written the way `reference` was (relative or absolute).
-    fileprivate func relativePath(from reference: String) -> String {
-        reference.hasPrefix("/")
-            ? path : String(reference[..<(reference.lastIndex(of: "/") ?? reference.startIndex)]) + "/" + lastPathComponent
+/// The names in `folder` (not `.` and `..`), or none if it cannot be read.
+func folderEntries(_ folder: String) -> [String] {
+    guard let directory = opendir(folder) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { names.append(name) }
     }
+    return names
 }
 
 /// Hands a value that is not `Sendable` to one other thread, which alone uses it after.
@@ -330,24 +305,6 @@ enum OptionRange {
     static func wait(_ value: Double, option: String = "--wait") throws {
         guard value.isFinite, value >= 0, value <= longestWait else {
             throw ValidationError("\(option) must be between 0 and \(Int(longestWait)) seconds, got \(value)")
-        }
-    }
-}
-
-/// Writes a line to standard output at once (a `print` into a pipe waits for 4 KiB): one
-/// event per line as it happens, for `monitor --json | jq` and for programs that wait
-/// for a line. A closed pipe ends the command through SIGPIPE being ignored and the
-/// write failing, which is not an error here.
-func writeLine(_ line: String) {
-    var bytes = Array(line.utf8)
-    bytes.append(UInt8(ascii: "\n"))
-    bytes.withUnsafeBytes { raw in
-        var offset = 0
-        while offset < raw.count {
-            let written = write(1, raw.baseAddress! + offset, raw.count - offset)
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return }
-            offset += written
         }
     }
 }

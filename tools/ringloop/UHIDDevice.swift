@@ -1,5 +1,8 @@
-import Foundation
 import RingLoop
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A HID device played through `/dev/uhid`: the kernel's HID core and its drivers
 /// (hid-generic, hid-multitouch, hid-playstation…) take its report descriptor and its
@@ -149,15 +152,16 @@ struct UHIDError: Error, CustomStringConvertible {
 /// `/sys/devices/virtual/misc/uhid/BBBB:VVVV:PPPP.NNNN/input/inputN/eventM`.
 func uhidNodes(bus: UInt16, vendor: UInt32, product: UInt32) -> [(name: String, node: String)] {
     let folder = "/sys/devices/virtual/misc/uhid"
-    let prefix = String(format: "%04X:%04X:%04X.", bus, vendor, product)
-    let devices = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasPrefix(prefix) }
+    let hex = [Format.hex(bus, digits: 4), Format.hex(vendor, digits: 4), Format.hex(product, digits: 4)]
+    let prefix = hex.joined(separator: ":").uppercased() + "."
+    let devices = folderEntries(folder).filter { $0.hasPrefix(prefix) }
     guard let newest = devices.max(by: { $0.split(separator: ".").last! < $1.split(separator: ".").last! }) else { return [] }
     var nodes: [(String, String)] = []
-    let inputs = (try? FileManager.default.contentsOfDirectory(atPath: "\(folder)/\(newest)/input")) ?? []
+    let inputs = folderEntries("\(folder)/\(newest)/input")
     for input in inputs.sorted() {
         let path = "\(folder)/\(newest)/input/\(input)"
-        let name = (try? String(contentsOfFile: path + "/name", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? ""
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        let name = fileText(path + "/name")?.trimmed ?? ""
+        let entries = folderEntries(path)
         if let event = entries.first(where: { $0.hasPrefix("event") }) { nodes.append((name, "/dev/input/" + event)) }
     }
     return nodes

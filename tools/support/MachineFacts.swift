@@ -1,6 +1,5 @@
-// What the command and the benchmark both need to know about this machine and package.
-import Foundation
-
+// What the command and the benchmark both need to know about this machine and package
+// (without Foundation: the command links none of it).
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,8 +30,11 @@ package struct IdleCPUSetting {
     }
 
     private static func firstLine(of path: String) -> String? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        let line = text.split(separator: "\n").first.map(String.init) ?? ""
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
+        let line = String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return line.isEmpty ? nil : line
     }
 }
@@ -45,21 +47,33 @@ package func kernelRelease() -> String {
 }
 
 /// Finds the bundled recordings: `--recordings`, then `./devices`, then `devices/` beside
-/// the package the executable was built in.
+/// the package the executable was built in (up to six folders above it).
 package func bundledRecordingsFolder(_ explicit: String?) -> String? {
     var candidates: [String] = []
     if let explicit { candidates.append(explicit) }
-    candidates.append(FileManager.default.currentDirectoryPath + "/devices")
-    var url = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    for _ in 0..<6 {
-        url.deleteLastPathComponent()
-        candidates.append(url.path + "/devices")
+    candidates.append("devices")
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    if length > 0 {
+        var folder = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for _ in 0..<6 {
+            guard let slash = folder.lastIndex(of: "/"), slash != folder.startIndex else { break }
+            folder = String(folder[..<slash])
+            candidates.append(folder + "/devices")
+        }
     }
-    return candidates.first { path in
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-            && ((try? FileManager.default.contentsOfDirectory(atPath: path))?.contains { $0.hasSuffix(".evemu") } ?? false)
+    return candidates.first(where: holdsRecordings)
+}
+
+/// Whether `path` is a folder with at least one `.evemu` file.
+private func holdsRecordings(_ path: String) -> Bool {
+    guard let folder = opendir(path) else { return false }
+    defer { closedir(folder) }
+    while let entry = readdir(folder) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name.hasSuffix(".evemu") { return true }
     }
+    return false
 }
 
 /// The package's version, which `ringloop --version` and `ringloop-bench --version` print;

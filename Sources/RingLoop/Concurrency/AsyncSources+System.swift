@@ -33,22 +33,10 @@ extension RingRunLoop {
     /// - Throws: The `Errno` of `signalfd` or `pthread_sigmask`, or `EINVAL` for a number
     ///   that is not a signal (1–64, not SIGKILL or SIGSTOP).
     public func signals(_ numbers: Set<Int32>) throws(Errno) -> AsyncStream<Int32> {
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        for number in numbers {
-            guard number > 0, number <= 64, number != SIGKILL, number != SIGSTOP else { throw .invalidArgument }
-            sigaddset(&mask, number)
-        }
-        let blocked = pthread_sigmask(SIG_BLOCK, &mask, nil)
-        guard blocked == 0 else { throw Errno(rawValue: blocked) }
-        let fd = signalfd(-1, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
-        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        let fd = try LoopSignalSource.blockedDescriptor(numbers)
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .unbounded)
         let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
-            var info = signalfd_siginfo()
-            while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
-                continuation.yield(Int32(info.ssi_signo))
-            }
+            for signal in LoopSignalSource.drain(fd) { continuation.yield(signal) }
         }
         continuation.onTermination = { [self] _ in removeThenClose(source, fd) }
         addFromAnyThread(.portSource(source))

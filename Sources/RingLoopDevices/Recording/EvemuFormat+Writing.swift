@@ -1,3 +1,4 @@
+import CLibEvdev
 import RingLoopEvdev
 
 extension EvemuFormat {
@@ -6,13 +7,20 @@ extension EvemuFormat {
     /// The evemu 1.3 text of a recording, with evemu's explanatory comments; the masks are
     /// written as evemu-record writes them (`B: 00 0b`, every type with codes, `B: 14` with
     /// the key repeat bits or none).
-    public static func write(_ recording: Recording) -> String {
+    /// - Parameters:
+    ///   - recording: What is written.
+    ///   - kernel: The release of the kernel the device was read from (`# Kernel:`, as
+    ///     evemu-record writes it), when it was read from a node here.
+    public static func write(_ recording: Recording, kernel: String? = nil) -> String {
+        write(recording, kernel: kernel, eventsBanner: true)
+    }
+
+    static func write(_ recording: Recording, kernel: String?, eventsBanner: Bool) -> String {
         var out = "# EVEMU 1.3\n"
+        if let kernel { out += "# Kernel: \(kernel)\n" }
         for note in recording.notes { out += "# \(note)\n" }
         if let device = recording.description {
-            out += "# Input device name: \"\(device.name)\"\n"
-            out +=
-                "# Input device ID: bus \(hex(device.busType)) vendor \(hex(device.vendor)) product \(hex(device.product)) version \(hex(device.version))\n"
+            out += comments(device)
             out += "N: \(device.name)\n"
             out += "I: \(pad4(device.busType)) \(pad4(device.vendor)) \(pad4(device.product)) \(pad4(device.version))\n"
             out += maskLines(prefix: "P: ", bits: device.properties, bytes: Evdev.propertyMaskBytes)
@@ -34,10 +42,17 @@ extension EvemuFormat {
                 let axis = device.absoluteAxes[code]!
                 out += "A: \(pad2(code)) \(axis.minimum) \(axis.maximum) \(axis.fuzz) \(axis.flat) \(axis.resolution)\n"
             }
-            for code in device.ledStates.keys.sorted() { out += "L: \(pad2(code)) \(device.ledStates[code]!)\n" }
-            for code in device.switchStates.keys.sorted() { out += "S: \(pad2(code)) \(device.switchStates[code]!)\n" }
+            // As evemu writes them: only LEDs that are on and switches that are set.
+            for code in device.ledStates.keys.sorted() where device.ledStates[code]! != 0 {
+                out += "L: \(pad2(code)) \(device.ledStates[code]!)\n"
+            }
+            for code in device.switchStates.keys.sorted() where device.switchStates[code]! != 0 {
+                out += "S: \(pad2(code)) \(device.switchStates[code]!)\n"
+            }
         }
-        out += "################################\n#      Waiting for events      #\n################################\n"
+        if eventsBanner {
+            out += "################################\n#      Waiting for events      #\n################################\n"
+        }
         var frameStart: Int64?
         for event in recording.events {
             let micro = String(event.microseconds)
@@ -63,5 +78,75 @@ extension EvemuFormat {
             out += prefix + mask[start..<min(bytes, start + 8)].map { pad2(UInt16($0)) }.joined(separator: " ") + "\n"
         }
         return out
+    }
+}
+
+extension EvemuFormat {
+    /// A device's description as `evemu-describe` prints it: its comment block (kernel,
+    /// name and ids, size in mm, every supported event with axis ranges and LED and
+    /// switch states, properties), then the description's lines; no event section.
+    /// - Parameters:
+    ///   - description: The device.
+    ///   - kernel: The release of the kernel it was read from, when read from a node here.
+    public static func describe(_ description: InputDeviceDescription, kernel: String? = nil) -> String {
+        write(Recording(description: description, events: []), kernel: kernel, eventsBanner: false)
+    }
+
+    /// evemu's comment block for a device, byte for byte as evemu 2.7 writes it (a code
+    /// libevdev has no name for is `(null)`, as printf writes a null string there).
+    static func comments(_ device: InputDeviceDescription) -> String {
+        // libevdev's names, as evemu prints them (SYN_MAX for code 15, say).
+        func name(_ code: UInt16, _ type: UInt16) -> String {
+            libevdev_event_code_get_name(UInt32(type), UInt32(code)).map { String(cString: $0) } ?? "(null)"
+        }
+        func field(_ label: String, _ separator: String, _ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return "#       \(label)\(separator)\(String(repeating: " ", count: max(0, width - digits.count)))\(digits)\n"
+        }
+        var out = "# Input device name: \"\(device.name)\"\n"
+        out +=
+            "# Input device ID: bus \(alternate(device.busType)) vendor \(alternate(device.vendor))"
+            + " product \(alternate(device.product)) version \(alternate(device.version))\n"
+        if let x = device.absoluteAxes[Evdev.ABS_X], let y = device.absoluteAxes[Evdev.ABS_Y], x.resolution > 0, y.resolution > 0 {
+            let width = (Int64(x.maximum) - Int64(x.minimum)) / Int64(x.resolution)
+            let height = (Int64(y.maximum) - Int64(y.minimum)) / Int64(y.resolution)
+            out += "# Size in mm: \(width)x\(height)\n"
+        }
+        out += "# Supported events:\n"
+        let types = Set(device.codes.keys).union([Evdev.EV_SYN]).union(device.keyRepeat != nil ? [Evdev.EV_REP] : [])
+        for type in types.sorted() {
+            out += "#   Event type \(type) (\(libevdev_event_type_get_name(UInt32(type)).map { String(cString: $0) } ?? "(null)"))\n"
+            let codes: [UInt16]
+            switch type {
+            case Evdev.EV_SYN: codes = Array(0...Evdev.SYN_MAX)
+            case Evdev.EV_REP: codes = [Evdev.REP_DELAY, Evdev.REP_PERIOD]
+            default: codes = (device.codes[type] ?? []).sorted()
+            }
+            for code in codes {
+                out += "#     Event code \(code) (\(name(code, type)))\n"
+                switch type {
+                case Evdev.EV_ABS:
+                    let axis = device.absoluteAxes[code] ?? AbsoluteAxis(minimum: 0, maximum: 0)
+                    out += field("Value", " ", axis.value, 8) + field("Min", "   ", axis.minimum, 8)
+                    out += field("Max", "   ", axis.maximum, 8) + field("Fuzz", "  ", axis.fuzz, 8)
+                    out += field("Flat", "  ", axis.flat, 8) + field("Resolution", " ", axis.resolution, 3)
+                case Evdev.EV_LED: out += "#        State \(device.ledStates[code] ?? 0)\n"
+                case Evdev.EV_SW: out += "#        State \(device.switchStates[code] ?? 0)\n"
+                default: break
+                }
+            }
+        }
+        out += "# Properties:\n"
+        for property in device.properties.sorted() {
+            let name = libevdev_property_get_name(UInt32(property)).map { String(cString: $0) } ?? "(null)"
+            out += "#   Property  type \(property) (\(name))\n"
+        }
+        return out
+    }
+
+    /// printf's `%#04x`: `0x` and at least two digits, but a zero as `0000`.
+    static func alternate(_ value: UInt16) -> String {
+        let digits = String(value, radix: 16)
+        return value == 0 ? "0000" : "0x" + String(repeating: "0", count: max(0, 2 - digits.count)) + digits
     }
 }

@@ -131,12 +131,12 @@ public enum EvemuFormat {
 
         init(file: String) { self.file = file }
 
-        /// Comments evemu-record (and ``EvemuFormat/write(_:)``) generate from the
+        /// Comments evemu-record (and ``EvemuFormat/write(_:kernel:)``) generate from the
         /// description; they are not kept as notes.
         static let generatedCommentPrefixes = [
             "EVEMU", "Input device name:", "Input device ID:", "Kernel:", "DMI:", "Supported events:",
             "Event type", "Event code", "Value", "Min", "Max", "Fuzz", "Flat", "Resolution", "Properties:",
-            "Property type", "Waiting for events",
+            "Property type", "Property  type", "State", "Size in mm:", "Waiting for events",
         ]
 
         func fail(_ line: Int, _ message: String) -> RecordingError {

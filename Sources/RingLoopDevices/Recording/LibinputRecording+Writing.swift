@@ -82,7 +82,12 @@ extension LibinputRecording {
     }
 
     private static func quoted(_ text: String) -> String {
-        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        var out = "\""
+        for character in text {
+            if character == "\\" || character == "\"" { out.append("\\") }
+            out.append(character)
+        }
+        return out + "\""
     }
     private static func hex(_ value: UInt16) -> String { String(value, radix: 16) }
     private static func pad(_ text: String, _ width: Int) -> String {
@@ -105,7 +110,7 @@ extension LibinputRecording {
         while getline(&line, &capacity, file) > 0 {
             let text = String(cString: line!).trimmingNewline()
             guard let equals = text.firstIndex(of: "=") else { continue }
-            fields[String(text[..<equals])] = String(text[text.index(after: equals)...]).replacingOccurrences(of: "\"", with: "")
+            fields[String(text[..<equals])] = String(text[text.index(after: equals)...].filter { $0 != "\"" })
         }
         free(line)
         return "\(fields["ID"] ?? "unknown"):\(fields["VERSION_ID"] ?? "unknown")"

@@ -1,5 +1,4 @@
 import RingLoopEvdev
-import Yams
 
 /// Reads the YAML that `libinput record` writes (format version 1), what libinput's
 /// developers ask for in bug reports: each device's `evdev` description (name, id,
@@ -18,19 +17,11 @@ public enum LibinputRecording {
     /// Parses `libinput record` YAML into one recording per device, in file order (one
     /// recording without a description for an events-only fragment).
     public static func parse(_ text: String, file: String = "<text>") throws(RecordingError) -> [Recording] {
-        let root: Node
-        do {
-            guard let composed = try Yams.compose(yaml: text) else {
-                throw RecordingError.malformed(file: file, line: 1, message: "empty YAML document")
-            }
-            root = composed
-        } catch let error as RecordingError {
-            throw error
-        } catch let error as YamlError {
-            throw .malformed(file: file, line: yamlLine(error), message: "not valid YAML: \(yamlProblem(error))")
-        } catch {
-            throw .malformed(file: file, line: 1, message: "not valid YAML: \(error)")
+        let parsed: YAMLNode?
+        do { parsed = try YAMLReader.parse(text) } catch {
+            throw .malformed(file: file, line: error.line, message: "not valid YAML: \(error.problem)")
         }
+        guard let root = parsed else { throw .malformed(file: file, line: 1, message: "empty YAML document") }
         let reader = Reader(file: file)
         if let sequence = root.sequence {
             // A pasted list: of devices (`- node:`/`- evdev:` with a description) or of
@@ -68,16 +59,16 @@ public enum LibinputRecording {
     struct Reader {
         let file: String
 
-        func fail(_ node: Node?, _ message: String) -> RecordingError {
-            .malformed(file: file, line: node?.mark?.line ?? 1, message: message)
+        func fail(_ node: YAMLNode?, _ message: String) -> RecordingError {
+            .malformed(file: file, line: node?.line ?? 1, message: message)
         }
 
-        func warning(_ node: Node?, _ message: String) -> RecordingWarning {
-            RecordingWarning(file: file, line: node?.mark?.line ?? 1, message: message)
+        func warning(_ node: YAMLNode?, _ message: String) -> RecordingWarning {
+            RecordingWarning(file: file, line: node?.line ?? 1, message: message)
         }
 
         /// One entry of `devices:`: `evdev:` description and `events:`.
-        func device(_ deviceNode: Node) throws(RecordingError) -> Recording {
+        func device(_ deviceNode: YAMLNode) throws(RecordingError) -> Recording {
             guard let device = deviceNode.mapping, let evdevNode = device["evdev"], let evdev = evdevNode.mapping else {
                 throw fail(deviceNode, "expected a device with an 'evdev:' description")
             }
@@ -153,13 +144,13 @@ public enum LibinputRecording {
         }
 
         /// A fragment with events and no description.
-        func eventsOnly(_ node: Node) throws(RecordingError) -> Recording {
+        func eventsOnly(_ node: YAMLNode) throws(RecordingError) -> Recording {
             Recording(description: nil, events: try events(node))
         }
 
         /// An `events:` list: frames `- evdev: [[sec, usec, type, code, value], …]`;
         /// entries of other kinds are skipped.
-        func events(_ node: Node?) throws(RecordingError) -> [InputEvent] {
+        func events(_ node: YAMLNode?) throws(RecordingError) -> [InputEvent] {
             guard let node else { return [] }
             if node.null != nil { return [] }
             guard let frames = node.sequence else { throw fail(node, "expected 'events:' to be a list of '- evdev:' frames") }
@@ -182,30 +173,12 @@ public enum LibinputRecording {
         }
     }
 
-    static func intList(_ nodes: Node.Sequence) -> [Int]? {
+    static func intList(_ nodes: [YAMLNode]) -> [Int]? {
         var values: [Int] = []
         for node in nodes {
             guard let value = node.int else { return nil }
             values.append(value)
         }
         return values
-    }
-
-    static func yamlLine(_ error: YamlError) -> Int {
-        switch error {
-        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _):
-            return mark.line
-        default:
-            return 1
-        }
-    }
-
-    static func yamlProblem(_ error: YamlError) -> String {
-        switch error {
-        case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _):
-            return problem
-        default:
-            return "\(error)"
-        }
     }
 }

@@ -55,8 +55,6 @@ public enum RecordingError: Error, Hashable, Sendable, CustomStringConvertible {
     case malformed(file: String, line: Int, message: String)
     /// The file could not be read.
     case unreadable(file: String, errno: Errno)
-    /// A recording could not be written.
-    case unwritable(file: String, errno: Errno)
     /// The file is larger than ``Recording/maximumFileSize``.
     case tooLarge(file: String, bytes: Int)
     /// A description file held events, or an events file a second description.
@@ -66,7 +64,6 @@ public enum RecordingError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .malformed(let file, let line, let message): "\(file):\(line): \(message)"
         case .unreadable(let file, let errno): "\(file): cannot read: \(String(cString: strerror(errno.rawValue)))"
-        case .unwritable(let file, let errno): "\(file): cannot write: \(String(cString: strerror(errno.rawValue)))"
         case .tooLarge(let file, let bytes):
             "\(file): \(bytes) bytes is larger than the \(Recording.maximumFileSize >> 20) MiB a recording may be"
         case .unexpectedContent(let file, let message): "\(file): \(message)"
@@ -143,17 +140,24 @@ extension Recording {
             warnings: descriptions[0].warnings + events[0].warnings)
     }
 
-    /// Writes the recording in the evemu 1.3 format.
-    public func write(to path: String) throws(RecordingError) {
+    /// Writes the recording in the evemu 1.3 format (see ``OutputFile`` for how each kind
+    /// of path is treated).
+    /// - Returns: What was written to: the file, or what the link at `path` points at.
+    @discardableResult
+    public func write(to path: String) throws(OutputFileError) -> OutputFile {
         try Self.write(EvemuFormat.write(self), to: path)
     }
 
-    /// Writes `text` (a recording in any format) to the file at `path`.
-    public static func write(_ text: String, to path: String) throws(RecordingError) {
-        guard let file = fopen(path, "w") else { throw .unwritable(file: path, errno: Errno(rawValue: errno)) }
-        defer { fclose(file) }
-        let ok = text.utf8CString.withUnsafeBufferPointer { fputs($0.baseAddress!, file) >= 0 }
-        if !ok { throw .unwritable(file: path, errno: Errno(rawValue: errno)) }
+    /// Writes `text` (a recording in any format) to `path` (see ``OutputFile`` for how each
+    /// kind of path is treated): every error, the final flush and close included, is
+    /// thrown, and a regular file is replaced only once the whole text is written.
+    /// - Returns: What was written to: the file, or what the link at `path` points at.
+    @discardableResult
+    public static func write(_ text: String, to path: String) throws(OutputFileError) -> OutputFile {
+        let output = try OutputFile(path: path)
+        try output.write(text)
+        try output.commit()
+        return output
     }
 
     static func readFile(_ path: String) throws(RecordingError) -> [UInt8] {

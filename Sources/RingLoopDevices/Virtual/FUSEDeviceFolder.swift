@@ -24,6 +24,9 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
     case uinput(operation: String, errno: Errno)
     /// The server thread cannot run on the CPUs asked for.
     case placement(CPUAffinityError)
+    /// Something is already mounted at the folder (`mounted` says what): it is neither
+    /// hidden nor detached.
+    case mountPoint(path: String, mounted: String)
 
     public var description: String {
         switch self {
@@ -33,6 +36,8 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
         case .noBackend(let reason): reason
         case .uinput(let operation, let errno): "uinput \(operation) failed: \(String(cString: strerror(errno.rawValue)))"
         case .placement(let error): "serverCPUs: \(error)"
+        case .mountPoint(let path, let mounted):
+            "\(path): is a mount point (\(mounted)); give a folder where nothing is mounted"
         }
     }
 }
@@ -46,8 +51,10 @@ public enum VirtualDeviceError: Error, Hashable, Sendable, CustomStringConvertib
 /// `EVIOCG*` query `libevdev_new_from_fd` makes, from the device's current state. A
 /// removed node answers `ENODEV` and disappears from the folder.
 ///
-/// Running as root, the folder mounts without the setuid helper. A stale mount left by
-/// a crashed run at the same path is detached first.
+/// Running as root, the folder mounts without the setuid helper. A dead folder of this
+/// package left at the same path by a crashed run is detached first; anything else
+/// mounted there is refused (``VirtualDeviceError/mountPoint(path:mounted:)``), and
+/// ``close()`` removes the folder only if `init` created it.
 ///
 /// A process that serves a folder and also reads its nodes must never be able to hang on
 /// it, whatever ends it. Three guards, chosen over serving from a second process (which
@@ -96,7 +103,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
             }
         }
         self.serverCPUs = serverCPUs
-        try Self.prepareMountPoint(path)
+        createdFolder = try Self.prepareMountPoint(path)
         var ops = fuse_lowlevel_ops()
         FUSEOperations.install(&ops)
         let arguments = ["ringloop-devices", "-o", "allow_other,fsname=ringloop-evdev,subtype=evdev"]
@@ -113,11 +120,13 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         }
         guard let session = created else {
             retained.release()
+            if createdFolder { rmdir(path) }
             throw .mount(path: path, reason: "fuse_session_new failed (is libfuse3 installed?)")
         }
         guard fuse_session_mount(session, path) == 0 else {
             fuse_session_destroy(session)
             retained.release()
+            if createdFolder { rmdir(path) }
             let reason =
                 access("/dev/fuse", R_OK | W_OK) == 0
                 ? "mount refused (mounting FUSE without the setuid helper needs root)"
@@ -144,6 +153,8 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     }
 
     private let context: Unmanaged<ServerContext>
+    /// Whether `init` created the folder (``close()`` removes only such a folder).
+    private let createdFolder: Bool
 
     deinit { close() }
 
@@ -168,7 +179,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         fuse_session_destroy(session)
         context.takeUnretainedValue().folder = nil
         context.release()
-        rmdir(path)
+        if createdFolder { rmdir(path) }
     }
 
     /// Adds a node for `description`; returns it once it is visible in the folder.
@@ -268,38 +279,80 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
     /// Serializes changes to the crash handler's table of mounts.
     static let guardLock = ThreadLock<Void>(())
 
-    static func prepareMountPoint(_ path: String) throws(VirtualDeviceError) {
+    /// Readies `path` to be mounted on: creates it if missing (then ``close()`` removes
+    /// it), detaches a dead mount a crashed run of this package left there, and refuses
+    /// anything else mounted there — a live folder of another process, a tmpfs — which it
+    /// must neither hide nor detach.
+    /// - Returns: Whether the folder was created here.
+    static func prepareMountPoint(_ path: String) throws(VirtualDeviceError) -> Bool {
         var info = stat()
         if stat(path, &info) != 0 {
-            if errno == ENOTCONN || errno == EIO {
-                // A FUSE mount whose server died: detach it.
+            let error = errno
+            if (error == ENOTCONN || error == EIO), let mount = mountEntry(path), mount.isOurs {
+                // A folder of this package whose server died: detach it, then use the folder.
                 _ = ringloop_lazy_unmount(path)
-            } else if errno != ENOENT {
-                throw .folder(path: path, errno: Errno(rawValue: errno))
+                return false
             }
-        } else if isMountPoint(path) {
-            _ = ringloop_lazy_unmount(path)
+            guard error == ENOENT else { throw .folder(path: path, errno: Errno(rawValue: error)) }
+        } else {
+            if let mount = mountEntry(path) {
+                throw .mountPoint(path: path, mounted: mount.description)
+            }
+            guard info.st_mode & S_IFMT == S_IFDIR else { throw .folder(path: path, errno: .notDirectory) }
+            return false
         }
-        if mkdir(path, 0o755) != 0, errno != EEXIST { throw .folder(path: path, errno: Errno(rawValue: errno)) }
+        if mkdir(path, 0o755) != 0 {
+            if errno == EEXIST { return false }
+            throw .folder(path: path, errno: Errno(rawValue: errno))
+        }
+        return true
     }
 
-    static func isMountPoint(_ path: String) -> Bool {
-        guard let file = fopen("/proc/self/mountinfo", "r") else { return false }
+    /// What is mounted at `path`, from this process's mount table.
+    struct MountEntry {
+        var fileSystem: String
+        var source: String
+        /// A FUSE folder of this package (`ringloop-evdev` on `fuse.evdev`).
+        var isOurs: Bool { source == "ringloop-evdev" && fileSystem.hasPrefix("fuse") }
+        var description: String { isOurs ? "a folder of virtual devices of another process" : "\(fileSystem) (\(source))" }
+    }
+
+    static func mountEntry(_ path: String) -> MountEntry? {
+        guard let file = fopen("/proc/self/mountinfo", "r") else { return nil }
         defer { fclose(file) }
-        var target = path
-        if let resolved = realpath(path, nil) {
-            target = String(cString: resolved)
-            free(resolved)
-        }
+        let target = absolutePath(path)
         var line: UnsafeMutablePointer<CChar>?
         var capacity = 0
         defer { free(line) }
+        var found: MountEntry?
         while getline(&line, &capacity, file) > 0 {
-            let fields = String(cString: line!).split(separator: " ")
-            if fields.count > 4, fields[4] == target { return true }
+            let text = String(cString: line!)
+            let fields = text.split(separator: " ")
+            guard fields.count > 4, fields[4] == target else { continue }
+            // After the " - " separator: file system type, source, options. The last
+            // mount at a path is the one seen there.
+            let tail = text.firstRange(of: " - ").map { text[$0.upperBound...].split(separator: " ") } ?? []
+            found = MountEntry(
+                fileSystem: tail.first.map(String.init) ?? "?", source: tail.dropFirst().first.map(String.init) ?? "?")
         }
-        return false
+        return found
     }
+
+    /// `path` made absolute and free of `.`, `..` and links where it exists (as the mount
+    /// table writes paths).
+    static func absolutePath(_ path: String) -> String {
+        if let resolved = realpath(path, nil) {
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let folder = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return folder + "/" + path
+    }
+
+    static func isMountPoint(_ path: String) -> Bool { mountEntry(path) != nil }
 }
 
 /// Folder state shared by libfuse's thread and the API.

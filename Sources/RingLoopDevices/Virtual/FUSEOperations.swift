@@ -42,6 +42,32 @@ enum FUSEOperations {
         return info
     }
 
+    /// Answers a `readdir` of the folder from `offset`, as many entries as fit in `size`
+    /// bytes. An entry's offset is where the listing resumes after it: `.` is 1, `..` is 2,
+    /// a node with inode `i` is `i + 1` (inodes start at 2 and only grow), so a listing
+    /// read in several requests — thousands of nodes need many — neither repeats nor skips
+    /// a node when others come or go between requests.
+    static func replyDirectory(_ req: fuse_req_t?, folder: FUSEDeviceFolder, size: Int, offset: off_t) {
+        var entries: [(name: String, inode: UInt64, next: off_t)] = []
+        if offset < 1 { entries.append((".", 1, 1)) }
+        if offset < 2 { entries.append(("..", 1, 2)) }
+        let first = UInt64(max(offset, 2))
+        entries += folder.liveNodes().filter { $0.inode >= first }.map { ($0.name, $0.inode, off_t($0.inode + 1)) }
+        var buffer = [UInt8](repeating: 0, count: size)
+        var used = 0
+        buffer.withUnsafeMutableBytes { raw in
+            for entry in entries {
+                var info = attributes(inode: entry.inode)
+                let place = raw.baseAddress!.advanced(by: used).assumingMemoryBound(to: CChar.self)
+                let needed = fuse_add_direntry(req, place, size - used, entry.name, &info, entry.next)
+                // An entry that does not fit is not written: the next request starts there.
+                if needed > size - used { break }
+                used += needed
+            }
+            _ = fuse_reply_buf(req, raw.baseAddress?.assumingMemoryBound(to: CChar.self), used)
+        }
+    }
+
     static func install(_ ops: inout fuse_lowlevel_ops) {
         ops.lookup = { req, parent, name in
             guard let folder = FUSEOperations.folder(req), parent == 1, let name,
@@ -116,28 +142,7 @@ enum FUSEOperations {
                 fuse_reply_err(req, ENOTDIR)
                 return
             }
-            var buffer: [UInt8] = []
-            var entries: [(String, UInt64)] = [(".", 1), ("..", 1)]
-            entries += folder.liveNodes().map { ($0.name, $0.inode) }
-            for (index, entry) in entries.enumerated() {
-                var info = FUSEOperations.attributes(inode: entry.1)
-                let needed = fuse_add_direntry(req, nil, 0, entry.0, nil, 0)
-                let start = buffer.count
-                buffer += [UInt8](repeating: 0, count: needed)
-                buffer.withUnsafeMutableBufferPointer { pointer in
-                    _ = fuse_add_direntry(
-                        req, UnsafeMutableRawPointer(pointer.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-                        needed, entry.0, &info, off_t(index + 1))
-                }
-            }
-            if offset < buffer.count {
-                let end = min(buffer.count, Int(offset) + size)
-                buffer[Int(offset)..<end].withUnsafeBytes { bytes in
-                    _ = fuse_reply_buf(req, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
-                }
-            } else {
-                fuse_reply_buf(req, nil, 0)
-            }
+            FUSEOperations.replyDirectory(req, folder: folder, size: size, offset: offset)
         }
         ops.open = { req, inode, info in
             guard let folder = FUSEOperations.folder(req), let info, let node = folder.node(inode), !node.isRemoved else {

@@ -83,9 +83,14 @@ final class DeviceReader {
     func attach(to loop: RingRunLoop, preferred: DeviceReadPath = .ring) {
         self.loop = loop
         isAttached = true
+        // What is held, on or touching already, read before the device is announced: a
+        // client that acts on deviceAdded (starts a replay, presses a key) must not change
+        // the state while it is being read (with a dedicated thread the announcement
+        // reaches the client's loop at once, and reading the state of a FUSE node takes
+        // a round trip to its server per request).
+        let state = snapshot()
         sink(HIDEvent(device: info.id, timestamp: .now, payload: .deviceAdded))
-        // What is held, on or touching already, before any event is read.
-        decoder.attach(from: snapshot(), at: .now, into: &output)
+        decoder.attach(from: state, at: .now, into: &output)
         flushOutput()
         if preferred == .ring, Self.ringReads(fd), startRing(on: loop) { return }
         startPoll(on: loop)

@@ -27,14 +27,14 @@ struct HostAndRead: ParsableCommand {
         sigemptyset(&usr1)
         sigaddset(&usr1, SIGUSR1)
         pthread_sigmask(SIG_BLOCK, &usr1, nil)
-        let loaded = try RecordingInput.load(recording, description: nil, command: "host-and-read")
         let folder: FUSEDeviceFolder
         let node: FUSEEvdevNode
         do {
+            let loaded = try Recording.load(contentsOf: recording)
             folder = try FUSEDeviceFolder(path: mount)
-            node = try folder.addDevice(loaded.recordings[0].description!)
+            node = try folder.addDevice(loaded.description!)
         } catch {
-            printError("ringloop host-and-read: \(error)")
+            FileHandle.standardError.write(Data("ringloop-fixtures host-and-read: \(error)\n".utf8))
             throw ExitCode(1)
         }
         let path = node.path

@@ -34,14 +34,14 @@ struct Soak: ParsableCommand {
     }
 
     func run() throws {
-        let signals = SignalWatcher()
         let recordings = try ["keyboard", "touchscreen-multitouch", "mouse-hires-wheel", "lid-switch"].map {
             try Recording.load(contentsOf: (bundledRecordingsFolder(nil) ?? "devices") + "/" + $0 + ".evemu")
         }
         let loop = RingRunLoop.current
         // A signal ends the soak early, cleanly, with the report of what ran.
         let interrupted = LoopBound<Int32>(0, loop: loop)
-        signals.watch(on: loop) { interrupted.value = $0 }
+        let signals = try LoopSignalSource([SIGINT, SIGTERM, SIGHUP, SIGQUIT], on: loop) { interrupted.value = $0 }
+        defer { signals.invalidate() }
         let mount = "/tmp/ringloop-soak-\(getpid())"
         let folder = try FUSEDeviceFolder(path: mount)
         let system = HIDEventSystem(configuration: .init(deviceDirectory: mount, shape: .dedicatedThread), loop: loop)
@@ -144,7 +144,7 @@ struct Soak: ParsableCommand {
             "mountsLeft": Self.measure().mounts, "phases": phases, "interruptedBy": interrupted.value,
         ]
         let data = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
-        writeLine(String(decoding: data, as: UTF8.self))
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
     typealias Measure = (descriptors: Int, resident: Int, heap: Int, mounts: Int)
