@@ -3,7 +3,7 @@
 // keys and touches to the app in front; F1 (which the server consumes, as SpringBoard
 // consumes the lock button) brings the next app to the front.
 //
-//   swift run kiosk-server                          # the demo: the server, two apps, scripted input
+//   swift run kiosk-server [--recordings DIR]       # the demo: the server, two apps, scripted input
 //   swift run kiosk-server serve --devices /dev/input [--name NAME]   # a server over real devices
 //   swift run kiosk-server app TITLE [--name NAME]  # one kiosk app (a client)
 //
@@ -25,29 +25,41 @@ func say(_ line: String) {
     _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
 
+/// Ends the program with one line on standard error and `status` (sysexits: 64 usage,
+/// 66 an input missing).
+func fail(_ problem: String, status: Int32) -> Never {
+    let bytes = Array("kiosk-server: \(problem)\n".utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    exit(status)
+}
+
 func usage(_ problem: String) -> Never {
-    say("kiosk-server: \(problem)")
-    say("usage: kiosk-server [serve --devices DIR | app TITLE] [--name NAME]")
-    exit(64)
+    fail("\(problem); usage: kiosk-server [--recordings DIR | serve --devices DIR | app TITLE] [--name NAME]", status: 64)
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 var serverName = "kiosk.\(getpid())"
-if let index = arguments.firstIndex(of: "--name") {
-    guard index + 1 < arguments.count else { usage("--name needs a port name") }
-    serverName = arguments[index + 1]
+var recordingsFolder = "devices"
+for option in ["--name", "--recordings"] {
+    guard let index = arguments.firstIndex(of: option) else { continue }
+    guard index + 1 < arguments.count else { usage("\(option) needs a value") }
+    if option == "--name" { serverName = arguments[index + 1] } else { recordingsFolder = arguments[index + 1] }
     arguments.removeSubrange(index...(index + 1))
 }
 
-switch arguments.first {
-case nil: try runDemo(name: serverName)
-case "serve":
-    guard arguments.count == 3, arguments[1] == "--devices" else { usage("serve needs --devices DIR") }
-    try runServer(name: serverName, devices: .init(deviceDirectory: arguments[2], shape: .dedicatedThread), script: nil)
-case "app":
-    guard arguments.count == 2 else { usage("app needs a TITLE") }
-    try runApp(title: arguments[1], server: serverName)
-default: usage("unknown command '\(arguments[0])'")
+do {
+    switch arguments.first {
+    case nil: try runDemo(name: serverName, recordings: recordingsFolder)
+    case "serve":
+        guard arguments.count == 3, arguments[1] == "--devices" else { usage("serve needs --devices DIR") }
+        try runServer(name: serverName, devices: .init(deviceDirectory: arguments[2], shape: .dedicatedThread), script: nil)
+    case "app":
+        guard arguments.count == 2 else { usage("app needs a TITLE") }
+        try runApp(title: arguments[1], server: serverName)
+    default: usage("unknown command '\(arguments[0])'")
+    }
+} catch {
+    fail("\(error)", status: 1)
 }
 
 // MARK: The app
@@ -148,9 +160,12 @@ func runServer(
 
 // MARK: The demo
 
-func runDemo(name: String) throws {
-    let touchscreen = try description(of: "devices/touchscreen-multitouch.evemu")
-    let keyboard = try description(of: "devices/keyboard.evemu")
+func runDemo(name: String, recordings: String) throws {
+    for file in ["touchscreen-multitouch.evemu", "keyboard.evemu"] where access(recordings + "/" + file, R_OK) != 0 {
+        fail("\(recordings)/\(file): no such file (run from the package's folder, or give --recordings DIR)", status: 66)
+    }
+    let touchscreen = try description(of: recordings + "/touchscreen-multitouch.evemu")
+    let keyboard = try description(of: recordings + "/keyboard.evemu")
     try runServer(name: name, devices: .init(deviceDirectory: "/tmp", nodeNames: []), streams: [touchscreen, keyboard]) {
         server, ends in
         let loop = server.loop

@@ -113,9 +113,17 @@ struct ExampleTests {
 }
 
 extension ExampleTests {
-    @Test("kiosk-server: two app processes share one touchscreen and keyboard; keys and taps reach the app in front, F1 brings the other")
+    @Test(
+        "kiosk-server: two app processes share one touchscreen and keyboard; keys and taps reach the app in front, F1 brings the other; outside the package's folder it needs --recordings"
+    )
     func kioskServer() throws {
-        let run = try Spawned(Self.example("kiosk-server"), [], directory: repository)
+        let lost = try Spawned(Self.example("kiosk-server"), [], directory: "/tmp")
+        #expect(lost.finish(timeout: .seconds(30)) == 66)
+        #expect(
+            lost.error
+                == "kiosk-server: devices/touchscreen-multitouch.evemu: no such file (run from the package's folder, or give --recordings DIR)\n",
+            "\(lost.error)")
+        let run = try Spawned(Self.example("kiosk-server"), ["--recordings", repository + "/devices"], directory: "/tmp")
         #expect(run.finish(timeout: .seconds(90)) == 0, "\(run.output)\n\(run.error)")
         let lines = run.output.split(separator: "\n").map(String.init)
         func said(_ title: String) -> [String] {

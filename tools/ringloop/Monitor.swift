@@ -45,7 +45,8 @@ struct Monitor: ParsableCommand {
               ringloop monitor --grab /dev/input/event5
               ringloop monitor --raw devices/keyboard.evemu
               ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
-              ringloop monitor --gestures --filter motion devices/motion/dualsense-shake.evemu
+              ringloop monitor --gestures --filter motion \\
+                devices/motion/dualsense-shake.evemu
               ringloop monitor --server panel
             """
     )
