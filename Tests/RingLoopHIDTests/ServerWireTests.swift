@@ -141,6 +141,18 @@ struct ServerWireTests {
         #expect(throws: ServerWire.Violation.notFinite(field: "scroll vertical")) {
             try ServerWire.Batch(decoding: ServerWire.Batch(sequence: 1, events: [scroll]).encoded)
         }
+        // A motion sample's rate below zero, and beyond Int64's range (FuzzServerWire found
+        // the conversion of the value named in the error trapping), and a count of none.
+        for (rate, count, violation) in [
+            (-3.0, UInt32(1), ServerWire.Violation.outOfRange(field: "motion sample rate", value: -3)),
+            (-1e300, 1, .outOfRange(field: "motion sample rate", value: .min)),
+            (250, 0, .outOfRange(field: "motion sample count", value: 0)),
+        ] {
+            let motion = HIDEvent(
+                device: HIDDeviceID(rawValue: 2), timestamp: .now,
+                payload: .motion(MotionEvent(acceleration: .zero, rotationRate: .zero, sampleRate: rate, sampleCount: count)))
+            #expect(throws: violation) { try ServerWire.Batch(decoding: ServerWire.Batch(sequence: 1, events: [motion]).encoded) }
+        }
     }
 
     @Test("a description with codes out of order, an axis the device lacks or a code past its type's maximum is refused")

@@ -315,7 +315,10 @@ package enum ServerWire {
         let sensorTime = try input.u64("motion sensor time")
         guard hasSensorTime || sensorTime == 0 else { throw .notCanonical(field: "motion sensor time") }
         let sampleRate = try input.f64("motion sample rate")
-        guard sampleRate >= 0 else { throw .outOfRange(field: "motion sample rate", value: Int64(sampleRate)) }
+        guard sampleRate >= 0 else {
+            // A finite double may lie beyond Int64's range: the value named is clamped to it.
+            throw .outOfRange(field: "motion sample rate", value: Int64(exactly: sampleRate.rounded(.down)) ?? .min)
+        }
         let sampleCount = try input.u32("motion sample count")
         guard sampleCount > 0 else { throw .outOfRange(field: "motion sample count", value: 0) }
         let sensors = try input.u8("motion sensors")
