@@ -1,4 +1,5 @@
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -27,6 +28,26 @@ struct AdaptiveSpinTests {
 
     @Test("work arriving faster than the window is caught by polling, and polling stays within its budget")
     func streamWithinBudget() {
+        // Polling catches work only while both threads get a core: on a machine busy with
+        // other tests a trial can see none, so up to three trials, one heavy test at a time;
+        // the budget must hold in every one.
+        var caught = false
+        for _ in 0..<3 where !caught {
+            let (hits, spent, elapsed, performed) = HeavyTests.oneAtATime { Self.streamTrial() }
+            caught = hits > 0
+            if caught { #expect(spent > 0, "work caught while polling, yet no polling time counted") }
+            #expect(performed > 1000)
+            // At most the budget per second begun, plus one window at each second's edge.
+            let seconds = elapsed / 1_000_000_000 + 1
+            let allowed = seconds * (50_000_000 + 200_000)
+            #expect(spent <= allowed, "polled \(spent) ns in \(elapsed) ns, budget \(allowed) ns")
+        }
+        #expect(caught, "no work was caught while polling in three trials")
+    }
+
+    /// Work every 50 µs for 1.5 s to a loop with a 200 µs window and a 5 % budget: the
+    /// work caught while polling, the time spent polling, the time elapsed, the performs.
+    static func streamTrial() -> (hits: UInt64, spent: UInt64, elapsed: UInt64, performed: Int) {
         let result = ThreadLock<(hits: UInt64, spent: UInt64, elapsed: UInt64, performed: Int)?>(nil)
         let stop = Atomic<Bool>(false)
         let handoff = ThreadLock<(RingRunLoop, LoopSource)?>(nil)
@@ -65,13 +86,6 @@ struct AdaptiveSpinTests {
         stop.store(true, ordering: .releasing)
         loop.wakeUp()
         receiver.join()
-        let (hits, spent, elapsed, performed) = result.withLock { $0! }
-        #expect(performed > 1000)
-        #expect(hits > 0, "no work was caught while polling")
-        // At most the budget per second begun, plus one window at each second's edge.
-        let seconds = elapsed / 1_000_000_000 + 1
-        let allowed = seconds * (50_000_000 + 200_000)
-        #expect(spent <= allowed, "polled \(spent) ns in \(elapsed) ns, budget \(allowed) ns")
-        #expect(spent > 0)
+        return result.withLock { $0! }
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -15,8 +16,10 @@ struct PortFloodTests {
     /// What the kernel may hold for one connection in one direction: a socket's send
     /// buffer (`net.core.wmem_default`, 208 KiB here) with its packets' overhead.
     static let kernelAllowanceBytes = 1 << 20
-    /// What may stay after the peers have gone, in KiB.
-    static let afterAllowanceKiB = 3 * 1024
+    /// What may stay after the peers have gone, in KiB. A sanitizer's allocator keeps freed
+    /// blocks in its own caches and quarantine (5 MiB stayed under ThreadSanitizer where
+    /// 0.4–0.9 MiB stay without): the port's own bound is the same, the allocator's is not.
+    static let afterAllowanceKiB = runningUnderSanitizer ? 8 * 1024 : 3 * 1024
 
     /// Waits until the child's port has no connection left; its resident memory then.
     private static func settledResident(_ name: String) -> Int? {

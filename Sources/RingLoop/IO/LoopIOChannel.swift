@@ -138,7 +138,7 @@ public final class LoopIOChannel: @unchecked Sendable {
 
     /// Writes `bytes` at `offset` of a file, or (`nil`) next on the stream: behind the
     /// channel's earlier writes, all of them (a partial write is continued), as
-    /// ``send(_:completion:)`` does. Writing to a pipe with no reader fails with
+    /// ``send(_:completion:)-([UInt8],_)`` does. Writing to a pipe with no reader fails with
     /// ``IOFailure/brokenPipe`` (and raises `SIGPIPE`, as `write` does: ignore it in
     /// programs that write to pipes). Once a write fails, every write queued behind it
     /// fails the same way, and so do later ones.
@@ -175,7 +175,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     }
 
     /// Sends received bytes from the buffer they arrived in, with no copy, as
-    /// ``send(_:completion:)`` sends an array. The buffer stays out of its receive until
+    /// ``send(_:completion:)-([UInt8],_)`` sends an array. The buffer stays out of its receive until
     /// the kernel has sent it (so a receive whose bytes all wait to be sent pauses, and the
     /// data waits in the socket). The bytes may come from any channel of this loop.
     @discardableResult

@@ -321,66 +321,6 @@ public final class RingRunLoop: @unchecked Sendable {
         inbox.close()
     }
 
-    // MARK: Cross-thread requests
-
-    /// Runs `body` on the loop's thread: now if called there, otherwise at the loop's
-    /// next pass (and wakes it). Dropped, unrun, once the loop's thread has exited.
-    func onLoopThread(_ body: @escaping @Sendable (RingRunLoop) -> Void) {
-        let queued = requests.withLock { requests -> Bool in
-            guard !threadExited.load(ordering: .acquiring) else { return false }
-            requests.append(body)
-            return true
-        }
-        guard queued else { return }
-        hasRequests.store(true, ordering: .releasing)
-        signal.wakeUp()
-    }
-
-    func applyRequests() {
-        guard hasRequests.load(ordering: .acquiring) else { return }
-        let pending = requests.withLock { requests -> [@Sendable (RingRunLoop) -> Void] in
-            hasRequests.store(false, ordering: .relaxed)
-            defer { requests.removeAll(keepingCapacity: true) }
-            return requests
-        }
-        for request in pending { request(self) }
-    }
-
-    // MARK: The wait core
-
-    /// Creates the loop's ring on first need (on the loop's thread, which a
-    /// `SINGLE_ISSUER` ring requires). Returns `nil` when the kernel refuses io_uring.
-    func waitCore() -> WaitCore? {
-        if let core { return core }
-        if coreError != nil { return nil }
-        do {
-            let created = try WaitCore(signal: signal, inbox: inbox)
-            core = created
-            return created
-        } catch {
-            coreError = error
-            Self.logger.error("io_uring unavailable, the loop cannot wait: \(error)")
-            return nil
-        }
-    }
-
-    /// Creates the loop's io_uring now, on the loop's thread, and reports why it cannot
-    /// be created (for example `EPERM` when `kernel.io_uring_disabled` forbids it). A
-    /// loop that cannot create its ring returns ``RunResult/finished`` from every run.
-    public func prepare() throws(RingError) {
-        preconditionOnLoopThread("prepare()")
-        if waitCore() == nil, let coreError { throw coreError }
-    }
-
-    /// A description of the loop's wait core (ring flags, wake-up mechanism), or why
-    /// it has none; loop thread.
-    public var waitCoreDescription: String {
-        preconditionOnLoopThread("waitCoreDescription")
-        if let core { return core.debugDescription }
-        if let coreError { return "no wait core: \(coreError)" }
-        return "wait core not created yet"
-    }
-
     // MARK: Waking and stopping
 
     /// Wakes the loop if it sleeps, or makes its next wait return at once (coalesced:
