@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "custom-source", targets: ["custom-source"]),
         .executable(name: "observer-trace", targets: ["observer-trace"]),
         .executable(name: "kiosk", targets: ["kiosk"]),
+        .executable(name: "kiosk-server", targets: ["kiosk-server"]),
         .executable(name: "worker-thread", targets: ["worker-thread"]),
     ],
     dependencies: [
@@ -143,6 +144,13 @@ let package = Package(
         .executableTarget(
             name: "kiosk", dependencies: ["RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices"],
             path: "Examples/Kiosk"),
+        .executableTarget(
+            name: "kiosk-server",
+            dependencies: [
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Examples/KioskServer"),
 
         // libFuzzer targets (tools/fuzz builds them with --sanitize=fuzzer,address and runs
         // them; a plain build links them as programs that do nothing).
@@ -152,6 +160,7 @@ let package = Package(
             name: "FuzzFrameDecoder", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoop"],
             path: "Fuzz/FrameDecoder"),
         .executableTarget(name: "FuzzPortWire", dependencies: ["RingLoop"], path: "Fuzz/PortWire"),
+        .executableTarget(name: "FuzzServerWire", dependencies: ["RingLoopHID"], path: "Fuzz/ServerWire"),
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
 

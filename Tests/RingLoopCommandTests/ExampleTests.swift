@@ -114,6 +114,35 @@ struct ExampleTests {
 
 extension ExampleTests {
     @Test(
+        "kiosk-server: two app processes share one touchscreen and keyboard; keys and taps reach the app in front, F1 brings the other; outside the package's folder it needs --recordings"
+    )
+    func kioskServer() throws {
+        let lost = try Spawned(Self.example("kiosk-server"), [], directory: "/tmp")
+        #expect(lost.finish(timeout: .seconds(30)) == 66)
+        #expect(
+            lost.error
+                == "kiosk-server: devices/touchscreen-multitouch.evemu: no such file (run from the package's folder, or give --recordings DIR)\n",
+            "\(lost.error)")
+        let run = try Spawned(Self.example("kiosk-server"), ["--recordings", repository + "/devices"], directory: "/tmp")
+        #expect(run.finish(timeout: .seconds(90)) == 0, "\(run.output)\n\(run.error)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        func said(_ title: String) -> [String] {
+            lines.filter { $0.hasPrefix(title + ": ") }.map { String($0.dropFirst(title.count + 2)) }
+        }
+        let left = said("Left").filter { $0.hasPrefix("typed ") || $0.hasPrefix("tap") || $0.hasPrefix("in ") }
+        let right = said("Right").filter { $0.hasPrefix("typed ") || $0.hasPrefix("tap") || $0.hasPrefix("in ") }
+        #expect(left.filter { $0.hasPrefix("typed ") } == ["typed h", "typed i", "typed o", "typed k", "typed \"hiok\""], "\(run.output)")
+        #expect(right.filter { $0.hasPrefix("typed ") } == ["typed y", "typed o", "typed \"yo\""], "\(run.output)")
+        #expect(left.filter { $0.hasPrefix("tap") }.count == 1 && right.filter { $0.hasPrefix("tap") }.count == 1, "\(run.output)")
+        #expect(Array(left.filter { $0.hasPrefix("in ") }.prefix(3)) == ["in front", "in the back", "in front"], "\(run.output)")
+        #expect(Array(right.filter { $0.hasPrefix("in ") }.prefix(2)) == ["in front", "in the back"], "\(run.output)")
+        #expect(!run.output.contains("typed f"), "the server consumed F1")
+        let focus = lines.filter { $0.hasPrefix("server: focus to") }
+        #expect(Array(focus.prefix(3)) == ["server: focus to Left", "server: focus to Right", "server: focus to Left"], "\(run.output)")
+        #expect(lines.contains("server: Left detached") && lines.contains("server: Right detached"), "\(run.output)")
+    }
+
+    @Test(
         "kiosk outside the package's folder ends with one line and status 66, not a backtrace; --recordings finds them",
         .enabled(if: FUSEHere.usable, FUSEHere.missing))
     func kioskElsewhere() throws {

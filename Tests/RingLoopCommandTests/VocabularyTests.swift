@@ -12,6 +12,7 @@ extension CommandTests {
         arguments: [
             ["monitor", "/nonexistent-input"], ["replay", "/nonexistent-input"], ["record", "/nonexistent-input"],
             ["describe", "/nonexistent-input"], ["demo", "--recordings", "/nonexistent-input"],
+            ["serve", "test.vocabulary", "/nonexistent-input"],
             [
                 "replay", "devices/real/evemu-devices/touchpads/SynPS2 Synaptics TouchPad.leftmove.events", "--description",
                 "/nonexistent-input",
@@ -47,7 +48,7 @@ extension CommandTests {
 
     @Test("--help's discussions are wrapped as written: the same text at 80 columns as at 200 (no orphaned lines), in ASCII")
     func helpWrapping() throws {
-        for command in [[], ["demo"], ["devices"], ["monitor"], ["describe"], ["record"], ["replay"], ["doctor"]] {
+        for command in [[], ["demo"], ["devices"], ["monitor"], ["describe"], ["record"], ["replay"], ["serve"], ["doctor"]] {
             let narrow = try runCommand(command + ["--help"], timeout: 20, environment: ["COLUMNS": "80"])
             let wide = try runCommand(command + ["--help"], timeout: 20, environment: ["COLUMNS": "200"])
             // The discussion: after the overview (wrapped by argument-parser, one sentence),

@@ -11,9 +11,9 @@ struct BenchServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-server", abstract: "Run one benchmark server (used by bench).", shouldDisplay: false)
 
-    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "close-ringloop"]
+    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "close-ringloop", "hid"]
 
-    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket or close-ringloop.")
+    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket, close-ringloop or hid (an event server).")
     var kind: String
     @Argument(help: "The port or socket name (port, seqpacket); the connections to wait for (close-ringloop).")
     var name: String = ""
@@ -22,13 +22,15 @@ struct BenchServer: ParsableCommand {
         guard Self.kinds.contains(kind) else {
             throw ValidationError("unknown server '\(kind)'; valid: \(Self.kinds.joined(separator: ", "))")
         }
-        if kind == "port" || kind == "seqpacket", name.isEmpty { throw ValidationError("\(kind) needs a name") }
+        if kind == "port" || kind == "seqpacket" || kind == "hid", name.isEmpty { throw ValidationError("\(kind) needs a name") }
         if kind == "close-ringloop", (Int(name) ?? 0) < 1 {
             throw ValidationError("close-ringloop needs a number of connections (1 or more), not '\(name)'")
         }
     }
 
     func run() throws {
+        // The event server reads its standard input itself (its CPU time on request).
+        if kind == "hid" { return try ServerBench.serve(name) }
         // The parent closing our standard input ends the server.
         Thread.detachNewThread {
             while readLine() != nil {}

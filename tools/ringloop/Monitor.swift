@@ -34,6 +34,10 @@ struct Monitor: ParsableCommand {
             A pass of the loop longer than --stall-threshold milliseconds is a stall: it is
             reported on standard error and counted in the summary.
 
+            --server NAME attaches to an event server (ringloop serve NAME) as a client:
+            it prints what the server sends this client (the focused one gets keys and
+            touches), and attaches again when a server of that name comes back.
+
             Examples:
               ringloop monitor /dev/input/event3
               ringloop monitor devices/touchpad.evemu --json
@@ -43,6 +47,7 @@ struct Monitor: ParsableCommand {
               ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
               ringloop monitor --gestures --filter motion \\
                 devices/motion/dualsense-shake.evemu
+              ringloop monitor --server panel
             """
     )
 
@@ -90,7 +95,14 @@ struct Monitor: ParsableCommand {
     @Option(help: "The device description (evemu or libinput record) for recordings of events only.", completion: .file())
     var description: String?
 
+    @Option(help: "Attach to the event server NAME (ringloop serve) as its client instead of reading devices.")
+    var server: String?
+
+    @Flag(help: "With --server: ask for the focus on attaching.")
+    var requestFocus = false
+
     func validate() throws {
+        try validateServer()
         _ = try eventFilter()
         if raw, filter != nil || deviceClass != nil {
             throw ValidationError("--filter and --device-class choose HID events; --raw prints every evdev event")
@@ -108,6 +120,7 @@ struct Monitor: ParsableCommand {
 
     func run() throws {
         try Failure.reporting("monitor") {
+            if let server { return try monitorServer(server, try settings()) }
             var kinds: [String: InputPath] = [:]
             for input in inputs { kinds[input] = try InputPath.require(input, [.node, .folder, .recording], expected: Self.accepted) }
             if raw { return try runRaw(kinds: kinds) }

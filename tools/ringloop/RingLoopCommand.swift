@@ -16,7 +16,7 @@ struct RingLoopCommand: ParsableCommand {
             """,
         version: PackageVersion.current,
         subcommands: [
-            Demo.self, Devices.self, Monitor.self, Describe.self, Record.self, ReplayCommand.self, Doctor.self,
+            Demo.self, Devices.self, Monitor.self, Describe.self, Record.self, ReplayCommand.self, Serve.self, Doctor.self,
             KernelCheck.self,
         ]
     )

@@ -210,7 +210,7 @@ public final class ReplaySession: Sendable {
     /// finishes at once, with nothing sent) and returns how it ended.
     @discardableResult
     public func wait() -> Outcome {
-        let started = state.withLock { $0.coordinator != nil }
+        let started = state.withLock { $0.coordinator != nil || $0.outcome != nil }
         guard started else {
             return Outcome(framesSent: 0, frameCount: frameCount, cancelled: cancelled.load(ordering: .acquiring), failures: [])
         }
@@ -229,6 +229,9 @@ public final class ReplaySession: Sendable {
         if let coordinator {
             _ = done.wait(until: nil)
             coordinator.join()
+            // The thread's body holds the session: dropping the thread ends that cycle (it
+            // leaked a session closed after a cancelled replay: LeakSanitizer failed serve).
+            state.withLock { $0.coordinator = nil }
         }
         host.close()
     }

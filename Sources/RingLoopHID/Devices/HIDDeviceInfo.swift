@@ -328,6 +328,8 @@ public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
     case noSuchDevice(HIDDeviceID)
     /// The device has no LED with this code; `available` lists those it has.
     case noSuchLED(code: UInt16, device: HIDDeviceID, available: Set<UInt16>)
+    /// An event server could not be served or reached: its port name, and why.
+    case server(name: String, reason: String)
 
     public var description: String {
         switch self {
@@ -340,6 +342,7 @@ public enum HIDError: Error, Hashable, Sendable, CustomStringConvertible {
         case .ring(let error): return "the event system's ring failed: \(error)"
         case .configuration(let message): return message
         case .noSuchDevice(let id): return "no attached device has id \(id.rawValue)"
+        case .server(let name, let reason): return "event server '\(name)': \(reason)"
         case .noSuchLED(let code, let device, let available):
             let names = available.sorted().map { Evdev.shownName(ofCode: $0, type: Evdev.EV_LED) }
             return "device \(device.rawValue) has no LED \(Evdev.shownName(ofCode: code, type: Evdev.EV_LED))"

@@ -13,7 +13,7 @@ public struct HIDDeviceID: Hashable, Sendable, CustomStringConvertible {
 /// A small value type of fixed size (81 bytes), so the event queue holds events without
 /// allocating and copying one is cheap: a multitouch frame's contacts (up to
 /// ``DigitizerFrame/capacity``) are in a buffer the frame shares (copy on write).
-public struct HIDEvent: Sendable {
+public struct HIDEvent: Sendable, Equatable {
     /// The device that sent it.
     public var device: HIDDeviceID
     /// When the kernel stamped the frame (`CLOCK_MONOTONIC`).
@@ -28,7 +28,7 @@ public struct HIDEvent: Sendable {
     }
 
     /// What an event says.
-    public enum Payload: Sendable {
+    public enum Payload: Sendable, Equatable {
         case key(KeyEvent)
         case button(ButtonEvent)
         case pointerMotion(dx: Int32, dy: Int32)

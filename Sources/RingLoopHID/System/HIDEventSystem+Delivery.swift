@@ -57,6 +57,7 @@ extension HIDEventSystem {
     /// Source0: deliver every queued event to the handlers, then, after a loss, the
     /// notice and the difference that brings each affected device's view up to date.
     func drainQueue() {
+        defer { afterDrain?() }
         let dropped = queue.takeDroppedCount()
         while let event = queue.pop() { deliver(event) }
         let total = dropped + forwardedDrops

@@ -106,6 +106,7 @@ extension HIDEventSystem {
             else { continue }
             if Self.callHandler(handlers[index].body, event) == .consumed { return }
         }
+        finalStage?(event)
     }
 
     /// Stable name for profiles: time here is the application's.

@@ -95,6 +95,10 @@ public final class HIDEventSystem {
         /// and wherever the kernel cannot (it falls back per device, as when the kernel
         /// predates multishot reads); ``DeviceReadPath/poll`` reads everything by poll then read.
         public var readPath: DeviceReadPath
+        /// The event server this system is a client of, instead of reading devices itself
+        /// (see ``init(server:namespace:trusting:clientName:subscribedKinds:subscribedDeviceClasses:requestsFocus:queueCapacity:)``);
+        /// `nil` for a system that reads its own devices.
+        public var server: ServerAttachment?
 
         public init(
             deviceDirectory: String = "/dev/input", shape: Shape = .clientLoop, queueCapacity: Int = 1024,
@@ -178,6 +182,11 @@ public final class HIDEventSystem {
     /// Gesture recognizers and the tracking run, once a recognizer is added or tracking
     /// is configured.
     var gestures: GestureMachinery?
+    /// Where events that no handler consumed go next (an event server's clients).
+    var finalStage: ((HIDEvent) -> Void)?
+    /// Called each time the queue has been drained (an event server's batches go out, a
+    /// client acknowledges).
+    var afterDrain: (() -> Void)?
     /// Motion recognizers, once one is added.
     var motion: MotionMachinery?
 
@@ -241,6 +250,20 @@ public final class HIDEventSystem {
             directory: configuration.deviceDirectory, grab: configuration.grabDevices,
             openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval,
             nodeNames: configuration.nodeNames, readPath: configuration.readPath, readCalls: readCalls)
+        if let server = configuration.server {
+            let feed = ServerDeviceFeed(
+                attachment: server, loop: loop,
+                sink: { [unowned self] event in self.enqueue(event) },
+                onError: { [unowned self] error in self.report(error) },
+                table: deviceTable)
+            self.feed = feed
+            afterDrain = { [unowned feed] in feed.acknowledge() }
+            do throws(HIDError) { try feed.start() } catch {
+                stop()
+                throw error
+            }
+            return
+        }
         switch configuration.shape {
         case .clientLoop:
             let feed = LocalDeviceFeed(
@@ -284,6 +307,10 @@ public final class HIDEventSystem {
             close(fileDescriptor.rawValue)
             throw .configuration("attachStream: the event system is not started")
         }
+        if feed is ServerDeviceFeed {
+            close(fileDescriptor.rawValue)
+            throw .configuration("attachStream: a client of an event server reads no devices of its own")
+        }
         guard let id = feed.attachStream(fd: fileDescriptor.rawValue, description: description) else {
             throw .configuration("attachStream: the event system's thread is not reading devices")
         }
@@ -319,6 +346,7 @@ public final class HIDEventSystem {
         coalescingObserver?.invalidate()
         coalescingObserver = nil
         (feed as? ThreadedDeviceFeed)?.invalidate()
+        if feed is ServerDeviceFeed { afterDrain = nil }
         feed = nil
         dispatchSource?.invalidate()
         dispatchSource = nil

@@ -1,0 +1,53 @@
+// libFuzzer target: the event server's messages as a server and as a client read them
+// (RingLoopHID's ServerWire). The first byte picks the message: 0 an event batch, 1 a
+// device description, 2 a hello, 3 an acknowledgement, 4 a welcome, 5 a focus change,
+// 6 a token; the rest is the message's bytes. Nothing may trap; whatever decodes must
+// encode to bytes that decode to the same value, and a batch's events must hold only
+// what their fields allow (contact counts, codes, finite numbers).
+// Build and run with tools/fuzz.
+import RingLoopHID
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzServerWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size > 0 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    do throws(ServerWire.Violation) {
+        switch data[0] % 7 {
+        case 0:
+            let batch = try ServerWire.Batch(decoding: bytes)
+            precondition(batch.events.count <= ServerWire.maximumBatchEvents, "a batch of \(batch.events.count) events")
+            for event in batch.events {
+                if case .digitizer(let frame) = event.payload { precondition(frame.count <= DigitizerFrame.capacity) }
+            }
+            let again = try ServerWire.Batch(decoding: batch.encoded)
+            precondition(again.sequence == batch.sequence && again.events == batch.events, "a batch did not read back the same")
+        case 1:
+            let device = try ServerWire.decodeDevice(bytes)
+            let again = try ServerWire.decodeDevice(ServerWire.encode(device))
+            precondition(again == device, "a device did not read back the same")
+        case 2:
+            let hello = try ServerWire.Hello(decoding: bytes)
+            let again = try ServerWire.Hello(decoding: hello.encoded)
+            precondition(again == hello, "a hello did not read back the same")
+        case 3:
+            let ack = try ServerWire.Ack(decoding: bytes)
+            let again = try ServerWire.Ack(decoding: ack.encoded)
+            precondition(again == ack)
+        case 4:
+            let welcome = try ServerWire.Welcome(decoding: bytes)
+            let again = try ServerWire.Welcome(decoding: welcome.encoded)
+            precondition(again == welcome)
+        case 5:
+            let focused = try ServerWire.decodeFocus(bytes)
+            let again = try ServerWire.decodeFocus(ServerWire.focus(focused))
+            precondition(again == focused)
+        default:
+            let token = try ServerWire.decodeToken(bytes)
+            let again = try ServerWire.decodeToken(ServerWire.token(token))
+            precondition(again == token)
+        }
+    } catch {
+        _ = error.description
+    }
+    return 0
+}

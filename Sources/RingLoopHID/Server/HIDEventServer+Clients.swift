@@ -1,0 +1,136 @@
+import RingLoop
+
+// Clients attaching, acknowledging, asking for the focus and going.
+extension HIDEventServer {
+    // MARK: Messages from clients
+
+    func received(_ message: ReceivedMessage) -> [UInt8]? {
+        let sender: PeerCredentials
+        switch message.sender {
+        case .thisProcess: sender = .ofThisProcess
+        case .process(let credentials): sender = credentials
+        }
+        do throws(ServerWire.Violation) {
+            switch ServerWire.MessageID(rawValue: message.msgid) {
+            case .hello:
+                return attach(try ServerWire.Hello(decoding: message.data), from: sender).encoded
+            case .ack:
+                let ack = try ServerWire.Ack(decoding: message.data)
+                client(ack.token, sender)?.acknowledge(ack.sequence, server: self)
+                armWatch()
+            case .requestFocus:
+                guard let client = client(try ServerWire.decodeToken(message.data), sender) else { break }
+                if configuration.focusRequestAccess.admits(sender) {
+                    focus(client.id)
+                } else {
+                    Self.logger.notice(
+                        "event server '\(configuration.name)': \(client.hello.name) (\(sender)) may not take the focus")
+                }
+            case .goodbye:
+                if let client = client(try ServerWire.decodeToken(message.data), sender) { detach(client) }
+            default:
+                Self.logger.warning("event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
+            }
+        } catch {
+            Self.logger.warning("event server '\(configuration.name)': drops a message from \(sender): \(error)")
+        }
+        return nil
+    }
+
+    /// The client with `token`, if the message comes from its process.
+    func client(_ token: UInt64, _ sender: PeerCredentials) -> ServedClient? {
+        guard let client = byToken[token], client.credentials.pid == sender.pid, client.credentials.uid == sender.uid else {
+            return nil
+        }
+        return client
+    }
+
+    func attach(_ hello: ServerWire.Hello, from sender: PeerCredentials) -> ServerWire.Welcome {
+        func refuse(_ reason: String) -> ServerWire.Welcome {
+            Self.logger.notice("event server '\(configuration.name)' refuses \(hello.name) (\(sender)): \(reason)")
+            return ServerWire.Welcome(focused: false, window: 1, refusal: reason)
+        }
+        guard order.count < configuration.maximumClients else {
+            return refuse("the server has \(order.count) clients, as many as it allows")
+        }
+        guard byToken[hello.token] == nil else { return refuse("another client has its token") }
+        let remote: RemoteMessagePort
+        do {
+            remote = try RemoteMessagePort(name: hello.port, namespace: configuration.namespace, trusting: .users([sender.uid]))
+        } catch {
+            return refuse("its port '\(hello.port)': \(error)")
+        }
+        guard remote.owner.pid == sender.pid else {
+            return refuse("its port '\(hello.port)' is held by pid \(remote.owner.pid), not by the client")
+        }
+        var hello = hello
+        hello.kinds.formIntersection(Self.unfocusedKinds)
+        if !hello.deviceClasses.isEmpty, !configuration.observerAccess.admits(sender) {
+            Self.logger.notice(
+                "event server '\(configuration.name)': \(hello.name) (\(sender)) may not observe devices without the focus")
+            hello.deviceClasses = []
+        }
+        let client = ServedClient(
+            id: HIDServerClient.ID(rawValue: nextClientID), hello: hello, credentials: sender, port: remote)
+        nextClientID += 1
+        served[client.id] = client
+        order.append(client)
+        byToken[hello.token] = client
+        let handle = handle
+        let loop = loop
+        let id = client.id
+        remote.setInvalidationCallback { _ in
+            loop.perform(inModes: [.common]) {
+                guard let server = handle.server, let client = server.served[id] else { return }
+                server.clientWentAway(client)
+            }
+            loop.wakeUp()
+        }
+        Self.logger.debug("event server '\(configuration.name)': client \(hello.name) (\(sender)) attached")
+        introduce(client)
+        let wantsFocus =
+            (hello.wantsFocus && configuration.focusRequestAccess.admits(sender))
+            || configuration.focusOnAttach == .newest || (configuration.focusOnAttach == .first && focused == nil)
+        notify(.attached(client.info))
+        if wantsFocus { focus(client.id) }
+        client.flush(server: self)
+        armWatch()
+        return ServerWire.Welcome(focused: focused === client, window: UInt32(clamping: max(1, configuration.maximumOutstandingBatches)))
+    }
+
+    /// A new client gets the devices attached, and the state of what it subscribed to
+    /// that is not bound to the focus (switches).
+    func introduce(_ client: ServedClient) {
+        let now = MonotonicInstant.now
+        for (id, device) in liveDevices.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            client.announce(device, HIDEvent(device: id, timestamp: now, payload: .deviceAdded), server: self)
+        }
+        for id in liveDevices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            var target = VisibleState()
+            if client.hello.kinds.contains(.switchChanged) { target.switches = truth[id].switches }
+            for event in VisibleState().difference(to: target, device: id, at: now) { client.take(event, server: self) }
+        }
+    }
+
+    /// A client said goodbye, or its process ended.
+    func detach(_ client: ServedClient) {
+        clientWentAway(client)
+    }
+
+    func clientWentAway(_ client: ServedClient) {
+        guard !client.gone, served[client.id] != nil else { return }
+        client.gone = true
+        served[client.id] = nil
+        order.removeAll { $0 === client }
+        byToken[client.hello.token] = nil
+        focusHistory.removeAll { $0 == client.id }
+        Self.logger.debug("event server '\(configuration.name)': client \(client.hello.name) (\(client.credentials)) detached")
+        notify(.detached(client.info))
+        if focused === client {
+            focused = nil
+            let next = focusHistory.last
+            notify(.focusChanged(from: client.id, to: nil))
+            if let next { focus(next) }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import RingLoop
+
+// The last stage of the server's chain: what the server's handlers left goes to clients.
+extension HIDEventServer {
+    /// Routes one event that no handler of the server consumed (server loop).
+    func route(_ event: HIDEvent) {
+        truth.apply(event)
+        let clients = order
+        switch event.kind {
+        case .deviceAdded:
+            guard let device = system.device(event.device) else { return }
+            liveDevices[event.device] = device
+            for client in clients where !client.gone { client.announce(device, event, server: self) }
+        case .deviceRemoved:
+            guard liveDevices.removeValue(forKey: event.device) != nil else { return }
+            for client in clients where !client.gone { client.take(event, server: self) }
+        case .eventsDropped:
+            for client in clients where !client.gone { client.take(event, server: self) }
+        default:
+            guard let device = liveDevices[event.device] else { return }
+            let bound = !Self.unfocusedKinds.contains(event.kind)
+            for client in clients where !client.gone {
+                let wanted =
+                    client.observes(device)
+                    || (bound ? client === focused : client.hello.kinds.contains(event.kind))
+                guard wanted, let admitted = Self.admit(event, seen: client.shadow[event.device]) else { continue }
+                client.take(admitted, server: self)
+            }
+        }
+    }
+
+    /// Sends every client's gathered frame (after the server's queue drained, and before
+    /// its loop waits).
+    func flushAll() {
+        for client in order where !client.gone { client.flush(server: self) }
+        armWatch()
+    }
+
+    /// What of `event` a client that has seen `seen` of its device may get: no release of
+    /// what it never saw pressed, no move or end of a touch that began elsewhere (a touch
+    /// stays with the client where it began), no pen leaving that it never saw come.
+    static func admit(_ event: HIDEvent, seen: VisibleState) -> HIDEvent? {
+        switch event.payload {
+        case .key(let key) where key.state != .down:
+            return seen.keys.contains(key.code) ? event : nil
+        case .button(let button) where !button.isDown:
+            return seen.buttons.contains(button.code) ? event : nil
+        case .gamepadButton(let button) where !button.isDown:
+            return seen.gamepadButtons.contains(button.code) ? event : nil
+        case .pen(let pen) where !pen.inProximity:
+            return seen.pen != nil ? event : nil
+        case .digitizer(let frame):
+            var kept = DigitizerFrame()
+            kept.isBoundingBox = frame.isBoundingBox
+            kept.buttonDown = frame.buttonDown
+            var live = 0
+            for index in 0..<frame.count {
+                let contact = frame[index]
+                guard contact.phase == .began || seen.touches.index(of: contact.trackingID) != nil else { continue }
+                kept.append(contact)
+                if contact.phase != .ended && contact.phase != .cancelled { live += 1 }
+            }
+            if kept.count == frame.count { return event }
+            if kept.count == 0 { return nil }
+            kept.fingerCount = live
+            var admitted = event
+            admitted.payload = .digitizer(kept)
+            return admitted
+        default:
+            return event
+        }
+    }
+
+    // MARK: Not responding
+
+    /// Arms the timer that looks for clients that stopped acknowledging, if one is needed
+    /// and none is armed.
+    func armWatch() {
+        guard watchTimer == nil, let deadline = earliestDeadline() else { return }
+        let handle = handle
+        let timer = LoopTimer(fireDate: deadline) { _ in handle.server?.checkResponding() }
+        watchTimer = timer
+        loop.add(timer, to: .common)
+    }
+
+    private func earliestDeadline() -> MonotonicInstant? {
+        order.lazy.filter { !$0.gone && !$0.notResponding }.compactMap { client -> MonotonicInstant? in
+            guard let oldest = client.outstanding.first else { return nil }
+            return max(oldest.sentAt, client.lastAckAt).advanced(by: self.configuration.notRespondingTimeout)
+        }.min()
+    }
+
+    func checkResponding() {
+        watchTimer = nil
+        let now = MonotonicInstant.now
+        for client in order where !client.gone && !client.notResponding {
+            guard let oldest = client.outstanding.first,
+                now >= max(oldest.sentAt, client.lastAckAt).advanced(by: configuration.notRespondingTimeout)
+            else { continue }
+            client.notResponding = true
+            client.flush(server: self)
+            client.lagging = true
+            Self.logger.warning(
+                "event server '\(configuration.name)': client \(client.hello.name) (\(client.credentials)) is not responding: \(client.outstanding.count) batches unacknowledged for \(configuration.notRespondingTimeout); its events are dropped until it catches up"
+            )
+            notify(.notResponding(client.info))
+        }
+        armWatch()
+    }
+}
+
+extension ServedClient {
+    /// Whether the client receives every event of `device` whatever the focus (it
+    /// subscribed to one of the device's roles, and the server allowed it).
+    func observes(_ device: HIDDeviceInfo) -> Bool {
+        !hello.deviceClasses.isEmpty && !hello.deviceClasses.isDisjoint(with: device.roles.union([device.deviceClass]))
+    }
+
+    /// A device's description, then its addition (both wait while the client lags).
+    func announce(_ device: HIDDeviceInfo, _ added: HIDEvent, server: HIDEventServer) {
+        if !lagging {
+            flush(server: server)
+        }
+        if !lagging {
+            switch sendDescription(device) {
+            case .sent: break
+            case .full: lagging = true
+            case .gone:
+                server.clientWentAway(self)
+                return
+            }
+        }
+        take(added, server: server)
+    }
+}

@@ -1,0 +1,275 @@
+import Logging
+import RingLoop
+
+/// An input server: it owns the devices and forwards their events to client processes,
+/// as SpringBoard and backboardd forward `IOHIDEvent`s to the app in front through a Mach
+/// port, Android's InputDispatcher through an input channel per window, and a Wayland
+/// compositor through its seat.
+///
+/// The server is itself a run-loop app. Its ``system`` is an ordinary ``HIDEventSystem``
+/// (devices, hotplug, decoding, resync, key repeat): handlers added to it run first and
+/// may consume an event — a power key, a lid switch, a key that moves the focus — and a
+/// last, internal stage routes what is left to the clients, one named-port message per
+/// frame per client, timestamps kept. A client is a ``HIDEventSystem`` made with
+/// ``HIDEventSystem/Configuration/init(server:namespace:trusting:clientName:subscribedKinds:subscribedDeviceClasses:requestsFocus:queueCapacity:)``:
+/// the same handlers, gestures and async sequences as a system that reads its own devices.
+///
+/// ```swift
+/// let server = HIDEventServer(configuration: .init(name: "panel", devices: .init(deviceDirectory: "/dev/input")))
+/// server.system.addHandler(usage: HIDUsage(page: 0x07, usage: 0x3a)) { event in   // F1
+///     if case .key(let key) = event.payload, key.state == .down { server.focusNext() }
+///     return .consumed
+/// }
+/// try server.start()
+/// RingRunLoop.current.run()
+/// ```
+///
+/// **Routing.** Keys, buttons, pointer motion and scrolling, touches, pens, gamepads, dials
+/// and other axes are bound to the focus: they go to the focused client alone (and to
+/// clients allowed to observe the device's class). Switches go to every client that
+/// subscribed to them; device additions and removals to every client. A touch stays with
+/// the client where it began: when the focus moves, the old client gets key-ups for its
+/// held keys and keys, buttons and its touches cancelled, and the new one starts clean —
+/// it sees neither the keys held nor the touches down when it got the focus (as UIKit and
+/// Android do; Wayland's `wl_keyboard.enter` announces held keys, which would make a key
+/// pressed in one app act again in the next), and never a key-up for a key it did not see
+/// go down.
+///
+/// **Flow control.** A client acknowledges the batches its handlers have taken (within
+/// 10 ms, or at once past a quarter of the window). The
+/// server never waits on a client: every message goes out with a zero send timeout. A
+/// client with ``Configuration/maximumOutstandingBatches`` unacknowledged, or whose port's
+/// queue is full, lags: its events are counted, not sent, and once it has acknowledged
+/// everything it gets ``HIDEvent/Payload/eventsDropped(count:)`` and the difference between
+/// what it saw and what it would have seen (key-ups, touches cancelled…). A client that
+/// acknowledges nothing for ``Configuration/notRespondingTimeout`` with batches
+/// outstanding is reported ``HIDServerClientEvent/notResponding(_:)`` (Android's 5-second
+/// ANR) and logged. One slow client never delays another.
+///
+/// **Access.** Clients are checked by the kernel's record of their process
+/// (``Configuration/clientAccess``, default the server's user); the port a client names
+/// for its events must be held by the process that said hello.
+///
+/// Thread rules: make, start, stop and call every member on the loop's thread.
+public final class HIDEventServer {
+    /// When a client gets the focus without asking for it.
+    public enum FocusOnAttach: String, Sendable, CaseIterable {
+        /// Each client that attaches gets the focus (an app launched comes to the front).
+        case newest
+        /// The first client keeps the focus until it goes; later ones wait.
+        case first
+        /// Only ``HIDEventServer/focus(_:)`` and the clients' requests move it.
+        case none
+    }
+
+    /// Settings of a server.
+    public struct Configuration: Sendable {
+        /// The server's port name, which clients attach to.
+        public var name: String
+        /// Where clients find the port.
+        public var namespace: MessagePortNamespace
+        /// The server's own devices.
+        public var devices: HIDEventSystem.Configuration
+        /// Who may attach (checked by the kernel's record of the client's process).
+        public var clientAccess: PeerPolicy
+        /// Who may receive the events of devices of chosen classes without the focus.
+        public var observerAccess: PeerPolicy
+        /// Who may take the focus by asking for it.
+        public var focusRequestAccess: PeerPolicy
+        public var focusOnAttach: FocusOnAttach
+        /// Batches sent to a client and not acknowledged, past which it lags.
+        public var maximumOutstandingBatches: Int
+        /// A client with batches outstanding that acknowledges nothing for this long is
+        /// not responding.
+        public var notRespondingTimeout: Duration
+        /// Clients at once.
+        public var maximumClients: Int
+
+        public init(
+            name: String, namespace: MessagePortNamespace = .abstract, devices: HIDEventSystem.Configuration = .init(),
+            clientAccess: PeerPolicy = .sameUser, observerAccess: PeerPolicy = .sameUser,
+            focusRequestAccess: PeerPolicy = .sameUser, focusOnAttach: FocusOnAttach = .newest,
+            maximumOutstandingBatches: Int = 256, notRespondingTimeout: Duration = .seconds(5), maximumClients: Int = 64
+        ) {
+            self.name = name
+            self.namespace = namespace
+            self.devices = devices
+            self.clientAccess = clientAccess
+            self.observerAccess = observerAccess
+            self.focusRequestAccess = focusRequestAccess
+            self.focusOnAttach = focusOnAttach
+            self.maximumOutstandingBatches = maximumOutstandingBatches
+            self.notRespondingTimeout = notRespondingTimeout
+            self.maximumClients = maximumClients
+        }
+    }
+
+    /// Kinds that are not bound to the focus: they go to every client that subscribed.
+    public static let unfocusedKinds: Set<HIDEvent.Kind> = [.switchChanged]
+
+    public let configuration: Configuration
+    /// The server's own event system: add handlers to it to see (and consume) events
+    /// before the clients do.
+    public let system: HIDEventSystem
+    /// The loop the server runs on.
+    public let loop: RingRunLoop
+    static let logger = Logger(label: "RingLoop.HIDEventServer")
+
+    var port: LocalMessagePort?
+    var served: [HIDServerClient.ID: ServedClient] = [:]
+    /// Clients in the order they attached.
+    var order: [ServedClient] = []
+    var byToken: [UInt64: ServedClient] = [:]
+    var nextClientID: UInt64 = 1
+    var focused: ServedClient?
+    /// Clients that had the focus, most recent last: the focus falls back along it.
+    var focusHistory: [HIDServerClient.ID] = []
+    /// What every event that reached the clients' stage says about each device.
+    var truth = VisibleStates()
+    /// Devices whose addition reached the clients' stage, with their descriptions.
+    var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
+    var observers: [(HIDServerClientEvent) -> Void] = []
+    var flushObserver: LoopObserver?
+    var watchTimer: LoopTimer?
+    let handle = ServerHandle()
+
+    /// A weak reference to the server for callbacks that may outlive it; used on its loop
+    /// thread only.
+    final class ServerHandle: @unchecked Sendable {
+        // @unchecked: set and read on the server's loop thread only.
+        weak var server: HIDEventServer?
+    }
+
+    /// Creates a server on `loop` (the current thread's). Nothing is opened before
+    /// ``start()``.
+    public init(configuration: Configuration, loop: RingRunLoop = .current) {
+        self.configuration = configuration
+        self.loop = loop
+        system = HIDEventSystem(configuration: configuration.devices, loop: loop)
+        handle.server = self
+    }
+
+    deinit { stop() }
+
+    /// Takes the port name, starts the devices, and serves clients.
+    /// - Throws: ``HIDError/server(name:reason:)`` when the name is taken or invalid, and
+    ///   whatever the event system's ``HIDEventSystem/start()`` throws.
+    public func start() throws(HIDError) {
+        loop.preconditionOnLoopThread("HIDEventServer.start")
+        guard port == nil else { return }
+        guard configuration.devices.server == nil else {
+            throw .configuration("an event server reads its own devices: its devices' configuration names no server")
+        }
+        let handle = handle
+        let port: LocalMessagePort
+        do {
+            port = try LocalMessagePort(
+                name: configuration.name, loop: loop, access: configuration.clientAccess,
+                namespace: configuration.namespace
+            ) { message in handle.server?.received(message) }
+        } catch {
+            throw .server(name: configuration.name, reason: error.description)
+        }
+        self.port = port
+        system.finalStage = { event in handle.server?.route(event) }
+        system.afterDrain = { handle.server?.flushAll() }
+        let observer = LoopObserver(activities: [.beforeWaiting, .exit], order: 1_000_000, label: "HIDEventServer flush") { _, _ in
+            handle.server?.flushAll()
+        }
+        flushObserver = observer
+        loop.add(observer, to: .common)
+        do throws(HIDError) { try system.start() } catch {
+            stop()
+            throw error
+        }
+        loop.add(port.source, to: .common)
+        Self.logger.debug("event server '\(configuration.name)' serves \(configuration.clientAccess)")
+    }
+
+    /// Stops the devices (clients see their keys released, touches cancelled and the
+    /// devices removed), then the port: clients see the server go.
+    public func stop() {
+        loop.preconditionOnLoopThread("HIDEventServer.stop")
+        if port != nil { system.stop() }
+        flushAll()
+        port?.invalidate()
+        port = nil
+        flushObserver?.invalidate()
+        flushObserver = nil
+        watchTimer?.invalidate()
+        watchTimer = nil
+        for client in order { client.gone = true }
+        order = []
+        served = [:]
+        byToken = [:]
+        focused = nil
+        system.finalStage = nil
+        system.afterDrain = nil
+    }
+
+    /// The clients attached, in the order they attached.
+    public var clients: [HIDServerClient] { order.map(\.info) }
+
+    /// The client with the focus, if any.
+    public var focusedClient: HIDServerClient.ID? { focused?.id }
+
+    /// Calls `body` on the loop for each change among the clients: attached, detached,
+    /// focus moved, not responding, responding again. These are the server's own events,
+    /// not devices': its handlers for them.
+    public func addClientObserver(_ body: @escaping (HIDServerClientEvent) -> Void) {
+        loop.preconditionOnLoopThread("HIDEventServer.addClientObserver")
+        observers.append(body)
+    }
+
+    func notify(_ event: HIDServerClientEvent) {
+        for observer in observers { observer(event) }
+    }
+
+    // MARK: Focus
+
+    /// Moves the focus to `client` (`nil`: to no one). The client that had it gets key-ups
+    /// for held keys, releases for held buttons and its touches cancelled; the new one
+    /// starts clean.
+    public func focus(_ client: HIDServerClient.ID?) {
+        loop.preconditionOnLoopThread("HIDEventServer.focus")
+        let target = client.flatMap { served[$0] }
+        guard target !== focused, client == nil || target != nil else { return }
+        let previous = focused
+        focused = target
+        if let previous {
+            release(previous)
+            _ = try? previous.port.send(msgid: ServerWire.MessageID.focus.rawValue, data: ServerWire.focus(false), timeout: .zero)
+        }
+        if let target {
+            target.flush(server: self)
+            focusHistory.removeAll { $0 == target.id }
+            focusHistory.append(target.id)
+            _ = try? target.port.send(msgid: ServerWire.MessageID.focus.rawValue, data: ServerWire.focus(true), timeout: .zero)
+        }
+        Self.logger.debug(
+            "event server '\(configuration.name)': focus \(previous?.hello.name ?? "(none)") → \(target?.hello.name ?? "(none)")")
+        notify(.focusChanged(from: previous?.id, to: target?.id))
+    }
+
+    /// Moves the focus to the client that attached after the focused one (the first after
+    /// the last), as a key that switches apps does.
+    public func focusNext() {
+        guard !order.isEmpty else { return }
+        let index = focused.flatMap { current in order.firstIndex { $0 === current } }.map { ($0 + 1) % order.count } ?? 0
+        focus(order[index].id)
+    }
+
+    /// Takes from a client that loses the focus everything focus-bound it holds.
+    private func release(_ client: ServedClient) {
+        let now = MonotonicInstant.now
+        client.flush(server: self)
+        for device in client.shadow.devices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            if let info = liveDevices[device], client.observes(info) { continue }
+            let state = client.shadow[device]
+            var target = VisibleState()
+            target.switches = state.switches
+            for event in state.difference(to: target, device: device, at: now) { client.take(event, server: self) }
+        }
+        client.flush(server: self)
+    }
+}

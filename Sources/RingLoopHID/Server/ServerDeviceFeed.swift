@@ -1,0 +1,309 @@
+import Glibc
+import Logging
+import RingLoop
+
+/// The third shape: a client of a ``HIDEventServer``. The devices are the server's; its
+/// events arrive at a port of this process, whose source is the client's source1 (as
+/// `__IOHIDEventSystemClientQueueCallback` is an app's): the callback pushes them into the
+/// client's queue and signals the dispatching source0, exactly as the other shapes do.
+///
+/// Attaching: the feed finds the server's port by name and checks who holds it
+/// (``HIDEventSystem/ServerAttachment/trusting``), makes its own port — open to the server's
+/// user only, and taking messages from the server's process only — and says hello with a
+/// request, whose reply says whether the server took it in. After a drain of the queue it
+/// acknowledges the last batch its handlers took (at once past a quarter of the server's
+/// window, otherwise within 10 ms). When the server goes, every device is
+/// released and removed (key-ups, touches cancelled, `deviceRemoved`), and the feed attaches
+/// again, with back-off, when a server of that name comes back.
+///
+/// Threading: confined to the client's loop thread, but for the server port's
+/// invalidation callback, which only hands a block to that loop.
+final class ServerDeviceFeed: DeviceFeed {
+    private let attachment: HIDEventSystem.ServerAttachment
+    private let loop: RingRunLoop
+    private let sink: (HIDEvent) -> Void
+    private let onError: (HIDError) -> Void
+    private let table: DeviceTable
+    private let handle = FeedHandle()
+    private static let logger = Logger(label: "RingLoop.HID.client")
+
+    /// The connection of one attachment.
+    private struct Attached {
+        var server: RemoteMessagePort
+        var own: LocalMessagePort
+        var token: UInt64
+        var serverPID: Int32
+    }
+
+    private var attached: Attached?
+    private var devices: [HIDDeviceID: HIDDeviceInfo] = [:]
+    /// What the events taken in say about each device: what to release if the server goes.
+    private var seen = VisibleStates()
+    private var lastSequence: UInt64 = 0
+    private var lastAcknowledged: UInt64 = 0
+    /// The acknowledgement waiting to go (a timer), or the retry of one that found the
+    /// server's queue full.
+    private var ackTimer: LoopTimer?
+    /// Batches after which an acknowledgement goes at once: a quarter of the server's window.
+    private var acknowledgeEvery: UInt64 = 1
+    private var reattach: LoopTimer?
+    private var backOff: Duration = .milliseconds(50)
+    private var running = false
+    private var attachments = 0
+    private(set) var isFocused = false
+    private(set) var eventsRead = 0
+
+    final class FeedHandle: @unchecked Sendable {
+        // @unchecked: set and read on the client's loop thread only.
+        weak var feed: ServerDeviceFeed?
+    }
+
+    init(
+        attachment: HIDEventSystem.ServerAttachment, loop: RingRunLoop, sink: @escaping (HIDEvent) -> Void,
+        onError: @escaping (HIDError) -> Void, table: DeviceTable
+    ) {
+        self.attachment = attachment
+        self.loop = loop
+        self.sink = sink
+        self.onError = onError
+        self.table = table
+        handle.feed = self
+    }
+
+    /// Attaches; a server that is not there yet is waited for (with back-off), any other
+    /// failure — refused, untrusted — is thrown.
+    func start() throws(HIDError) {
+        running = true
+        do throws(MessagePortError) { try attach() } catch {
+            if case .notFound = error {
+                Self.logger.notice("event server '\(attachment.name)' is not there yet; attaching when it comes")
+                scheduleReattach()
+                return
+            }
+            running = false
+            throw .server(name: attachment.name, reason: error.description)
+        }
+    }
+
+    func stop() {
+        guard running else { return }
+        running = false
+        reattach?.invalidate()
+        reattach = nil
+        ackTimer?.invalidate()
+        ackTimer = nil
+        if let attached {
+            try? attached.server.send(
+                msgid: ServerWire.MessageID.goodbye.rawValue, data: ServerWire.token(attached.token), timeout: .zero)
+        }
+        detach()
+    }
+
+    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID? { nil }
+    func readPaths() -> [HIDDeviceID: DeviceReadPath] { [:] }
+
+    // MARK: Attaching
+
+    private func attach() throws(MessagePortError) {
+        let server = try RemoteMessagePort(
+            name: attachment.name, namespace: attachment.namespace, trusting: attachment.trusting)
+        let token = UInt64.random(in: 1...UInt64.max)
+        attachments += 1
+        let portName = "\(attachment.name).client.\(getpid()).\(token % 1_000_000_000).\(attachments)"
+        let owner = server.owner
+        let handle = handle
+        // Only the server's user may connect; only the server's process is listened to.
+        let own = try LocalMessagePort(
+            name: portName, loop: loop, access: .users([owner.uid]), namespace: attachment.namespace
+        ) { message in
+            let fromServer: Bool
+            switch message.sender {
+            case .thisProcess: fromServer = owner.pid == getpid()
+            case .process(let sender): fromServer = sender.pid == owner.pid
+            }
+            guard fromServer else { return nil }
+            handle.feed?.received(message)
+            return nil
+        }
+        loop.add(own.source, to: .common)
+        let hello = ServerWire.Hello(
+            token: token, port: portName, name: attachment.clientName, kinds: attachment.subscribedKinds,
+            deviceClasses: attachment.subscribedDeviceClasses, wantsFocus: attachment.requestsFocus)
+        let welcome: ServerWire.Welcome
+        do throws(MessagePortError) {
+            let reply = try server.sendRequest(
+                msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, sendTimeout: .seconds(2),
+                replyTimeout: .seconds(5))
+            do { welcome = try ServerWire.Welcome(decoding: reply) } catch {
+                throw MessagePortError.transportError(attachment.name, reason: "its welcome: \(error)")
+            }
+        } catch {
+            own.invalidate()
+            throw error
+        }
+        if let refusal = welcome.refusal {
+            own.invalidate()
+            throw .transportError(attachment.name, reason: "the server refused this client: \(refusal)")
+        }
+        attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
+        isFocused = welcome.focused
+        acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
+        lastSequence = 0
+        lastAcknowledged = 0
+        backOff = .milliseconds(50)
+        let loop = loop
+        server.setInvalidationCallback { _ in
+            loop.perform(inModes: [.common]) { handle.feed?.serverWentAway(token: token) }
+            loop.wakeUp()
+        }
+        Self.logger.debug("attached to event server '\(attachment.name)' (\(owner))")
+    }
+
+    /// The server's process ended or invalidated its port: release and remove every
+    /// device, then look for a server of that name again.
+    private func serverWentAway(token: UInt64) {
+        guard running, attached?.token == token else { return }
+        Self.logger.notice("event server '\(attachment.name)' went away; its devices are removed")
+        detach()
+        running = true
+        scheduleReattach()
+    }
+
+    private func scheduleReattach() {
+        reattach?.invalidate()
+        let handle = handle
+        let timer = LoopTimer(after: backOff) { _ in handle.feed?.tryReattach() }
+        backOff = min(backOff * 2, .seconds(2))
+        reattach = timer
+        loop.add(timer, to: .common)
+    }
+
+    private func tryReattach() {
+        reattach = nil
+        guard running, attached == nil else { return }
+        do throws(MessagePortError) { try attach() } catch {
+            switch error {
+            case .notFound, .invalidated, .becameInvalid, .sendTimeout, .replyTimeout:
+                scheduleReattach()
+            default:
+                // Refused or untrusted: the server is there but will not have this client.
+                onError(.server(name: attachment.name, reason: error.description))
+                scheduleReattach()
+            }
+        }
+    }
+
+    /// Ends the attachment: every device is released and removed (through the queue, as a
+    /// vanished device is), and the ports go.
+    private func detach() {
+        let now = MonotonicInstant.now
+        let ids = devices.keys.sorted { $0.rawValue < $1.rawValue }
+        devices = [:]
+        table.replace([])
+        for id in ids {
+            for event in seen[id].difference(to: VisibleState(), device: id, at: now) { sink(event) }
+            sink(HIDEvent(device: id, timestamp: now, payload: .deviceRemoved))
+            seen.apply(HIDEvent(device: id, timestamp: now, payload: .deviceRemoved))
+        }
+        if let attached {
+            attached.own.invalidate()
+            self.attached = nil
+        }
+        isFocused = false
+    }
+
+    // MARK: Messages from the server
+
+    private func received(_ message: ReceivedMessage) {
+        guard attached != nil else { return }
+        do throws(ServerWire.Violation) {
+            switch ServerWire.MessageID(rawValue: message.msgid) {
+            case .device:
+                let device = try ServerWire.decodeDevice(message.data)
+                devices[device.id] = device
+            case .batch:
+                let batch = try ServerWire.Batch(decoding: message.data)
+                for event in batch.events { take(event) }
+                lastSequence = max(lastSequence, batch.sequence)
+            case .focus:
+                isFocused = try ServerWire.decodeFocus(message.data)
+            default:
+                throw .unknown(field: "message id", value: UInt64(UInt32(bitPattern: message.msgid)))
+            }
+        } catch {
+            onError(.server(name: attachment.name, reason: "it sent a message that breaks the protocol: \(error)"))
+        }
+    }
+
+    private func take(_ event: HIDEvent) {
+        eventsRead += 1
+        switch event.kind {
+        case .deviceAdded:
+            // Announced by its description first; the table changes before the event
+            // reaches handlers, as for a device of this process.
+            guard devices[event.device] != nil else { return }
+            table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
+        case .deviceRemoved:
+            guard devices.removeValue(forKey: event.device) != nil else { return }
+            table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
+        default:
+            break
+        }
+        seen.apply(event)
+        sink(event)
+    }
+
+    /// After the queue drained: tells the server the last batch the handlers took — at
+    /// once when a quarter of the server's window is unacknowledged, else within
+    /// ``acknowledgementDelay`` (one message for a burst of frames, not one per frame:
+    /// each acknowledgement wakes the server).
+    func acknowledge() {
+        guard attached != nil, lastSequence > lastAcknowledged else { return }
+        if lastSequence - lastAcknowledged >= acknowledgeEvery { return sendAcknowledgement() }
+        guard ackTimer == nil else { return }
+        let handle = handle
+        let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
+            handle.feed?.ackTimer = nil
+            handle.feed?.sendAcknowledgement()
+        }
+        ackTimer = timer
+        loop.add(timer, to: .common)
+    }
+
+    /// How long an acknowledgement may wait for more frames to cover.
+    static let acknowledgementDelay: Duration = .milliseconds(10)
+
+    private func sendAcknowledgement() {
+        guard let attached, lastSequence > lastAcknowledged else { return }
+        let ack = ServerWire.Ack(token: attached.token, sequence: lastSequence)
+        do throws(MessagePortError) {
+            try attached.server.send(msgid: ServerWire.MessageID.ack.rawValue, data: ack.encoded, timeout: .zero)
+            lastAcknowledged = lastSequence
+            ackTimer?.invalidate()
+            ackTimer = nil
+        } catch {
+            // The server's queue is full (or it is going): try again shortly.
+            guard ackTimer == nil, case .sendTimeout = error else { return }
+            let handle = handle
+            let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
+                handle.feed?.ackTimer = nil
+                handle.feed?.sendAcknowledgement()
+            }
+            ackTimer = timer
+            loop.add(timer, to: .common)
+        }
+    }
+
+    /// Asks the server for the focus.
+    func requestFocus() throws(HIDError) {
+        guard let attached else { throw .server(name: attachment.name, reason: "not attached") }
+        do {
+            try attached.server.send(
+                msgid: ServerWire.MessageID.requestFocus.rawValue, data: ServerWire.token(attached.token), timeout: .zero)
+        } catch {
+            throw .server(name: attachment.name, reason: error.description)
+        }
+    }
+
+    var isAttached: Bool { attached != nil }
+}

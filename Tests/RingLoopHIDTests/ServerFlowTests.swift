@@ -1,0 +1,120 @@
+import Glibc
+import RingLoop
+import RingLoopEvdev
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+/// A client that speaks the protocol by hand: it says hello and takes batches, and
+/// acknowledges only when told to.
+final class SilentClient {
+    let port: LocalMessagePort
+    let server: RemoteMessagePort
+    let token = UInt64.random(in: 1...UInt64.max)
+    let batches = ThreadLock<[ServerWire.Batch]>([])
+    let welcome: ServerWire.Welcome
+
+    init(server name: String, portName: String, loop: RingRunLoop, wantsFocus: Bool = true) throws {
+        let batches = batches
+        port = try LocalMessagePort(name: portName, loop: loop) { msgid, data in
+            if msgid == ServerWire.MessageID.batch.rawValue, let batch = try? ServerWire.Batch(decoding: data) {
+                batches.withLock { $0.append(batch) }
+            }
+            return nil
+        }
+        loop.add(port.source, to: .common)
+        server = try RemoteMessagePort(name: name)
+        let hello = ServerWire.Hello(token: token, port: portName, name: "silent", kinds: [], deviceClasses: [], wantsFocus: wantsFocus)
+        let reply = try server.sendRequest(msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
+        welcome = try ServerWire.Welcome(decoding: reply)
+    }
+
+    var events: [HIDEvent] { batches.withLock { $0.flatMap(\.events) } }
+    var lastSequence: UInt64 { batches.withLock { $0.map(\.sequence).max() ?? 0 } }
+
+    func acknowledge() throws {
+        try server.send(msgid: ServerWire.MessageID.ack.rawValue, data: ServerWire.Ack(token: token, sequence: lastSequence).encoded)
+    }
+}
+
+@Suite("The event server: flow control")
+struct ServerFlowTests {
+    @Test(
+        "a client that never acknowledges is reported not responding and held to its window; the others get everything; its acknowledgement brings the difference"
+    )
+    func neverAcknowledges() throws {
+        let name = ServerFocusTests.uniqueName("silent")
+        let server = try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()],
+            configure: {
+                $0.maximumOutstandingBatches = 8
+                $0.notRespondingTimeout = .milliseconds(300)
+                $0.focusOnAttach = .none
+            })
+        defer { server.stop() }
+        let keyboard = server.deviceIDs[0]
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let observer = try RecordingClient(server: name, name: "observer") { $0.server?.subscribedDeviceClasses = [.keyboard] }
+            let silent = try SilentClient(server: name, portName: name + ".silent", loop: loop)
+            #expect(silent.welcome.focused)
+            // Each frame once the observer has taken the one before (and acknowledged it):
+            // only the silent client falls behind.
+            let presses = 20
+            for press in 0..<presses {
+                server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
+                #expect(runUntil(loop) { observer.keys(Evdev.KEY_A).count == 2 * press + 1 })
+                server.write([TestFrames.key(Evdev.KEY_A, down: false)], device: 0)
+                #expect(runUntil(loop) { observer.keys(Evdev.KEY_A).count == 2 * press + 2 })
+            }
+            server.write([TestFrames.key(Evdev.KEY_C, down: true)], device: 0)
+            #expect(runUntil(loop) { observer.keys(Evdev.KEY_C) == ["down"] })
+            #expect(observer.count(.eventsDropped) == 0)
+            #expect(
+                runUntil(loop) {
+                    server.clientEvents.withLock { events in events.contains { if case .notResponding = $0 { true } else { false } } }
+                })
+            let taken = silent.batches.withLock { $0.count }
+            #expect(taken <= 8, "the silent client was sent \(taken) batches, past its window of 8")
+            let status = try server.sync { server in server.clients.first { $0.name == "silent" } }
+            #expect(status?.isResponding == false)
+            #expect(status?.outstandingBatches == taken)
+
+            try silent.acknowledge()
+            #expect(runUntil(loop) { silent.events.contains { $0.kind == .eventsDropped } })
+            #expect(runUntil(loop) { HandlerView(silent.events, device: keyboard).held == [Evdev.KEY_C] })
+            #expect(
+                runUntil(loop) {
+                    server.clientEvents.withLock { events in events.contains { if case .responding = $0 { true } else { false } } }
+                })
+            // Caught up: events flow again as they come.
+            server.write([TestFrames.key(Evdev.KEY_C, down: false)], device: 0)
+            #expect(runUntil(loop) { HandlerView(silent.events, device: keyboard).held.isEmpty })
+            observer.system.stop()
+            silent.port.invalidate()
+        }
+    }
+
+    @Test("a client whose process ended (its port gone) is detached and its focus falls back to the client before it")
+    func clientGoneFocusFallsBack() throws {
+        let name = ServerFocusTests.uniqueName("fallback")
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()], configure: { $0.focusOnAttach = .newest })
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let first = try RecordingClient(server: name, name: "first")
+            let silent = try SilentClient(server: name, portName: name + ".gone", loop: loop, wantsFocus: true)
+            #expect(silent.welcome.focused)
+            #expect(runUntil(loop) { !first.system.isFocused })
+            silent.port.invalidate()
+            #expect(runUntil(loop) { first.system.isFocused })
+            server.write([TestFrames.key(Evdev.KEY_E, down: true), TestFrames.key(Evdev.KEY_E, down: false)], device: 0)
+            #expect(runUntil(loop) { first.keys(Evdev.KEY_E) == ["down", "up"] })
+            first.system.stop()
+        }
+        #expect(try server.sync { $0.clients.count } <= 1)
+    }
+}

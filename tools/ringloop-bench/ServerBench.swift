@@ -1,0 +1,220 @@
+import Foundation
+import RingLoop
+import RingLoopBenchmarks
+import RingLoopEvdev
+import RingLoopHID
+import Synchronization
+import SystemPackage
+
+/// The event server (`HIDEventServer`) in a process of its own (`bench-server hid NAME`),
+/// fed through a FIFO that carries `input_event` records as a device does, and clients
+/// (`HIDEventSystem(configuration: .init(server:))`) on one loop of this process: device →
+/// server → client handler latency beside the in-process event-thread shape and the
+/// futex floor of the same run; the server's CPU per event per client for 1, 16 and 64
+/// clients; the clients' p99 while one more client never acknowledges.
+enum ServerBench {
+    /// The bench mouse every measurement moves.
+    static let mouse = HIDDeviceInfo.describing(
+        name: "Bench Mouse", codes: [Evdev.EV_KEY: [Evdev.BTN_LEFT, Evdev.BTN_RIGHT], Evdev.EV_REL: [Evdev.REL_X, Evdev.REL_Y]],
+        axes: [:], properties: [])
+
+    /// The server process: started, told to report its CPU time, stopped by closing its
+    /// standard input.
+    final class ServerProcess {
+        let process = Process()
+        private let input = Pipe()
+        private let output = Pipe()
+        let fifo: String
+        let name: String
+
+        init(name: String) throws {
+            self.name = name
+            process.executableURL = URL(fileURLWithPath: IOBench.benchExecutable)
+            process.arguments = ["bench-server", "hid", name]
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            let words = Self.readLine(output).split(separator: " ")
+            guard words.count == 3, words[0] == "ready" else { throw IOBench.ServerProcess.Failure.notReady("hid") }
+            fifo = String(words[2])
+        }
+
+        private static func readLine(_ output: Pipe) -> String {
+            var line: [UInt8] = []
+            var byte: UInt8 = 0
+            let reader = output.fileHandleForReading.fileDescriptor
+            while read(reader, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+            return String(decoding: line, as: UTF8.self)
+        }
+
+        /// The server process's CPU time so far, in nanoseconds.
+        func cpuNanoseconds() -> Double {
+            input.fileHandleForWriting.write(Data("cpu\n".utf8))
+            return Self.readLine(output).split(separator: " ").last.flatMap { Double($0) } ?? .nan
+        }
+
+        func stop() {
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+        }
+    }
+
+    /// What one run measured: every client handler's latency, and the server's CPU per
+    /// event per client.
+    struct Run {
+        var latencies: [Double]
+        var nanosecondsPerEventPerClient: Double
+    }
+
+    /// `clients` clients (all observing the mouse), and `silent` more that say hello and
+    /// never acknowledge; `frames` frames 1 ms apart.
+    static func run(clients: Int, silent: Int = 0, frames: Int) throws -> Run {
+        let name = "bench.hid.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let server = try ServerProcess(name: name)
+        defer { server.stop() }
+        let writeEnd = open(server.fifo, O_WRONLY | O_CLOEXEC)
+        guard writeEnd >= 0 else { throw IOBench.ServerProcess.Failure.notReady("hid (its FIFO)") }
+        defer { close(writeEnd) }
+        return onFreshThread { () -> Run in
+            let loop = RingRunLoop.current
+            var latencies: [Double] = []
+            latencies.reserveCapacity(frames * clients)
+            var systems: [HIDEventSystem] = []
+            var attached = 0
+            for index in 0..<clients {
+                let system = HIDEventSystem(
+                    configuration: .init(server: name, clientName: "bench \(index)", subscribedDeviceClasses: [.pointer]),
+                    loop: loop)
+                system.addHandler { event in
+                    switch event.kind {
+                    case .deviceAdded: attached += 1
+                    case .pointerMotion: latencies.append(Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000)
+                    default: break
+                    }
+                    return .pass
+                }
+                guard (try? system.start()) != nil else { return Run(latencies: [], nanosecondsPerEventPerClient: .nan) }
+                systems.append(system)
+            }
+            var silentPorts: [(LocalMessagePort, RemoteMessagePort)] = []
+            for index in 0..<silent {
+                guard let pair = try? silentClient(server: name, port: "\(name).silent.\(index)", loop: loop) else { continue }
+                silentPorts.append(pair)
+            }
+            let limit = MonotonicInstant.now + .seconds(20)
+            while attached < clients, MonotonicInstant.now < limit { loop.run(mode: .default, for: .milliseconds(10)) }
+            let cpuBefore = server.cpuNanoseconds()
+            let sender = Thread {
+                let frame = UnsafeMutableRawPointer.allocate(byteCount: 2 * InputEvent.size, alignment: 8)
+                defer { frame.deallocate() }
+                for index in 0..<frames {
+                    ScaleBench.writeMotion(to: writeEnd, value: index % 2 == 0 ? 1 : -1, through: frame)
+                    usleep(1000)
+                }
+            }
+            sender.start()
+            let end = MonotonicInstant.now + .seconds(60)
+            while latencies.count < frames * clients, MonotonicInstant.now < end {
+                loop.run(mode: .default, for: .milliseconds(50))
+            }
+            let cpu = server.cpuNanoseconds() - cpuBefore
+            for system in systems { system.stop() }
+            for (port, _) in silentPorts { port.invalidate() }
+            return Run(latencies: latencies, nanosecondsPerEventPerClient: cpu / Double(max(1, latencies.count)))
+        }
+    }
+
+    /// A client that says hello and never acknowledges (nor reads: its port's source is in
+    /// no mode), so its socket fills.
+    static func silentClient(server name: String, port: String, loop: RingRunLoop) throws -> (LocalMessagePort, RemoteMessagePort) {
+        let own = try LocalMessagePort(name: port, loop: loop) { _, _ in nil }
+        let remote = try RemoteMessagePort(name: name)
+        let hello = ServerWire.Hello(
+            token: UInt64.random(in: 1...UInt64.max), port: port, name: "silent", kinds: [], deviceClasses: [.pointer], wantsFocus: false)
+        _ = try remote.sendRequest(msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
+        return (own, remote)
+    }
+
+    static func results(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let frames = BenchSize.of(quick ? 300 : 2000)
+        var e2e: [(p50: Double, p99: Double)] = []
+        var inProcess: [(p50: Double, p99: Double)] = []
+        var floor: [(p50: Double, p99: Double)] = []
+        var fanout: [Int: [(ns: Double, p99: Double)]] = [1: [], 16: [], 64: []]
+        var slow: [Double] = []
+        for _ in 0..<(quick ? 1 : rounds) {
+            let one = try run(clients: 1, frames: frames)
+            if !one.latencies.isEmpty { e2e.append((percentile(one.latencies, 0.5), percentile(one.latencies, 0.99))) }
+            let local = HIDBench.endToEndPipe(quick: quick, shape: .dedicatedThread).latencies
+            if !local.isEmpty { inProcess.append((percentile(local, 0.5), percentile(local, 0.99))) }
+            let futex = try WakeUpBenchmark.run(.futex, samples: frames, gap: .milliseconds(1))
+            floor.append((percentile(futex.latencies, 0.5), percentile(futex.latencies, 0.99)))
+            for count in [1, 16, 64] {
+                let measured = count == 1 ? one : try run(clients: count, frames: frames / (count == 64 ? 2 : 1))
+                guard !measured.latencies.isEmpty else { continue }
+                fanout[count]!.append((measured.nanosecondsPerEventPerClient, percentile(measured.latencies, 0.99)))
+            }
+            let withSilent = try run(clients: 16, silent: 1, frames: frames)
+            if !withSilent.latencies.isEmpty { slow.append(percentile(withSilent.latencies, 0.99)) }
+        }
+        var results: [BenchResult] = []
+        if !e2e.isEmpty {
+            for (label, value) in [("p50", \(p50: Double, p99: Double).p50), ("p99", \.p99)] {
+                results.append(
+                    BenchResult(
+                        "server.e2e.\(label)_us", "µs", ours: median(e2e.map { $0[keyPath: value] }),
+                        peers: [
+                            "in_process_thread": inProcess.isEmpty ? nil : median(inProcess.map { $0[keyPath: value] }),
+                            "futex_floor": median(floor.map { $0[keyPath: value] }),
+                        ]))
+            }
+        }
+        for count in [1, 16, 64] where !(fanout[count]!.isEmpty) {
+            results.append(
+                BenchResult("server.fanout.\(count).ns_per_event_per_client", "ns", ours: median(fanout[count]!.map(\.ns))))
+            results.append(BenchResult("server.fanout.\(count).p99_us", "µs", ours: median(fanout[count]!.map(\.p99))))
+        }
+        if let one = fanout[1], let many = fanout[64], !one.isEmpty, !many.isEmpty {
+            // What each client adds to the server's CPU per frame, the fixed cost (the
+            // device's read, the server's wake-ups) taken out: 64 clients against 1.
+            let added = (median(many.map(\.ns)) * 64 - median(one.map(\.ns))) / 63
+            results.append(BenchResult("server.fanout.per_added_client_ns", "ns", ours: added))
+        }
+        if !slow.isEmpty {
+            let without = fanout[16]!.isEmpty ? nil : median(fanout[16]!.map(\.p99))
+            results.append(BenchResult("server.slow_client.p99_us", "µs", ours: median(slow), peers: ["without": without]))
+        }
+        return results
+    }
+
+    /// The server side (`bench-server hid NAME`): a FIFO as the mouse's stream, the server
+    /// on this process's loop; `cpu` on standard input prints the process's CPU time.
+    static func serve(_ name: String) throws {
+        let fifo = "/tmp/ringloop-bench-hid-\(getpid()).fifo"
+        unlink(fifo)
+        guard mkfifo(fifo, 0o600) == 0 else { throw IOBench.ServerProcess.Failure.notReady("hid (mkfifo)") }
+        // Read and write: the FIFO never ends while the bench opens and closes its end.
+        let fd = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        let loop = RingRunLoop.current
+        let server = HIDEventServer(
+            configuration: .init(
+                name: name, devices: .init(deviceDirectory: "/tmp", shape: .clientLoop, nodeNames: []), focusOnAttach: .first),
+            loop: loop)
+        try server.start()
+        try server.system.attachStream(fileDescriptor: FileDescriptor(rawValue: fd), description: mouse)
+        Thread.detachNewThread {
+            while let line = Swift.readLine() {
+                guard line == "cpu" else { continue }
+                var time = timespec()
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+                let text = Array("cpu \(Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec))\n".utf8)
+                _ = text.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            }
+            unlink(fifo)
+            Glibc.exit(0)
+        }
+        let line = Array("ready 0 \(fifo)\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        loop.run()
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import RingLoop
+import RingLoopHID
+import Synchronization
+
+extension Monitor {
+    /// `--server` takes no devices of its own.
+    func validateServer() throws {
+        guard let server else {
+            if requestFocus { throw ValidationError("--request-focus asks an event server: give --server NAME") }
+            return
+        }
+        guard !server.isEmpty, server.utf8.count <= LocalMessagePort.maximumNameLength else {
+            throw ValidationError("--server: the name must be 1 to \(LocalMessagePort.maximumNameLength) bytes")
+        }
+        if !inputs.isEmpty { throw ValidationError("--server NAME reads the server's devices; give no devices or recordings") }
+        if raw { throw ValidationError("--raw reads a device's evdev events; a server's client gets HID events") }
+        if grab { throw ValidationError("--grab: the server owns the devices (grab them with the server)") }
+    }
+
+    /// A client of the event server `name` on the main loop, until a signal, `duration` or
+    /// a closed standard output; prints the summary.
+    func monitorServer(_ name: String, _ settings: Settings) throws(Failure) {
+        let loop = RingRunLoop.main
+        let ended = Atomic<Bool>(false)
+        let end: @Sendable () -> Void = {
+            ended.store(true, ordering: .releasing)
+            loop.stop()
+        }
+        let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
+        defer { signals.invalidate() }
+        StandardOutput.whenClosed(end)
+        let outputWatch = StandardOutput.watchForClose(on: loop)
+        defer { outputWatch?.invalidate() }
+        let system = HIDEventSystem(
+            configuration: .init(server: name, clientName: "ringloop monitor", requestsFocus: requestFocus), loop: loop)
+        let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
+        view.attach(to: system)
+        if settings.gestures { view.attachGestures(to: system) }
+        let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in
+            printError("ringloop monitor: \(report)")
+        }
+        do { try system.start() } catch {
+            watchdog.stop()
+            throw .unavailable("\(error)")
+        }
+        if let duration = settings.duration {
+            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common)
+        }
+        while !ended.load(ordering: .acquiring) {
+            if loop.run(mode: .default, until: .distantFuture) == .finished { break }
+        }
+        system.stop()
+        watchdog.stop()
+        let summary = view.summary(
+            systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
+        if settings.json { printError(summary) } else { writeLine(summary) }
+        for problem in system.problems { printError("ringloop monitor: \(problem)") }
+    }
+}

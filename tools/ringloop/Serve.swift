@@ -1,0 +1,252 @@
+import ArgumentParser
+import RingLoop
+import RingLoopDevices
+import RingLoopEvdev
+import RingLoopHID
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve devices to client processes as an event server (HIDEventServer).",
+        discussion: """
+            Owns the devices and forwards their events to the processes attached to the
+            port NAME (clients: `ringloop monitor --server NAME`, or any program with
+            HIDEventSystem(configuration: .init(server: NAME))). Keys, touches and the
+            other focus-bound events go to the client with the focus; switches to every
+            client that asks; additions and removals to all. Arguments are as for
+            monitor: evdev nodes, one folder of them, or recordings (hosted as virtual
+            devices and replayed once, then kept until the server ends); none: every
+            device in /dev/input.
+            Prints one line per change among the clients (attached, detached, focus,
+            not responding; --json: one object per line).
+            --focus says who gets the focus as clients attach: newest (default), first,
+            or none; --focus-key KEY (e.g. KEY_F1) makes that key move the focus to the
+            next client (the server consumes it). --allow-uid and --allow-gid open the
+            server to other users (default: only its own user).
+
+            Examples:
+              ringloop serve panel
+              ringloop serve panel /dev/input/event3 /dev/input/event5 --focus-key KEY_F1
+              ringloop serve panel devices/keyboard.evemu --wait-clients 2
+            """
+    )
+
+    @Argument(help: "The server's port name.")
+    var name: String
+
+    @Argument(help: "Device nodes, a folder, or recordings.", completion: .file())
+    var inputs: [String] = []
+
+    @Option(help: "Who gets the focus as clients attach: newest, first or none.")
+    var focus: String = HIDEventServer.FocusOnAttach.newest.rawValue
+
+    @Option(help: "A key (KEY_F1, KEY_TAB...) that moves the focus to the next client; the server consumes it.")
+    var focusKey: String?
+
+    @Option(help: "Users (uids, comma-separated) allowed to attach besides the server's own.")
+    var allowUid: String?
+
+    @Option(help: "Groups (gids, comma-separated) whose members may attach.")
+    var allowGid: String?
+
+    @Option(help: "Replay recordings once this many clients are attached.")
+    var waitClients: Int = 0
+
+    @Option(help: "Replay speed factor for recordings.")
+    var speed: Double = 1
+
+    @Option(help: "The device description (evemu or libinput record) for recordings of events only.", completion: .file())
+    var description: String?
+
+    @Option(help: "Seconds without an acknowledgement after which a client is not responding.")
+    var notResponding: Double = 5
+
+    @Flag(help: "One JSON object per line.")
+    var json = false
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    func validate() throws {
+        guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else {
+            throw ValidationError("the name must be 1 to \(LocalMessagePort.maximumNameLength) bytes")
+        }
+        guard HIDEventServer.FocusOnAttach(rawValue: focus) != nil else {
+            throw ValidationError(
+                "--focus: '\(focus)' is not one of \(HIDEventServer.FocusOnAttach.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if let focusKey {
+            guard let code = Evdev.code(named: focusKey), code.type == Evdev.EV_KEY else {
+                throw ValidationError("--focus-key: '\(focusKey)' is not a key name (KEY_F1, KEY_TAB...)")
+            }
+        }
+        _ = try Self.ids(allowUid, "--allow-uid")
+        _ = try Self.ids(allowGid, "--allow-gid")
+        guard (0...64).contains(waitClients) else { throw ValidationError("--wait-clients must be 0 to 64, got \(waitClients)") }
+        try OptionRange.speed(speed)
+        try OptionRange.duration(duration)
+        guard notResponding.isFinite, notResponding >= 0.05, notResponding <= 3600 else {
+            throw ValidationError("--not-responding must be 0.05 to 3600 seconds, got \(notResponding)")
+        }
+    }
+
+    static func ids(_ text: String?, _ option: String) throws -> Set<UInt32> {
+        guard let text else { return [] }
+        var ids = Set<UInt32>()
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let id = UInt32(String(part.filter { $0 != " " })) else {
+                throw ValidationError("\(option): '\(part)' is not a number (give uids or gids, comma-separated)")
+            }
+            ids.insert(id)
+        }
+        return ids
+    }
+
+    /// What serve takes, for the messages that name it.
+    static let accepted = "an evdev device node, a folder of them, or a recording"
+
+    func run() throws {
+        try Failure.reporting("serve") {
+            var kinds: [String: InputPath] = [:]
+            for input in inputs { kinds[input] = try InputPath.require(input, [.node, .folder, .recording], expected: Self.accepted) }
+            let folders = inputs.filter { kinds[$0] == .folder }
+            let nodes = inputs.filter { kinds[$0] == .node }
+            let recordingPaths = inputs.filter { kinds[$0] == .recording }
+            guard folders.isEmpty || inputs.count == 1 else {
+                throw Failure.usage("a folder is served alone (every evdev node in it); got \(inputs.count) arguments")
+            }
+            var source = Monitor.Source.folder(folders.first ?? "/dev/input", names: nil)
+            if !nodes.isEmpty {
+                let directories = Set(nodes.map(Monitor.folder(of:)))
+                guard directories.count == 1, let directory = directories.first, recordingPaths.isEmpty else {
+                    throw Failure.usage("the device nodes must be in one folder, and not mixed with recordings")
+                }
+                source = .folder(directory, names: Set(nodes.map(Monitor.name(of:))))
+            }
+            if !recordingPaths.isEmpty {
+                // Read before any signal is blocked: a FIFO with no writer waits in open.
+                let files = try recordingPaths.map { path throws(Failure) in
+                    try RecordingInput.load(path, description: description, command: "serve").recordings
+                }
+                source = .recordings(files, speed: speed)
+            }
+            try serve(source)
+        }
+    }
+
+    /// Runs the server on the main loop until a signal, `--duration` or a closed standard
+    /// output; recordings are replayed once, after `--wait-clients` clients attached, and
+    /// their devices kept until the end.
+    private func serve(_ source: Monitor.Source) throws(Failure) {
+        let loop = RingRunLoop.main
+        let ended = Atomic<Bool>(false)
+        let end: @Sendable () -> Void = {
+            ended.store(true, ordering: .releasing)
+            loop.stop()
+        }
+        let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
+        defer { signals.invalidate() }
+        StandardOutput.whenClosed(end)
+        let outputWatch = StandardOutput.watchForClose(on: loop)
+        defer { outputWatch?.invalidate() }
+        var session: ReplaySession?
+        let directory: String
+        var names: Set<String>?
+        switch source {
+        case .folder(let folder, let chosen):
+            (directory, names) = (folder, chosen)
+        case .recordings(let files, let speed):
+            do {
+                let hosted = try ReplaySession(
+                    files: files,
+                    configuration: .init(
+                        folderPath: "/tmp/ringloop-serve-\(getpid())", bufferSize: 4096,
+                        speed: speed == 1 ? .recorded : .scaled(speed), settleTime: .milliseconds(200)))
+                session = hosted
+                directory = hosted.backend == .fuse ? hosted.folderPath : "/dev/input"
+                names = Set(hosted.nodePaths.map(Monitor.name(of:)))
+            } catch {
+                throw Failure(error)
+            }
+        }
+        defer { session?.close() }
+        let access: PeerPolicy
+        do {
+            access = .users(try Self.ids(allowUid, "--allow-uid").union([geteuid()]), groups: try Self.ids(allowGid, "--allow-gid"))
+        } catch {
+            throw Failure(error)
+        }
+        let server = HIDEventServer(
+            configuration: .init(
+                name: name, devices: .init(deviceDirectory: directory, shape: .dedicatedThread, nodeNames: names),
+                clientAccess: access, observerAccess: access, focusRequestAccess: access,
+                focusOnAttach: HIDEventServer.FocusOnAttach(rawValue: focus)!,
+                notRespondingTimeout: .milliseconds(Int(notResponding * 1000))),
+            loop: loop)
+        let json = json
+        server.addClientObserver { event in writeLine(Self.line(event, json: json)) }
+        if let focusKey, let code = Evdev.code(named: focusKey)?.code {
+            server.system.addHandler(kinds: [.key]) { [unowned server] event in
+                guard case .key(let key) = event.payload, key.code == code else { return .pass }
+                if key.state == .down { server.focusNext() }
+                return .consumed
+            }
+        }
+        do { try server.start() } catch {
+            throw .unavailable("\(error)")
+        }
+        writeLine(json ? EventFormat.jsonLine(["kind": "serving", "name": name]) : "serving \(name)")
+        if let duration {
+            loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common)
+        }
+        if let session {
+            let expected = session.devices.joined().count
+            while (server.system.devices.count < expected || server.clients.count < waitClients) && !ended.load(ordering: .acquiring) {
+                loop.run(mode: .default, for: .milliseconds(50))
+            }
+            // The devices stay after the replay, until the server ends.
+            session.start()
+        }
+        while !ended.load(ordering: .acquiring) {
+            if loop.run(mode: .default, until: .distantFuture) == .finished { break }
+        }
+        session?.cancel()
+        let outcome = session?.wait()
+        server.stop()
+        for problem in server.system.problems { printError("ringloop serve: \(problem)") }
+        if let failure = outcome?.failures.first { throw Failure(failure) }
+    }
+
+    /// One line about a change among the clients.
+    static func line(_ event: HIDServerClientEvent, json: Bool) -> String {
+        func client(_ client: HIDServerClient) -> [String: Any] {
+            ["id": Int(client.id.rawValue), "name": client.name, "pid": Int(client.credentials.pid), "uid": Int(client.credentials.uid)]
+        }
+        let object: [String: Any]
+        let text: String
+        switch event {
+        case .attached(let info):
+            object = ["kind": "attached", "client": client(info)]
+            text = "attached \(info.id): \(info.name) (\(info.credentials))"
+        case .detached(let info):
+            object = ["kind": "detached", "client": client(info)]
+            text = "detached \(info.id): \(info.name)"
+        case .focusChanged(let from, let to):
+            object = [
+                "kind": "focus", "from": JSON.optional(from) { .int(Int($0.rawValue)) }, "to": JSON.optional(to) { .int(Int($0.rawValue)) },
+            ]
+            text = "focus \(from.map(\.description) ?? "none") → \(to.map(\.description) ?? "none")"
+        case .notResponding(let info):
+            object = ["kind": "notResponding", "client": client(info), "outstanding": info.outstandingBatches]
+            text = "not responding \(info.id): \(info.name), \(info.outstandingBatches) batches unacknowledged"
+        case .responding(let info):
+            object = ["kind": "responding", "client": client(info)]
+            text = "responding \(info.id): \(info.name)"
+        }
+        return json ? EventFormat.jsonLine(object) : text
+    }
+}
