@@ -20,7 +20,7 @@ public func fuzzFrameDecoderInitialize(
     var paths: [String] = []
     if let dir = opendir(folder) {
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = direntName(entry)
             if name.hasSuffix(".evemu") { paths.append(folder + "/" + name) }
         }
         closedir(dir)

@@ -1,4 +1,5 @@
 import Glibc
+import RingLoop
 import RingLoopTestSupport
 import Testing
 
@@ -11,9 +12,7 @@ func listFolder(_ path: String, after: Int = .max, between: () -> Void = {}) -> 
     defer { closedir(folder) }
     var names: [String] = []
     while let entry = readdir(folder) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        let name = direntName(entry)
         names.append(name)
         if names.count == after { between() }
     }

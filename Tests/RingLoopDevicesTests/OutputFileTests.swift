@@ -34,7 +34,7 @@ struct OutputFileTests {
         defer { closedir(folder) }
         var names: [String] = []
         while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = direntName(entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

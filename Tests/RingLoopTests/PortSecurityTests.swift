@@ -223,7 +223,7 @@ struct DirectoryPortTests {
         defer {
             if let entries = opendir(directory) {
                 while let entry = readdir(entries) {
-                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                    let name = direntName(entry)
                     if name != ".", name != ".." { unlink(directory + "/" + name) }
                 }
                 closedir(entries)

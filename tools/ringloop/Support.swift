@@ -261,14 +261,7 @@ enum RecordingInput {
 
 /// The names in `folder` (not `.` and `..`), or none if it cannot be read.
 func folderEntries(_ folder: String) -> [String] {
-    guard let directory = opendir(folder) else { return [] }
-    defer { closedir(directory) }
-    var names: [String] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names
+    (directoryEntries(folder) ?? []).map(\.name)
 }
 
 /// Hands a value that is not `Sendable` to one other thread, which alone uses it after.

@@ -70,7 +70,10 @@ private func holdsRecordings(_ path: String) -> Bool {
     guard let folder = opendir(path) else { return false }
     defer { closedir(folder) }
     while let entry = readdir(folder) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        // Read in place: copying the whole 256-byte d_name out of a short record reads past
+        // glibc's buffer (AddressSanitizer).
+        let name = String(
+            cString: (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!).assumingMemoryBound(to: CChar.self))
         if name.hasSuffix(".evemu") { return true }
     }
     return false

@@ -18,12 +18,18 @@ package struct DirectoryEntry: Sendable, Hashable {
 package func directoryEntries(_ path: String) -> [DirectoryEntry]? {
     guard let directory = opendir(path) else { return nil }
     defer { closedir(directory) }
-    let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
     var entries: [DirectoryEntry] = []
     while let entry = readdir(directory) {
-        let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
+        let name = direntName(entry)
         if name == "." || name == ".." { continue }
         entries.append(DirectoryEntry(name: name, isDirectory: entry.pointee.d_type == UInt8(DT_DIR)))
     }
     return entries
+}
+
+/// The name of an entry `readdir` returned, read in place (see ``directoryEntries(_:)``
+/// for why the `d_name` array must not be copied whole).
+package func direntName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+    let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+    return String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
 }

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import RingLoop
 #endif
 
 /// Who holds a kernel device node open, as far as the kernel tells: the descriptors
@@ -47,14 +48,12 @@ final class NodeReaders: Sendable {
         defer { closedir(processes) }
         var total = 0
         while let entry = readdir(processes) {
-            let pid = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let pid = direntName(entry)
             guard let first = pid.utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { continue }
             let folder = "/proc/\(pid)/fd"
             guard let descriptors = opendir(folder) else { continue }
             while let descriptor = readdir(descriptors) {
-                let name = withUnsafeBytes(of: descriptor.pointee.d_name) {
-                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-                }
+                let name = direntName(descriptor)
                 guard name != ".", name != ".." else { continue }
                 var info = stat()
                 if stat(folder + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFCHR, UInt(info.st_rdev) == device {
