@@ -100,13 +100,15 @@ struct EchoExampleTests {
         // The peer goes: the server's memory comes back (bounded wait).
         close(flooder)
         var after = during
+        // A sanitizer's allocator keeps freed blocks in its caches and quarantine.
+        let allowance = runningUnderSanitizer ? 8 << 20 : 2 << 20
         let limit = MonotonicInstant.now + .seconds(10)
         while MonotonicInstant.now < limit {
             after = Self.residentBytes(of: server.pid) ?? after
-            if after <= before + (2 << 20) { break }
+            if after <= before + allowance { break }
             usleep(50_000)
         }
-        #expect(after <= before + (2 << 20), "before \(before), during \(during), after \(after) bytes")
+        #expect(after <= before + allowance, "before \(before), during \(during), after \(after) bytes")
         // And the server still serves.
         #expect(Self.echo(Array("still here".utf8), on: warm) == Array("still here".utf8))
         close(warm)

@@ -28,8 +28,9 @@ struct FaultInjectionTests {
         withFaultyLoop { loop, faults in
             faults.fail(.wait, with: EINTR, count: 3)
             let fired = LoopBound(false, loop: loop)
-            loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
+            // Read before the timer is made: its deadline counts from its creation.
             let started = MonotonicInstant.now
+            loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
             let result = loop.run(mode: .default, for: .milliseconds(500), returnAfterSourceHandled: false)
             #expect(fired.value)
             #expect(result == .finished)  // the timer fired and left the mode empty

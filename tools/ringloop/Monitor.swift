@@ -284,6 +284,8 @@ struct Monitor: ParsableCommand {
             systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
         if settings.json { printError(summary) } else { writeLine(summary) }
         for problem in system.problems { printError("ringloop monitor: \(problem)") }
+        // Joins the session's thread, which holds the session (a leak at exit otherwise).
+        session?.close()
         if let failure = outcome?.failures.first { throw Failure(failure) }
     }
 }
