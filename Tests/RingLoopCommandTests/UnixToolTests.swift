@@ -130,7 +130,7 @@ struct UnixToolTests {
             // The lid switch's two frames are 1.5 s apart; at 0.001× the gap is 25 minutes.
             let command =
                 "set -o pipefail; '\(ringloop)' monitor \(raw.joined()) --json devices/lid-switch.evemu --speed 0.001 | head -1"
-            let shell = try Spawned("/bin/bash", ["-c", command], directory: repository)
+            let shell = try Spawned("/bin/bash", ["-c", command], directory: repository, environment: exitStatusEnvironment)
             #expect(shell.finish(timeout: .seconds(60)) == 141, "\(raw): \(shell.error)")
             let elapsed = MonotonicInstant.now - started
             #expect(elapsed < .seconds(10), "\(raw): it ended \(elapsed) later")
