@@ -70,7 +70,10 @@ struct EchoExampleTests {
         return echoed
     }
 
-    @Test("A peer that sends and never reads is held back: the server's memory stays under the mark and returns after it goes")
+    // Not under AddressSanitizer: its quarantine keeps the freed memory this test bounds.
+    @Test(
+        "A peer that sends and never reads is held back: the server's memory stays under the mark and returns after it goes",
+        .disabled(if: runningUnderAddressSanitizer))
     func readerThatNeverReads() throws {
         let (server, port) = try Self.startServer()
         defer {

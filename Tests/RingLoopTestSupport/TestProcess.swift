@@ -32,3 +32,8 @@ public enum MountLeakCheck {
 /// Whether this test process runs under ThreadSanitizer or AddressSanitizer (and so the
 /// programs built with it): several times slower, with malloc owned by the sanitizer.
 public let runningUnderSanitizer: Bool = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
+
+/// Whether this process runs under AddressSanitizer, whose quarantine keeps freed memory
+/// (up to 256 MiB) and whose LeakSanitizer sets the exit status of a process that ends
+/// holding memory: resident-memory bounds and exit tests of processes mean nothing there.
+public let runningUnderAddressSanitizer: Bool = dlsym(nil, "__asan_init") != nil
