@@ -212,6 +212,7 @@ let scenarios: [Scenario] = [
         itself.withLock { $0 = r }
         d.add(r, "default")
         _ = d.run(milliseconds: 5000)
+        itself.withLock { $0 = nil }  // the box holds the item whose closure holds the box
     },
     Scenario("blocks run in FIFO order and keep the mode alive", contains: ["block b3", "run default → timedOut"]) { d in
         d.perform("b1", modes: ["default"], action: nil)

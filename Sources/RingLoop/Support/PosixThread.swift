@@ -7,9 +7,12 @@ import Glibc
 /// A joinable POSIX thread running a closure: the smallest wrapper the package needs
 /// (Foundation's `Thread` is not used, so RingLoop does not depend on Foundation).
 package final class PosixThread: @unchecked Sendable {
-    // @unchecked: `handle` is written once, by `start`, before any other thread reads it.
+    // @unchecked: `handle` is written once, by `start`, before any other thread reads it;
+    // `body` is read and cleared only by the thread it runs on.
     private var handle = pthread_t()
-    private let body: @Sendable () -> Void
+    /// Cleared once it has run, so a thread object kept after its run (by an owner that
+    /// the body itself captured) holds none of the body's captures.
+    private var body: (@Sendable () -> Void)?
     private let name: String?
 
     private init(name: String?, body: @escaping @Sendable () -> Void) {
@@ -26,7 +29,9 @@ package final class PosixThread: @unchecked Sendable {
             { context in
                 let thread = Unmanaged<PosixThread>.fromOpaque(context!).takeRetainedValue()
                 if let name = thread.name { ringloop_set_thread_name(name) }
-                thread.body()
+                let body = thread.body
+                thread.body = nil
+                body?()
                 return nil
             }, context)
         precondition(result == 0, "pthread_create failed: errno \(result)")
