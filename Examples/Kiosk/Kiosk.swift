@@ -109,21 +109,25 @@ system.addHandler(kinds: [.digitizer], deviceClasses: [.touchscreen]) { event in
 // Gestures, as a kiosk's screens use them: a tap selects, a two-finger drag scrolls (the
 // loop runs in the tracking mode meanwhile, as UIKit's main loop does under a scroll
 // view), a pinch zooms. The touch handler above still gets every frame.
-let tap = TapGestureRecognizer(taps: 1, fingers: 1, name: "tap")
-let scroll = PanGestureRecognizer(fingers: 2...2, name: "scroll")
+extension GestureKind {
+    static let scroll = GestureKind("scroll")
+    static let zoom = GestureKind("zoom")
+}
+let tap = TapGestureRecognizer(taps: 1, fingers: 1)
+let scroll = PanGestureRecognizer(fingers: 2...2, kind: .scroll)
 scroll.tracksInteraction = true
-let zoom = PinchGestureRecognizer(name: "zoom")
+let zoom = PinchGestureRecognizer(kind: .zoom)
 for recognizer in [tap, scroll, zoom] as [GestureRecognizer] {
     recognizer.surfaces = [.touchscreen]
     recognizer.cancelsTouchesInHandlers = false
     recognizer.addAction { event in
         guard event.state == .ended else { return }
-        counts.value.gestures[event.gesture, default: 0] += 1
+        counts.value.gestures[event.gesture.rawValue, default: 0] += 1
         let values = event.values
         let unit = values.unit == .millimetres ? "mm" : "device units"
         switch event.gesture {
-        case "tap": say("tap at \(values.location) \(unit)")
-        case "scroll": say("scrolled by \(values.translation) \(unit)")
+        case .tap: say("tap at \(values.location) \(unit)")
+        case .scroll: say("scrolled by \(values.translation) \(unit)")
         default: say("zoomed to \((values.scale * 100).rounded() / 100)x")
         }
     }

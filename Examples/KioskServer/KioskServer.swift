@@ -81,7 +81,7 @@ func runApp(title: String, server: String) throws {
         say("\(title): typed \(character)")
         return .consumed
     }
-    let tap = TapGestureRecognizer(taps: 1, fingers: 1, name: "tap")
+    let tap = TapGestureRecognizer(taps: 1, fingers: 1)
     tap.surfaces = [.touchscreen]
     tap.addAction { event in
         guard event.state == .ended else { return }

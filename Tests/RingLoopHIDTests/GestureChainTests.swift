@@ -125,7 +125,7 @@ struct GestureChainTests {
         let cut = recording.events[..<half].lastIndex { $0.isSynReport }! + 1
         recording.events.removeSubrange(cut...)
         let (gestures, events) = try Self.recognize("touchscreen-slow-drag", shape: shape, recording: recording)
-        #expect(gestures.map(\.gesture).allSatisfy { $0 == "pan" })
+        #expect(gestures.map(\.gesture).allSatisfy { $0 == .pan })
         #expect(gestures.first?.state == .began)
         #expect(gestures.last?.state == .cancelled)
         // The handlers had the touch taken back when the pan began, so the removal's

@@ -86,7 +86,7 @@ struct GestureRun {
         var began: [String: Int] = [:]
         var out: [String] = []
         for event in events {
-            let key = event.gesture
+            let key = event.gesture.rawValue
             switch event.state {
             case .began: began[key] = event.values.fingers
             case .ended:

@@ -71,43 +71,43 @@ struct GestureRecognizerTests {
     /// The values reported at the end of each gesture, in the surface's millimetres.
     @Test("values: translation, velocity, scale, rotation, direction, taps", arguments: ["touchscreen", "touchpad"])
     func values(surface: String) throws {
-        func final(_ name: String, _ gesture: String) throws -> GestureEvent? {
+        func final(_ name: String, _ gesture: GestureKind) throws -> GestureEvent? {
             GestureRun(try loadGestureRecording("\(surface)-\(name)"), recognizers: GestureSet.uikit.make()).events
                 .last { $0.gesture == gesture && $0.state == .ended }
         }
-        let pan = try #require(try final("pan-1-finger", "pan"))
+        let pan = try #require(try final("pan-1-finger", .pan))
         #expect(pan.values.unit == .millimetres)
         #expect(abs(pan.values.translation.x - 30) < 1.5 && abs(pan.values.translation.y - 4) < 1.5, "\(pan.values)")
         #expect(abs(pan.values.velocity.x - 30) < 10, "velocity \(pan.values.velocity) for 30 mm/s")
-        let flick = try #require(try final("fast-flick", "swipe"))
+        let flick = try #require(try final("fast-flick", .swipe))
         #expect(flick.direction == .right)
         #expect(flick.values.velocity.x > 300, "a flick of 40 mm in 60 ms: \(flick.values.velocity)")
-        let pinchIn = try #require(try final("pinch-in", "pinch"))
+        let pinchIn = try #require(try final("pinch-in", .pinch))
         #expect(abs(pinchIn.values.scale - 1.0 / 3) < 0.05, "60 → 20 mm: \(pinchIn.values.scale)")
-        let pinchOut = try #require(try final("pinch-out", "pinch"))
+        let pinchOut = try #require(try final("pinch-out", .pinch))
         #expect(abs(pinchOut.values.scale - 3) < 0.2, "20 → 60 mm: \(pinchOut.values.scale)")
-        let rotation = try #require(try final("rotation", "rotation"))
+        let rotation = try #require(try final("rotation", .rotation))
         #expect(abs(rotation.values.rotation - Double.pi / 3) < 0.05, "60° clockwise: \(rotation.values.rotation)")
         #expect(rotation.values.rotationVelocity > 0)
-        let doubleTap = try #require(try final("double-tap", "doubleTap"))
+        let doubleTap = try #require(try final("double-tap", .doubleTap))
         #expect(doubleTap.values.taps == 2)
-        let edge = try #require(try final("edge-swipe", "edgePan"))
+        let edge = try #require(try final("edge-swipe", .edgePan))
         #expect(edge.values.translation.x > 25)
         let run = GestureRun(try loadGestureRecording("\(surface)-long-press"), recognizers: GestureSet.uikit.make())
-        let began = try #require(run.events.first { $0.gesture == "longPress" && $0.state == .began })
-        let ended = try #require(run.events.first { $0.gesture == "longPress" && $0.state == .ended })
+        let began = try #require(run.events.first { $0.gesture == .longPress && $0.state == .began })
+        let ended = try #require(run.events.first { $0.gesture == .longPress && $0.state == .ended })
         #expect(ended.timestamp - began.timestamp > .milliseconds(300), "held 900 ms, began at 500 ms")
     }
 
     @Test("iPadOS's multitasking gestures: the values of a four-finger swipe and a five-finger pinch")
     func multitasking() throws {
-        func final(_ name: String, _ gesture: String) throws -> GestureEvent? {
+        func final(_ name: String, _ gesture: GestureKind) throws -> GestureEvent? {
             GestureRun(try loadGestureRecording("touchscreen-\(name)"), recognizers: StandardGestures.uikit()).events
                 .last { $0.gesture == gesture && ($0.state == .ended) }
         }
-        let swipe = try #require(try final("swipe-4-fingers-left", "swipe"))
+        let swipe = try #require(try final("swipe-4-fingers-left", .swipe))
         #expect(swipe.direction == .left && swipe.values.fingers == 4)
-        let pinch = try #require(try final("pinch-5-fingers", "pinch"))
+        let pinch = try #require(try final("pinch-5-fingers", .pinch))
         #expect(pinch.values.fingers == 5)
         #expect(abs(pinch.values.scale - 1.0 / 3) < 0.05, "45 → 15 mm: \(pinch.values.scale)")
         #expect(pinch.values.scaleVelocity < 0)
@@ -122,12 +122,12 @@ struct GestureRecognizerTests {
         let single = GestureRun(try loadGestureRecording("touchscreen-tap-1-finger"), recognizers: GestureSet.uikit.make())
         let recording = try loadGestureRecording("touchscreen-tap-1-finger")
         let lift = MonotonicInstant(nanoseconds: UInt64(recording.events.last!.timeMicroseconds * 1000))
-        let tap = try #require(single.events.first { $0.gesture == "tap" })
+        let tap = try #require(single.events.first { $0.gesture == .tap })
         #expect(tap.timestamp >= lift + .milliseconds(300), "recognized once the double tap's interval ran out")
-        #expect(!single.events.contains { $0.gesture == "doubleTap" })
+        #expect(!single.events.contains { $0.gesture == .doubleTap })
 
         let double = GestureRun(try loadGestureRecording("touchscreen-double-tap"), recognizers: GestureSet.uikit.make())
-        #expect(double.events.map(\.gesture) == ["doubleTap"])
+        #expect(double.events.map(\.gesture) == [.doubleTap])
 
         // Without the requirement both report: the single tap at the first lift.
         let tapAlone = TapGestureRecognizer(taps: 1)
@@ -145,7 +145,7 @@ struct GestureRecognizerTests {
         let together = GestureRun(recording, recognizers: [pinch, rotation])
         #expect(together.recognized == ["pinch 2", "rotation 2"])
         let changes = together.events.filter { $0.state == .changed }.map(\.gesture)
-        #expect(changes.contains("pinch") && changes.contains("rotation"))
+        #expect(changes.contains(.pinch) && changes.contains(.rotation))
         // Exclusive: the first to begin wins and the other fails.
         let alone = GestureRun(recording, recognizers: [PinchGestureRecognizer(), RotationGestureRecognizer()])
         #expect(alone.recognized.count == 1, "\(alone.recognized)")

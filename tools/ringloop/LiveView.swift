@@ -133,7 +133,7 @@ final class LiveView {
     }
 
     private func handle(_ event: GestureEvent) {
-        if event.state == .ended { gestureCounts?[event.gesture, default: 0] += 1 }
+        if event.state == .ended { gestureCounts?[event.gesture.rawValue, default: 0] += 1 }
         guard !quiet else { return }
         let device = name(event.device)
         if json {

@@ -146,7 +146,7 @@ enum EventFormat {
         let values = event.values
         var object: [String: Any] = [
             "kind": "gesture", "device": device, "time": Double(event.timestamp.nanoseconds) / 1e9,
-            "gesture": event.gesture, "state": event.state.rawValue, "fingers": values.fingers,
+            "gesture": event.gesture.rawValue, "state": event.state.rawValue, "fingers": values.fingers,
             "location": point(values.location), "translation": point(values.translation),
             "velocity": point(values.velocity), "scale": values.scale, "rotation": values.rotation,
             "unit": values.unit == .millimetres ? "mm" : "units",
@@ -191,11 +191,11 @@ enum EventFormat {
         if let direction = event.direction { text += " \(direction)" }
         text += " \(event.state.rawValue), \(values.fingers) finger(s) at \(values.location) \(unit)"
         switch event.gesture {
-        case "pinch", "touchpadPinch":
+        case .pinch, .touchpadPinch:
             text += ", scale \(Format.fixed(Double(values.scale), 2))"
-            if event.gesture == "touchpadPinch" { text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°" }
-        case "rotation": text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°"
-        case "tap", "doubleTap", "tripleTap", "longPress", "hold": break
+            if event.gesture == .touchpadPinch { text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°" }
+        case .rotation: text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°"
+        case .tap, .doubleTap, .tripleTap, .longPress, .hold: break
         default: text += ", translation \(values.translation), velocity \(values.velocity) \(unit)/s"
         }
         return text

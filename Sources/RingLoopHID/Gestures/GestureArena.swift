@@ -311,7 +311,7 @@ final class GestureArena {
             (
                 recognizer,
                 GestureEvent(
-                    gesture: recognizer.name, state: state, values: values, device: device, surface: recognizer.surface,
+                    gesture: recognizer.kind, state: state, values: values, device: device, surface: recognizer.surface,
                     timestamp: now, direction: recognizer.reportedDirection)
             ))
     }

@@ -3,8 +3,9 @@ import RingLoop
 /// One report of a recognizer: the state it entered and its values then. Actions receive
 /// these in the order the states were entered, at the loop's BeforeWaiting.
 public struct GestureEvent: Sendable {
-    /// The recognizer's ``GestureRecognizer/name`` (`tap`, `pan`, `swipe`…).
-    public var gesture: String
+    /// The recognizer's ``GestureRecognizer/kind`` (``GestureKind/tap``, ``GestureKind/pan``,
+    /// ``GestureKind/swipe``…).
+    public var gesture: GestureKind
     public var state: GestureRecognizer.State
     public var values: GestureValues
     /// The device the touches are on.
@@ -38,8 +39,9 @@ open class GestureRecognizer {
         public static var recognized: State { .ended }
     }
 
-    /// The gesture's name in reports and JSON (`tap`, `doubleTap`, `pan`…).
-    public let name: String
+    /// The gesture it reports (``GestureKind/tap``, ``GestureKind/doubleTap``,
+    /// ``GestureKind/pan``…); its ``GestureKind/rawValue`` names it in reports and JSON.
+    public let kind: GestureKind
     /// Whether it is a discrete gesture (recognized at once) rather than continuous.
     public let isDiscrete: Bool
     /// A disabled recognizer sees no touches (and a tracking one is cancelled).
@@ -87,10 +89,10 @@ open class GestureRecognizer {
     unowned(unsafe) var arena: GestureArena?
     @exclusivity(unchecked) final var surface = GestureSurface(kind: .touchscreen, unit: .deviceUnits, width: 0, height: 0)
 
-    /// Creates a recognizer named `name` (discrete gestures are recognized once, others
-    /// begin, change and end).
-    public init(name: String, discrete: Bool) {
-        self.name = name
+    /// Creates a recognizer of gestures of kind `kind` (discrete gestures are recognized
+    /// once, others begin, change and end).
+    public init(kind: GestureKind, discrete: Bool) {
+        self.kind = kind
         self.isDiscrete = discrete
     }
 

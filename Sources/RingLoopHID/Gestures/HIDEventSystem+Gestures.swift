@@ -122,7 +122,7 @@ extension HIDEventSystem {
         loop.add(timer, to: .common)
         if configuration.tracksInteractions {
             loop.addCommonMode(.tracking)
-            let drag = PanGestureRecognizer(name: "drag")
+            let drag = PanGestureRecognizer(kind: .drag)
             drag.isSimultaneousWithAll = true
             drag.cancelsTouchesInHandlers = false
             machinery.dragRecognizer = drag

@@ -29,18 +29,18 @@ public class PanGestureRecognizer: GestureRecognizer {
     var fingersAtBegin = 0
     let tracker = VelocityTracker()
 
-    /// A pan with `fingers` fingers (1 or more by default), named `name`.
-    public init(fingers: ClosedRange<Int> = 1...Int.max, name: String = "pan") {
+    /// A pan with `fingers` fingers (1 or more by default), of kind `kind`.
+    public init(fingers: ClosedRange<Int> = 1...Int.max, kind: GestureKind = .pan) {
         precondition(fingers.lowerBound >= 1, "a pan needs at least one finger")
         minimumFingers = fingers.lowerBound
         maximumFingers = fingers.upperBound
-        super.init(name: name, discrete: false)
+        super.init(kind: kind, discrete: false)
         tracksInteraction = true
     }
 
     /// libinput's swipe gesture: 3–4 fingers on a touchpad.
     public static func touchpadSwipe() -> PanGestureRecognizer {
-        let swipe = PanGestureRecognizer(fingers: 3...4, name: "touchpadSwipe")
+        let swipe = PanGestureRecognizer(fingers: 3...4, kind: .touchpadSwipe)
         swipe.cancelsWhenFingersChange = true
         swipe.surfaces = [.touchpad]
         return swipe
@@ -137,7 +137,7 @@ public final class ScreenEdgePanGestureRecognizer: PanGestureRecognizer {
     /// An edge pan from any of `edges`, with one finger.
     public init(edges: Edges) {
         self.edges = edges
-        super.init(fingers: 1...1, name: "edgePan")
+        super.init(fingers: 1...1, kind: .edgePan)
     }
 
     public override func touchesChanged(_ touches: GestureTouches) {
@@ -233,7 +233,7 @@ public final class SwipeGestureRecognizer: GestureRecognizer {
         precondition(fingers >= 1, "a swipe needs at least one finger")
         self.directions = directions
         self.fingersRequired = fingers
-        super.init(name: "swipe", discrete: true)
+        super.init(kind: .swipe, discrete: true)
     }
 
     public override func touchesChanged(_ touches: GestureTouches) {

@@ -106,14 +106,14 @@ public final class PinchGestureRecognizer: GestureRecognizer {
     @exclusivity(unchecked) private var measure = TwoFingerMeasure()
     @exclusivity(unchecked) private var began = false
 
-    /// A two-finger pinch named `name`.
-    public init(name: String = "pinch") {
-        super.init(name: name, discrete: false)
+    /// A two-finger pinch of kind `kind`.
+    public init(kind: GestureKind = .pinch) {
+        super.init(kind: kind, discrete: false)
     }
 
     /// libinput's pinch gesture on touchpads: 2–4 fingers, scale and rotation.
     public static func touchpadPinch() -> PinchGestureRecognizer {
-        let pinch = PinchGestureRecognizer(name: "touchpadPinch")
+        let pinch = PinchGestureRecognizer(kind: .touchpadPinch)
         pinch.rotationThreshold = 0.2
         pinch.maximumFingers = 4
         pinch.surfaces = [.touchpad]
@@ -168,7 +168,7 @@ public final class RotationGestureRecognizer: GestureRecognizer {
 
     /// A two-finger rotation.
     public init() {
-        super.init(name: "rotation", discrete: false)
+        super.init(kind: .rotation, discrete: false)
     }
 
     public override func touchesChanged(_ touches: GestureTouches) {

@@ -24,12 +24,12 @@ public final class SpreadPinchGestureRecognizer: GestureRecognizer {
     private var lastScale = 1.0
     private var scaleVelocity = 0.0
 
-    /// A pinch of `fingers` fingers (five by default, iPadOS's), named `name`.
-    public init(fingers: ClosedRange<Int> = 5...5, name: String = "pinch") {
+    /// A pinch of `fingers` fingers (five by default, iPadOS's), of kind `kind`.
+    public init(fingers: ClosedRange<Int> = 5...5, kind: GestureKind = .pinch) {
         precondition(fingers.lowerBound >= 3, "a spread pinch needs at least three fingers (a two-finger pinch is PinchGestureRecognizer)")
         minimumFingers = fingers.lowerBound
         maximumFingers = fingers.upperBound
-        super.init(name: name, discrete: false)
+        super.init(kind: kind, discrete: false)
     }
 
     public override func touchesChanged(_ touches: GestureTouches) {

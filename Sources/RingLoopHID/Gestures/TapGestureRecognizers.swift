@@ -27,13 +27,14 @@ public final class TapGestureRecognizer: GestureRecognizer {
     private var firstLocation: GesturePoint?
     private var location = GesturePoint.zero
 
-    /// A recognizer of `taps` taps with `fingers` fingers, named `doubleTap` for two taps
-    /// and `tap` otherwise unless `name` says.
-    public init(taps: Int = 1, fingers: Int = 1, name: String? = nil) {
+    /// A recognizer of `taps` taps with `fingers` fingers, of kind ``GestureKind/doubleTap``
+    /// for two taps, ``GestureKind/tripleTap`` for three and ``GestureKind/tap`` otherwise
+    /// unless `kind` says.
+    public init(taps: Int = 1, fingers: Int = 1, kind: GestureKind? = nil) {
         precondition(taps >= 1 && fingers >= 1 && fingers <= GestureTouches.capacity, "taps and fingers must be at least 1")
         tapsRequired = taps
         fingersRequired = fingers
-        super.init(name: name ?? (taps == 2 ? "doubleTap" : taps == 3 ? "tripleTap" : "tap"), discrete: true)
+        super.init(kind: kind ?? (taps == 2 ? .doubleTap : taps == 3 ? .tripleTap : .tap), discrete: true)
     }
 
     public override func touchesChanged(_ touches: GestureTouches) {
@@ -132,15 +133,15 @@ public final class LongPressGestureRecognizer: GestureRecognizer {
     private var lastFingers = 0
 
     /// A long press with `fingers` fingers.
-    public init(fingers: ClosedRange<Int> = 1...1, name: String = "longPress") {
+    public init(fingers: ClosedRange<Int> = 1...1, kind: GestureKind = .longPress) {
         precondition(fingers.lowerBound >= 1, "a long press needs at least one finger")
         self.fingers = fingers
-        super.init(name: name, discrete: false)
+        super.init(kind: kind, discrete: false)
     }
 
     /// libinput's hold gesture on touchpads: 1–4 fingers still for 180 ms; movement cancels it.
     public static func touchpadHold() -> LongPressGestureRecognizer {
-        let hold = LongPressGestureRecognizer(fingers: 1...4, name: "hold")
+        let hold = LongPressGestureRecognizer(fingers: 1...4, kind: .hold)
         hold.minimumDuration = .milliseconds(180)
         hold.allowableMovement = GestureLength(millimetres: 1.5)
         hold.cancelsOnMovement = true
