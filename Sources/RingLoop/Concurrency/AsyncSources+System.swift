@@ -39,7 +39,7 @@ extension RingRunLoop {
             for signal in LoopSignalSource.drain(fd) { continuation.yield(signal) }
         }
         continuation.onTermination = { [self] _ in removeThenClose(source, fd) }
-        addFromAnyThread(.portSource(source))
+        addFromAnyThread(source)
         return stream
     }
 
@@ -73,7 +73,7 @@ extension RingRunLoop {
             }
         }
         continuation.onTermination = { [self] _ in removeThenClose(source, fd) }
-        addFromAnyThread(.portSource(source))
+        addFromAnyThread(source)
         return stream
     }
 

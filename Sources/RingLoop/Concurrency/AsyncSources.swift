@@ -20,7 +20,7 @@ extension RingRunLoop {
             continuation.yield(.now)
         }
         continuation.onTermination = { _ in timer.invalidate() }
-        addFromAnyThread(.timer(timer))
+        addFromAnyThread(timer)
         return stream
     }
 
@@ -39,7 +39,7 @@ extension RingRunLoop {
             if reported.contains(.invalid) { continuation.finish() }
         }
         continuation.onTermination = { _ in source.invalidate() }
-        addFromAnyThread(.portSource(source))
+        addFromAnyThread(source)
         return stream
     }
 
@@ -51,11 +51,11 @@ extension RingRunLoop {
         let (stream, continuation) = AsyncStream.makeStream(of: LoopDoorbell.Message.self, bufferingPolicy: .unbounded)
         let source = LoopPortSource(doorbell: port) { message in continuation.yield(message) }
         continuation.onTermination = { _ in source.invalidate() }
-        addFromAnyThread(.portSource(source))
+        addFromAnyThread(source)
         return stream
     }
 
-    func addFromAnyThread(_ item: Item) {
+    func addFromAnyThread(_ item: LoopItem) {
         addItem(item, to: .common)
         if !isOnLoopThread { wakeUp() }
     }

@@ -50,7 +50,7 @@ public final class LoopSignalSource: Sendable {
         source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { _ in
             for signal in Self.drain(fd) { handler(signal) }
         }
-        loop.addFromAnyThread(.portSource(source))
+        loop.addFromAnyThread(source)
     }
 
     deinit { invalidate() }

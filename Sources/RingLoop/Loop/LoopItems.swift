@@ -4,6 +4,9 @@ import SystemPackage
 /// What every loop item (source, port source, observer, timer) has: validity, the loop it
 /// belongs to, and the modes of that loop it is in.
 ///
+/// The loop's tables and its add and remove paths take items as `LoopItem`; those four
+/// classes are its only subclasses (its initializer is internal).
+///
 /// Thread rules: the loop reference is set and cleared on the loop's thread and read from
 /// any thread (to route `invalidate()` and reschedules); while set it holds the loop
 /// strongly, as CFRunLoop's items retain their run loop. `modeMask` is read and written
@@ -135,7 +138,7 @@ public final class LoopSource: LoopItem, @unchecked Sendable {
     /// keeps it from ever performing again. Safe from any thread.
     public func invalidate() {
         guard markInvalid() else { return }
-        loop?.removeEverywhere(.source(self))
+        loop?.removeEverywhere(self)
     }
 }
 
@@ -236,7 +239,7 @@ public final class LoopPortSource: LoopItem, @unchecked Sendable {
     /// Safe from any thread.
     public func invalidate() {
         guard markInvalid() else { return }
-        loop?.removeEverywhere(.portSource(self))
+        loop?.removeEverywhere(self)
     }
 
 }
@@ -283,6 +286,6 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {
     /// Removes the observer from its loop; it is never called again. Safe from any thread.
     public func invalidate() {
         guard markInvalid() else { return }
-        loop?.removeEverywhere(.observer(self))
+        loop?.removeEverywhere(self)
     }
 }

@@ -119,7 +119,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {
     /// Stops the timer and removes it from every mode. Safe from any thread.
     public func invalidate() {
         guard markInvalid() else { return }
-        loop?.removeEverywhere(.timer(self))
+        loop?.removeEverywhere(self)
     }
 
     /// A timer that never fires: what a perform with no modes returns.

@@ -103,7 +103,7 @@ public final class RingRunLoop: @unchecked Sendable {
     var modeList: [ModeState] = []
     var commonModeSet: Set<Mode> = [.default]
     /// Items added to the common modes (a set, as CFRunLoop's `_commonModeItems`).
-    var commonItems: [ObjectIdentifier: Item] = [:]
+    var commonItems: [ObjectIdentifier: LoopItem] = [:]
     @exclusivity(unchecked) var blocks: Deque<BlockItem> = []
     var currentModeState: ModeState?
     var readinessSources: [PortID: LoopPortSource] = [:]
