@@ -66,3 +66,47 @@ final class ModeState {
         !sources0.isEmpty || !sources1.isEmpty || timerCount > 0
     }
 }
+
+#if DEBUG
+extension ModeState {
+    /// Traps unless the mode's invariants hold (debug builds only; tests call it after
+    /// operations). Loop thread, when no change from another thread is waiting to reach
+    /// the loop (see ``TimerQueue/checkInvariants(isLive:)``).
+    ///
+    /// - `source0Positions` maps each version-0 source to its index in `sources0`, and
+    ///   nothing else.
+    /// - Every source, port source and observer held here has this mode's bit in its
+    ///   membership's mask; `sources1` is keyed by each source's identity.
+    /// - Observers appear once each, sorted by order; `observerMask` is the union of
+    ///   their activities.
+    /// - The timer queue's own invariants.
+    func checkInvariants() {
+        precondition(
+            source0Positions.count == sources0.count,
+            "ModeState '\(mode)': \(source0Positions.count) positions for \(sources0.count) sources")
+        for (position, source) in sources0.enumerated() {
+            precondition(
+                source0Positions[ObjectIdentifier(source)] == position,
+                "ModeState '\(mode)': a source at \(position) recorded at \(String(describing: source0Positions[ObjectIdentifier(source)]))"
+            )
+            precondition(source.membership.modeMask & bit != 0, "ModeState '\(mode)': a source without the mode's bit")
+        }
+        for (key, source) in sources1 {
+            precondition(key == ObjectIdentifier(source), "ModeState '\(mode)': a port source under another's key")
+            precondition(source.membership.modeMask & bit != 0, "ModeState '\(mode)': a port source without the mode's bit")
+        }
+        var activities: RingRunLoop.Activity = []
+        var seen = Set<ObjectIdentifier>()
+        for (position, observer) in observers.enumerated() {
+            precondition(seen.insert(ObjectIdentifier(observer)).inserted, "ModeState '\(mode)': an observer twice")
+            precondition(
+                position == 0 || observers[position - 1].order <= observer.order,
+                "ModeState '\(mode)': observers out of order at \(position)")
+            precondition(observer.membership.modeMask & bit != 0, "ModeState '\(mode)': an observer without the mode's bit")
+            activities.formUnion(observer.activities)
+        }
+        precondition(activities == observerMask, "ModeState '\(mode)': observer mask \(observerMask), observers want \(activities)")
+        timers.checkInvariants(isLive: isLive)
+    }
+}
+#endif

@@ -62,3 +62,21 @@ extension RingRunLoop {
         return state.sources0.count + state.sources1.count + state.observers.count + state.timerCount
     }
 }
+
+#if DEBUG
+extension RingRunLoop {
+    /// Traps unless the mode table and every mode's state are consistent (debug builds
+    /// only; tests call it after operations): each mode's state is listed at its index
+    /// and found by its name, and holds its own invariants (``ModeState/checkInvariants()``).
+    /// Loop thread.
+    func checkInvariants() {
+        preconditionOnLoopThread("checkInvariants()")
+        precondition(modeTable.count == modeList.count, "RingRunLoop: \(modeTable.count) modes named, \(modeList.count) listed")
+        for (index, state) in modeList.enumerated() {
+            precondition(state.index == index, "RingRunLoop: mode '\(state.mode)' listed at \(index), indexed \(state.index)")
+            precondition(modeTable[state.mode] === state, "RingRunLoop: mode '\(state.mode)' named for another state")
+            state.checkInvariants()
+        }
+    }
+}
+#endif

@@ -123,3 +123,54 @@ struct TimerQueue {
         }
     }
 }
+
+#if DEBUG
+extension TimerQueue {
+    /// Traps unless the queue's invariants hold (debug builds only; tests call it after
+    /// operations, as swift-collections' `_checkInvariants()`). `isLive` is the mode's
+    /// test of an entry. Holds on the loop's thread when no change from another thread
+    /// (a fire date or tolerance set there) is waiting to reach the loop. O(n log n).
+    ///
+    /// - `count` is not negative, and no more timers have a live entry than it counts.
+    /// - Each heap holds its kind: `precise` only precise timers, `exact` and `tolerant`
+    ///   only others; a live entry in `exact` has no tolerance, one in `tolerant` some.
+    /// - A live entry is due at its timer's fire date, and a timer has at most one live
+    ///   entry in `exact`, `tolerant` and `precise` together.
+    /// - Each live entry of `tolerant` has a live window entry in `tolerantLatest`, which
+    ///   ends at the fire date plus the tolerance (saturating); a timer has at most one.
+    func checkInvariants(isLive: (TimerEntry) -> Bool) {
+        precondition(count >= 0, "TimerQueue: negative timer count \(count)")
+        var live = Set<ObjectIdentifier>()
+        func check(_ heap: Heap<TimerEntry>, _ name: String, precise: Bool, tolerant: Bool) {
+            for entry in heap.unordered {
+                let timer = entry.timer
+                precondition(timer.isPrecise == precise, "TimerQueue: an entry of the wrong kind in \(name)")
+                guard isLive(entry) else { continue }
+                precondition(
+                    (timer.toleranceNanoseconds > 0) == tolerant,
+                    "TimerQueue: a live entry in \(name) whose tolerance is \(timer.toleranceNanoseconds) ns")
+                precondition(
+                    entry.fire == timer.fireNanoseconds,
+                    "TimerQueue: a live entry in \(name) due at \(entry.fire), its timer at \(timer.fireNanoseconds)")
+                precondition(
+                    live.insert(ObjectIdentifier(timer)).inserted, "TimerQueue: a timer with two live entries (\(name))")
+            }
+        }
+        check(exact, "exact", precise: false, tolerant: false)
+        check(tolerant, "tolerant", precise: false, tolerant: true)
+        check(precise, "precise", precise: true, tolerant: false)
+        precondition(live.count <= count, "TimerQueue: \(live.count) timers with live entries, \(count) counted")
+        var windows = Set<ObjectIdentifier>()
+        for window in tolerantLatest.unordered where isLive(window.entry) {
+            let timer = window.entry.timer
+            let (end, overflow) = window.entry.fire.addingReportingOverflow(timer.toleranceNanoseconds)
+            precondition(
+                window.latest == (overflow ? .max : end), "TimerQueue: a window ends at \(window.latest), not \(end)")
+            precondition(windows.insert(ObjectIdentifier(timer)).inserted, "TimerQueue: a timer with two live windows")
+        }
+        for entry in tolerant.unordered where isLive(entry) {
+            precondition(windows.contains(ObjectIdentifier(entry.timer)), "TimerQueue: a tolerant entry without its window")
+        }
+    }
+}
+#endif

@@ -7,9 +7,13 @@ public struct HIDEventQueue: ~Copyable {
     private let storage: UnsafeMutablePointer<HIDEvent>
     /// Slots in the ring.
     public let capacity: Int
-    private var head = 0
-    private var count_ = 0
-    private var dropped = 0
+    // Internal, not private, so the invariant tests can break them on purpose.
+    /// The slot of the oldest event.
+    var head = 0
+    /// Events in the ring.
+    var count_ = 0
+    /// Events dropped since ``takeDroppedCount()`` last ran.
+    var dropped = 0
     /// Events dropped since the queue was created.
     public private(set) var totalDropped = 0
 
@@ -60,3 +64,18 @@ public struct HIDEventQueue: ~Copyable {
         return dropped
     }
 }
+
+#if DEBUG
+extension HIDEventQueue {
+    /// Traps unless the ring's invariants hold (debug builds only; tests call it after
+    /// operations): the head is a slot of the ring, it holds no more events than slots,
+    /// and the drops not yet taken are no more than all drops. O(1).
+    func checkInvariants() {
+        precondition(capacity > 0, "HIDEventQueue: capacity \(capacity)")
+        precondition(head >= 0 && head < capacity, "HIDEventQueue: head \(head) outside 0..<\(capacity)")
+        precondition(count_ >= 0 && count_ <= capacity, "HIDEventQueue: \(count_) events in \(capacity) slots")
+        precondition(
+            dropped >= 0 && dropped <= totalDropped, "HIDEventQueue: \(dropped) drops to take of \(totalDropped) in all")
+    }
+}
+#endif
