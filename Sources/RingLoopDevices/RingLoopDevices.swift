@@ -7,7 +7,7 @@ import CFuse
 import CLibEvdev
 
 /// Versions of the system libraries this module links.
-public enum RingLoopDevicesLinkage {
+package enum RingLoopDevicesLinkage {
     /// libfuse3's version number (for example 314 for 3.14).
     public static var fuseVersion: Int32 { fuse_version() }
 }

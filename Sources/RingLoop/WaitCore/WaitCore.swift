@@ -3,7 +3,7 @@ import CThreads
 import DequeModule
 
 /// Identifies a port registered on a wait core: a slot and the slot's generation.
-public struct PortID: Hashable, Sendable, CustomStringConvertible {
+package struct PortID: Hashable, Sendable, CustomStringConvertible {
     /// Index in the wait core's port table.
     public let slot: UInt32
     /// The slot's generation when the port was registered (24 bits).
@@ -13,7 +13,7 @@ public struct PortID: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What the kernel reported for a port, routed to that port.
-public enum PortEvent: Sendable, Hashable {
+package enum PortEvent: Sendable, Hashable {
     /// The watched file descriptor is ready; `events` is the poll mask (`POLLIN`…).
     case readiness(PortID, events: Int16)
     /// Watching the descriptor failed (for example `EBADF` after it was closed). The

@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// How a wake-up reaches a sleeping ring from another thread.
-public enum WakeUpMechanism: String, Sendable, CaseIterable, CustomStringConvertible {
+package enum WakeUpMechanism: String, Sendable, CaseIterable, CustomStringConvertible {
     /// `IORING_OP_MSG_RING` sent without a source ring through
     /// `io_uring_register(-1, IORING_REGISTER_SEND_MSG_RING, …)` (kernel 6.13): one
     /// system call for the sender, and the completion lands directly in the loop's ring.

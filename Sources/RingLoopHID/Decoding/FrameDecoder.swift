@@ -11,7 +11,7 @@ extension InputEvent {
 /// What the chain reads back from a device when it attaches and after `SYN_DROPPED`,
 /// through the requests libevdev uses (`EVIOCGKEY`, `EVIOCGSW`, `EVIOCGLED`,
 /// `EVIOCGABS`, `EVIOCGMTSLOTS`).
-public struct DeviceStateSnapshot: Sendable {
+package struct DeviceStateSnapshot: Sendable {
     /// Keys and buttons down (codes).
     public var keysDown: Set<UInt16> = []
     /// Switches on.
@@ -41,7 +41,7 @@ public struct DeviceStateSnapshot: Sendable {
 ///
 /// Allocation-free once warm: frames are built in reused buffers and events appended to
 /// the caller's array.
-public struct FrameDecoder {
+package struct FrameDecoder {
     public let info: HIDDeviceInfo
     let deviceID: HIDDeviceID
 

@@ -3,7 +3,7 @@
 ///
 /// When full, new events are dropped and counted; the consumer learns the count from
 /// ``takeDroppedCount()`` and the event system follows it with a state resync.
-public struct HIDEventQueue: ~Copyable {
+package struct HIDEventQueue: ~Copyable {
     private let storage: UnsafeMutablePointer<HIDEvent>
     /// Slots in the ring.
     public let capacity: Int
