@@ -25,15 +25,10 @@ extension WaitCore {
             sqe, CompletionTag(kind: .cancellation, slot: id.slot, generation: id.generation).rawValue)
     }
 
-    /// Allocates and registers a provided-buffer ring with a buffer group id of its own.
+    /// Lends a provided-buffer ring with a buffer group id of its own: one a closed
+    /// operation left in the pool, or a new one.
     func makeProvidedBuffers(count: Int, size: Int) throws(RingError) -> ProvidedBuffers {
-        let group = try bufferGroups.take()
-        do {
-            return try ProvidedBuffers(ring: ring, group: group, count: count, size: size, groups: bufferGroups)
-        } catch {
-            bufferGroups.release(group)
-            throw error
-        }
+        try bufferRings.lend(count: count, size: size)
     }
 
 }
