@@ -1,10 +1,11 @@
 import Glibc
 import RingLoopTestSupport
+import SystemPackage
 import Testing
 
 @testable import RingLoop
 
-@Suite("Provided-buffer rings pooled")
+@Suite("Provided-buffer rings pooled, descriptors closed by the ring")
 struct BufferRingPoolTests {
     @Test("A ring no operation uses goes back to the pool, and the next of its shape is lent it with its group")
     func reuse() throws {
@@ -57,4 +58,25 @@ struct BufferRingPoolTests {
         #expect(pool.pooledBytes == page)
     }
 
+    @Test("A channel closed in a callout has its descriptor closed by the ring: the peer sees the end")
+    func channelClosedByRing() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        let (ours, peer) = (pair[0], pair[1])
+        defer { close(peer) }
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: ours), loop: loop) { _, _ in }
+            loop.add(channel.source, to: .default)
+            try channel.receive { channel, _ in channel.close() }
+            var byte: UInt8 = 1
+            #expect(write(peer, &byte, 1) == 1)
+            #expect(run(loop) { channel.operationsInFlight == 0 })
+            // Done by one of the kernel's workers: the peer sees the end of the stream.
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            #expect(recv(peer, &byte, 1, 0) == 0)
+            #expect(fcntl(ours, F_GETFD) == -1)
+        }
+    }
 }

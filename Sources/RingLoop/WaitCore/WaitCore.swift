@@ -314,7 +314,7 @@ package final class WaitCore {
             guard isCurrent(id), case .operation = slots[Int(id.slot)].state else { return }
             events.append(.completion(id, result: completion.result, flags: completion.flags))
             if !completion.hasMore { releaseSlot(id.slot) }
-        case .messageSent, nil:
+        case .messageSent, .close, nil:
             return
         }
     }
