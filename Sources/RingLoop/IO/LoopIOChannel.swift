@@ -238,7 +238,8 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// Cancels every operation — queued writes too, unwritten bytes are dropped —
     /// invalidates the source, and closes the descriptor (when the channel owns it) once
     /// the kernel has finished with every operation. Safe from any thread; completions not
-    /// yet performed are dropped.
+    /// yet performed are dropped. In a run of the loop the close itself is handed to the
+    /// ring at once and done by one of the kernel's workers, off the loop's thread.
     public func close() {
         guard loop.isOnLoopThread else {
             loop.onLoopThread { _ in self.close() }
@@ -350,7 +351,18 @@ public final class LoopIOChannel: @unchecked Sendable {
     func closeDescriptorIfIdle() {
         guard closing, inFlight.isEmpty, writeQueue.flushing == nil, ownsDescriptor, !isDescriptorClosed else { return }
         isDescriptorClosed = true
+        if closeThroughRing() { return }
         Glibc.close(descriptor)
         descriptorClosed?()
+    }
+
+    /// Hands the descriptor's close to the ring, which has one of the kernel's workers do
+    /// it: closing a TCP socket (its shutdown, its memory freed) was a third of the loop's
+    /// time to close many connections. Only in a run of the loop (outside one, the
+    /// descriptor is closed at once, as before), and not when someone waits to hear it is
+    /// closed (``descriptorClosed``, called at once); returns whether it did.
+    private func closeThroughRing() -> Bool {
+        guard descriptorClosed == nil, loop.currentModeState != nil, let core = loop.core else { return false }
+        return core.closeAsynchronously(descriptor)
     }
 }

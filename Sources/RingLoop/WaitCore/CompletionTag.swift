@@ -23,6 +23,9 @@ package struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
         case messageSent = 4
         /// An I/O operation (read, write, accept, connect, receive, send…).
         case operation = 5
+        /// A descriptor's close handed to the ring (`IORING_OP_CLOSE`); carries nothing to
+        /// deliver.
+        case close = 6
     }
 
     static let generationMask: UInt32 = 0x00FF_FFFF

@@ -25,15 +25,29 @@ extension WaitCore {
             sqe, CompletionTag(kind: .cancellation, slot: id.slot, generation: id.generation).rawValue)
     }
 
-    /// Allocates and registers a provided-buffer ring with a buffer group id of its own.
+    /// Lends a provided-buffer ring with a buffer group id of its own: one a closed
+    /// operation left in the pool, or a new one.
     func makeProvidedBuffers(count: Int, size: Int) throws(RingError) -> ProvidedBuffers {
-        let group = try bufferGroups.take()
-        do {
-            return try ProvidedBuffers(ring: ring, group: group, count: count, size: size, groups: bufferGroups)
-        } catch {
-            bufferGroups.release(group)
-            throw error
-        }
+        try bufferRings.lend(count: count, size: size)
     }
 
+    /// Closes `descriptor` through the ring (`IORING_OP_CLOSE`), done by one of the
+    /// kernel's workers (`IOSQE_ASYNC`), so the work of closing — a TCP socket's shutdown,
+    /// its memory freed — is not done on the loop's thread. Submitted at once: a loop whose
+    /// mode has nothing left may not wait again soon. Returns false, having done nothing,
+    /// when the ring has no submission entry for it or refuses the submission.
+    func closeAsynchronously(_ descriptor: Int32) -> Bool {
+        let sqe: UnsafeMutablePointer<io_uring_sqe>
+        do { sqe = try ring.nextSubmission() } catch { return false }
+        io_uring_prep_close(sqe, descriptor)
+        sqe.pointee.flags |= UInt8(1 << IOSQE_ASYNC_BIT)
+        io_uring_sqe_set_data64(sqe, CompletionTag(kind: .close).rawValue)
+        do { try ring.submit() } catch {
+            // Still queued: made a no-op, so the caller's close is the only one.
+            io_uring_prep_nop(sqe)
+            io_uring_sqe_set_data64(sqe, CompletionTag(kind: .close).rawValue)
+            return false
+        }
+        return true
+    }
 }

@@ -76,8 +76,8 @@ package final class WaitCore {
     /// slot would stay "cancelling" for good).
     private var wakeUpNeedsArming = false
     @exclusivity(unchecked) var cancellationsToRetry: [PortID] = []
-    /// Buffer group ids of provided-buffer rings.
-    let bufferGroups = BufferGroupIDs()
+    /// Provided-buffer rings no operation uses, to lend again.
+    let bufferRings: BufferRingPool
 
     /// Waits that slept in the kernel (returned because of a completion, a wake-up or
     /// the deadline). Polls that did not block are not counted.
@@ -100,6 +100,7 @@ package final class WaitCore {
         // change the precision, and power, of sleeps the application makes itself on the
         // loop's thread. Accuracy beyond the kernel's wake-up is the precise mode's job.
         ring = try Ring(entries: entries)
+        bufferRings = BufferRingPool(ring: ring)
         try signal.attach(to: ring, preferred: preferred)
         self.signal = signal
         self.inbox = inbox ?? MessageInbox(signal: signal)
@@ -313,7 +314,7 @@ package final class WaitCore {
             guard isCurrent(id), case .operation = slots[Int(id.slot)].state else { return }
             events.append(.completion(id, result: completion.result, flags: completion.flags))
             if !completion.hasMore { releaseSlot(id.slot) }
-        case .messageSent, nil:
+        case .messageSent, .close, nil:
             return
         }
     }
