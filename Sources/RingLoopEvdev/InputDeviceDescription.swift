@@ -1,11 +1,11 @@
-import CLibEvdev
-import RingLoopEvdev
-
 /// What an evdev device says about itself: name, ids, properties, the codes it can send,
 /// absolute axis ranges and its current LED, switch and key state — everything
 /// `libevdev_new_from_fd` asks the kernel for.
 ///
 /// Built from a recording, from a live device (``init(fileDescriptor:)``), or in code.
+/// The one description of a device in the package: recordings and virtual devices
+/// (RingLoopDevices) and the input chain (RingLoopHID, whose `HIDDeviceInfo` adds what
+/// it derives from it) all take this type.
 public struct InputDeviceDescription: Hashable, Sendable {
     public var name: String
     public var busType: UInt16
@@ -53,7 +53,7 @@ public struct InputDeviceDescription: Hashable, Sendable {
     }
 
     /// Makes `codes[EV_SYN]` list every type that has codes, as the kernel's type mask does.
-    mutating func normalizeTypes() {
+    package mutating func normalizeTypes() {
         codes = codes.filter { !$0.value.isEmpty }
         var types = codes[Evdev.EV_SYN] ?? []
         types.insert(Evdev.EV_SYN)
@@ -117,9 +117,4 @@ public struct InputDeviceDescription: Hashable, Sendable {
         hasher.combine(product)
         hasher.combine(codes)
     }
-}
-
-extension String {
-    /// `0x` and hexadecimal digits.
-    init(format2 value: UInt16) { self = "0x" + String(value, radix: 16) }
 }
