@@ -39,6 +39,7 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
 /// state itself (``FrameDecoder`` at attach and after a loss) and two descriptions of one
 /// device must compare equal whenever they were taken.
 public struct HIDDeviceInfo: Sendable, Hashable {
+    /// The id the event system gave the device (unique while it runs).
     public var id: HIDDeviceID
     /// The device node (`/dev/input/event3`).
     public var path: String
