@@ -81,13 +81,13 @@ let package = Package(
         // from the kernel's headers), `struct input_event`, absolute axes, bit-mask limits.
         .target(
             name: "RingLoopEvdev",
-            dependencies: ["CLibEvdev"]
+            dependencies: ["CLibEvdev", .product(name: "SystemPackage", package: "swift-system")]
         ),
         // evdev devices → HID events → event queue → handlers.
         .target(
             name: "RingLoopHID",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "CLibEvdev", .product(name: "SystemPackage", package: "swift-system"),
+                "RingLoop", "RingLoopEvdev", .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "ringloop",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport", "CLibEvdev",
+                "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

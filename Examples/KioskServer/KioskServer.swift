@@ -221,10 +221,7 @@ func runDemo(name: String, recordings: String) throws {
 
 /// A recording's device, as the chain describes it.
 func description(of path: String) throws -> HIDDeviceInfo {
-    let device = try Recording.load(contentsOf: path).description!
-    return HIDDeviceInfo.describing(
-        name: device.name, busType: device.busType, vendor: device.vendor, product: device.product, codes: device.codes,
-        axes: device.absoluteAxes, properties: device.properties)
+    HIDDeviceInfo(description: try Recording.load(contentsOf: path).description!)
 }
 
 /// One frame: the events, then `SYN_REPORT`, stamped now, in one write.

@@ -34,9 +34,7 @@ public func fuzzFrameDecoderInitialize(
     }
     for path in paths.sorted() {
         guard let description = try? Recording.loadAll(contentsOf: path).first?.description else { continue }
-        devices.append(
-            HIDDeviceInfo.describing(
-                name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties))
+        devices.append(HIDDeviceInfo(description: description))
     }
     if devices.isEmpty {
         print("no device descriptions found in \(folder) (set RINGLOOP_DEVICES)\n", terminator: "")

@@ -12,7 +12,12 @@ static inline unsigned long ringloop_eviocgrab(void) { return EVIOCGRAB; }
 static inline unsigned long ringloop_eviocsclockid(void) { return EVIOCSCLOCKID; }
 static inline unsigned long ringloop_eviocgrep(void) { return EVIOCGREP; }
 static inline unsigned long ringloop_eviocsrep(void) { return EVIOCSREP; }
+static inline unsigned long ringloop_eviocgversion(void) { return EVIOCGVERSION; }
+static inline unsigned long ringloop_eviocgid(void) { return EVIOCGID; }
 static inline unsigned long ringloop_eviocgname(unsigned len) { return EVIOCGNAME(len); }
+static inline unsigned long ringloop_eviocgphys(unsigned len) { return EVIOCGPHYS(len); }
+static inline unsigned long ringloop_eviocguniq(unsigned len) { return EVIOCGUNIQ(len); }
+static inline unsigned long ringloop_eviocgprop(unsigned len) { return EVIOCGPROP(len); }
 static inline unsigned long ringloop_eviocgbit(unsigned type, unsigned len) { return EVIOCGBIT(type, len); }
 static inline unsigned long ringloop_eviocgabs(unsigned axis) { return EVIOCGABS(axis); }
 static inline unsigned long ringloop_eviocgkey(unsigned len) { return EVIOCGKEY(len); }

@@ -15,11 +15,4 @@ public enum HIDDecodeBenchmark {
         DecodeThroughput.run(
             info: info, events: events, rounds: rounds, beforeMeasuredRound: beforeMeasuredRound, handler: handler)
     }
-
-    /// A device description for the benchmark, classified from its capabilities.
-    public static func info(
-        name: String, codes: [UInt16: Set<UInt16>], properties: Set<UInt16>, axes: [UInt16: AbsoluteAxis]
-    ) -> HIDDeviceInfo {
-        HIDDeviceInfo.describing(name: name, codes: codes, axes: axes, properties: properties)
-    }
 }

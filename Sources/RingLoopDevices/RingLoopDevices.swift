@@ -4,7 +4,10 @@
 /// Built in the virtual-devices issue; this module exists so the package's layout and
 /// dependency arrows (libevdev and fuse3) hold from the start.
 import CFuse
-import CLibEvdev
+
+// The device description (`InputDeviceDescription`) and the evdev names belong to
+// RingLoopEvdev; a user of recordings and virtual devices gets them with this module.
+@_exported import RingLoopEvdev
 
 /// Versions of the system libraries this module links.
 package enum RingLoopDevicesLinkage {

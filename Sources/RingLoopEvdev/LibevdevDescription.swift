@@ -4,27 +4,27 @@ import CLibEvdev
 /// the queries `evemu-record` and libinput make. The libevdev handle lives only inside
 /// ``read(fileDescriptor:_:)``; what callers keep is values.
 ///
-/// Shared by the input chain's device description and the recordings' device
-/// description, so both see a node the same way.
-package struct LibevdevDescription {
-    package var name: String
-    package var physicalLocation: String
-    package var uniqueIdentifier: String
-    package var busType: UInt16
-    package var vendor: UInt16
-    package var product: UInt16
-    package var version: UInt16
+/// What ``InputDeviceDescription/init(fileDescriptor:)`` is built from; the handle never
+/// leaves this module.
+struct LibevdevDescription {
+    var name: String
+    var physicalLocation: String
+    var uniqueIdentifier: String
+    var busType: UInt16
+    var vendor: UInt16
+    var product: UInt16
+    var version: UInt16
     /// Codes per event type, for every type but `EV_SYN` that the device has.
-    package var codes: [UInt16: Set<UInt16>]
+    var codes: [UInt16: Set<UInt16>]
     /// Every absolute axis with its range, by code.
-    package var absoluteAxes: [UInt16: AbsoluteAxis]
+    var absoluteAxes: [UInt16: AbsoluteAxis]
     /// `INPUT_PROP_*` bits.
-    package var properties: Set<UInt16>
+    var properties: Set<UInt16>
 
     /// Opens `fd` with libevdev and hands `body` the description and the handle (for the
     /// queries only some callers make: slot count, current values, key repeat). Fails
     /// with the errno libevdev reported when it cannot read the node.
-    package static func read<Result>(
+    static func read<Result>(
         fileDescriptor fd: Int32, _ body: (LibevdevDescription, OpaquePointer) -> Result
     ) -> Swift.Result<Result, LibevdevError> {
         var handle: OpaquePointer?
@@ -66,7 +66,7 @@ package struct LibevdevDescription {
 }
 
 /// libevdev could not read a node (`libevdev_new_from_fd` failed).
-package struct LibevdevError: Error {
+struct LibevdevError: Error {
     /// The errno it reported (`ENOTTY` for a file that is not an evdev node).
-    package var errno: Int32
+    var errno: Int32
 }

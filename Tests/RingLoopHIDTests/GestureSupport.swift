@@ -104,11 +104,7 @@ struct GestureRun {
 }
 
 /// A recording's device description as the chain takes it.
-func deviceInfo(of recording: Recording) -> HIDDeviceInfo {
-    let description = recording.description!
-    return HIDDeviceInfo.describing(
-        name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties)
-}
+func deviceInfo(of recording: Recording) -> HIDDeviceInfo { HIDDeviceInfo(description: recording.description!) }
 
 let gesturesFolder = devicesFolder + "/gestures"
 

@@ -25,10 +25,10 @@ struct MoreChainTests {
         let axis = AbsoluteAxis(minimum: 0, maximum: 1000, resolution: 0)
         let codes: [UInt16: Set<UInt16>] = [1: [0x14a], 3: [0x00, 0x01, 0x35, 0x36]]
         let info = HIDDeviceInfo(
-            id: HIDDeviceID(rawValue: 1), path: "(memory)", name: "Protocol A screen", busType: 0, vendor: 0, product: 0,
-            version: 0, deviceClass: HIDDeviceInfo.classify(codes: codes, properties: [1]),
-            axes: [0x00: axis, 0x01: axis, 0x35: axis, 0x36: axis], slotCount: 0, isProtocolA: true, isSemiMultitouch: false,
-            hasHighResolutionWheel: false, hasHighResolutionHorizontalWheel: false, leds: [], codes: codes, properties: [1])
+            description: InputDeviceDescription(
+                name: "Protocol A screen", busType: 0, properties: [1], codes: codes,
+                absoluteAxes: [0x00: axis, 0x01: axis, 0x35: axis, 0x36: axis]))
+        #expect(info.isProtocolA && info.slotCount == 0)
         var decoder = FrameDecoder(info: info)
         var out: [HIDEvent] = []
         func contact(_ x: Int32, _ y: Int32) -> [(UInt16, UInt16, Int32)] { [(3, 0x35, x), (3, 0x36, y), (0, 2, 0)] }

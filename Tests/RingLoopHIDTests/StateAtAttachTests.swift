@@ -72,8 +72,7 @@ struct StateAtAttachTests {
     @Test("The decoder's attach: silent absolute values and slot, reported keys, switches and touches")
     func decoderAttach() {
         let description = Self.touchscreen.description!
-        let info = HIDDeviceInfo.describing(
-            name: description.name, codes: description.codes, axes: description.absoluteAxes, properties: description.properties)
+        let info = HIDDeviceInfo(description: description)
         var decoder = FrameDecoder(info: info)
         var snapshot = DeviceStateSnapshot()
         snapshot.keysDown = [Evdev.BTN_TOUCH]

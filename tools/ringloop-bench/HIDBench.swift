@@ -24,8 +24,7 @@ enum HIDBench {
         for name in names {
             let recording = try Recording.load(contentsOf: folder + "/" + name)
             let description = recording.description!
-            let info = HIDDecodeBenchmark.info(
-                name: description.name, codes: description.codes, properties: description.properties, axes: description.absoluteAxes)
+            let info = HIDDeviceInfo(description: description)
             inputs.append((info, recording.events))
         }
         let target = BenchSize.of(quick ? 200_000 : 2_000_000)
@@ -72,8 +71,7 @@ enum HIDBench {
         for name in ["pinch-rotate", "slow-drag", "double-tap", "swipe-left", "pan-2-fingers", "edge-swipe", "long-press"] {
             let recording = try Recording.load(contentsOf: folder + "/gestures/touchscreen-\(name).evemu")
             let description = recording.description!
-            let info = HIDDecodeBenchmark.info(
-                name: description.name, codes: description.codes, properties: description.properties, axes: description.absoluteAxes)
+            let info = HIDDeviceInfo(description: description)
             surface = GestureSurface(device: info)
             // One gesture after another: each recording's frames start after the last one's end.
             let offset = (frames.last?.0).map { $0 + .seconds(2) } ?? MonotonicInstant(nanoseconds: 1_000_000_000)

@@ -18,8 +18,7 @@ enum MotionBench {
         for name in recordings {
             let recording = try Recording.load(contentsOf: folder + "/motion/" + name + ".evemu")
             let description = recording.description!
-            let info = HIDDecodeBenchmark.info(
-                name: description.name, codes: description.codes, properties: description.properties, axes: description.absoluteAxes)
+            let info = HIDDeviceInfo(description: description)
             inputs.append((info, recording.events))
         }
         let target = BenchSize.of(quick ? 100_000 : 1_000_000)

@@ -76,8 +76,8 @@ struct Devices: ParsableCommand {
     static func id(_ value: UInt16) -> String { "0x" + Format.hex(value, digits: 4) }
 
     static func json(_ description: InputDeviceDescription, path: String) -> JSON {
-        let info = HIDDeviceInfo.classify(codes: description.codes, properties: description.properties)
-        let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties).map(\.rawValue).sorted()
+        let device = HIDDeviceInfo(description: description, path: path)
+        let (info, roles) = (device.deviceClass, device.roles.map(\.rawValue).sorted())
         var capabilities: [String: JSON] = [:]
         for (type, codes) in description.codes where type != 0 {
             capabilities[Evdev.shownName(ofType: type)] = .array(codes.sorted().map { .string(Evdev.shownName(ofCode: $0, type: type)) })
@@ -92,8 +92,8 @@ struct Devices: ParsableCommand {
     }
 
     static func text(_ description: InputDeviceDescription, path: String) -> String {
-        let info = HIDDeviceInfo.classify(codes: description.codes, properties: description.properties)
-        let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties).map(\.rawValue).sorted()
+        let device = HIDDeviceInfo(description: description, path: path)
+        let (info, roles) = (device.deviceClass, device.roles.map(\.rawValue).sorted())
         let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
             "\(Evdev.shownName(ofType: type)) (\(description.codes[type]!.count))"
         }

@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
@@ -101,8 +100,13 @@ enum KernelChecks {
             guard let capture = NodeCapture(path: device.nodePath) else { return context.report.fail("key-repeat", "cannot open") }
             let fd = open(device.nodePath, O_RDWR | O_CLOEXEC)
             defer { close(fd) }
-            var settings: [UInt32] = [0, 0]
-            _ = ioctl(fd, UInt(ringloop_eviocgrep()), &settings)
+            let evdev = EvdevDevice(fileDescriptor: fd)
+            // As the kernel's two unsigned ints, as the report prints them.
+            func repeatSettings() -> [UInt32] {
+                guard let (delay, period) = try? evdev.keyRepeat() else { return [0, 0] }
+                return [UInt32(bitPattern: delay), UInt32(bitPattern: period)]
+            }
+            let settings = repeatSettings()
             // Held for 600 ms: more than the delay and ten periods of the kernel's repeat.
             try device.send(frame([(Evdev.EV_KEY, Evdev.KEY_A, 1)]))
             usleep(600_000)
@@ -110,10 +114,8 @@ enum KernelChecks {
             waitUntil(.seconds(2)) { capture.count >= 4 }
             let plain = capture.count
             // A reader sets repeat settings: the device hears of it, and the kernel repeats.
-            var wanted: [UInt32] = [100, 20]
-            _ = ioctl(fd, UInt(ringloop_eviocsrep()), &wanted)
-            var after: [UInt32] = [0, 0]
-            _ = ioctl(fd, UInt(ringloop_eviocgrep()), &after)
+            _ = try? evdev.setKeyRepeat(delay: 100, period: 20)
+            let after = repeatSettings()
             var told: [InputEvent] = []
             waitUntil(.seconds(2)) {
                 told += device.receivedEvents()

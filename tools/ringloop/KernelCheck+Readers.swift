@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
@@ -147,9 +146,9 @@ final class NodeCapture: Sendable {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         self.fd = fd
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
-        if grab { _ = ioctl(fd, UInt(ringloop_eviocgrab()), 1) }
+        let evdev = EvdevDevice(fileDescriptor: fd)
+        _ = try? evdev.setClock(CLOCK_MONOTONIC)
+        if grab { _ = try? evdev.grab() }
         let store = events
         let reading = self.reading
         thread = PosixThread.start(name: "kernel-capture") {

@@ -1,4 +1,3 @@
-import CLibEvdev
 import Dispatch
 import RingLoop
 import RingLoopDevices
@@ -139,7 +138,7 @@ extension KernelChecks {
                 return context.report.fail("grab-and-clock", "the chain never attached it")
             }
             let grabber = open(device.nodePath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            let grabbed = ioctl(grabber, UInt(ringloop_eviocgrab()), 1) == 0
+            let grabbed = (try? EvdevDevice(fileDescriptor: grabber).grab()) != nil
             try device.send(frame([(Evdev.EV_KEY, Evdev.KEY_H, 1)]) + frame([(Evdev.EV_KEY, Evdev.KEY_H, 0)]))
             var buffer = [UInt8](repeating: 0, count: 64 * InputEvent.size)
             var grabberRead = 0
@@ -182,11 +181,10 @@ extension KernelChecks {
                 return told.contains { $0.type == Evdev.EV_LED }
             }
             let fd = open(device.nodePath, O_RDONLY | O_CLOEXEC)
-            var leds = [UInt8](repeating: 0, count: 8)
-            _ = ioctl(fd, UInt(ringloop_eviocgled(UInt32(leds.count))), &leds)
+            let leds = (try? EvdevDevice(fileDescriptor: fd).ledsOn()) ?? []
             close(fd)
             device.remove()
-            let ledOn = leds[0] & (1 << Evdev.LED_CAPSL) != 0
+            let ledOn = leds.contains(Evdev.LED_CAPSL)
             context.report.check(
                 "led-output",
                 failure == nil && told.contains { $0.type == Evdev.EV_LED && $0.code == Evdev.LED_CAPSL && $0.value == 1 } && ledOn,

@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev

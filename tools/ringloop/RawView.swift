@@ -1,5 +1,4 @@
 import ArgumentParser
-import CLibEvdev
 import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
@@ -14,15 +13,11 @@ import Glibc
 /// `monitor --raw`: a device's evdev events as evtest prints them (its capability header,
 /// then one line per event), or as JSON objects.
 enum RawView {
-    /// `EVIOCGVERSION`: `_IOR('E', 0x01, int)`.
-    static let versionRequest = UInt(0x8004_4501)
-
     /// evtest's header: driver version, ids, name, supported events with their codes
     /// (axes with their ranges, LEDs and switches with their state), key repeat,
     /// properties.
     static func header(fileDescriptor fd: Int32, _ device: InputDeviceDescription) -> String {
-        var version: Int32 = 0
-        _ = ioctl(fd, versionRequest, &version)
+        let version = (try? EvdevDevice(fileDescriptor: fd).driverVersion()) ?? 0
         var out = "Input driver version is \(version >> 16).\((version >> 8) & 0xff).\(version & 0xff)\n"
         out +=
             "Input device ID: bus 0x\(hex(device.busType)) vendor 0x\(hex(device.vendor)) product 0x\(hex(device.product)) version 0x\(hex(device.version))\n"
@@ -114,17 +109,15 @@ enum RawView {
         do { device = try InputDeviceDescription(fileDescriptor: fd) } catch {
             throw .wrongKind(path: node, found: "is not an evdev device (\(error))", expected: "an evdev device node")
         }
-        // The argument through a pointer: evdev reads any non-zero argument as "grab", and
-        // a FUSE node can take the request only that way (the kernel copies the int the
-        // pointer points at; passed by value, the request fails with "Bad address").
-        var one: Int32 = 1
-        if grab, ioctl(fd, UInt(ringloop_eviocgrab()), &one) != 0 {
-            throw .failed("\(node): cannot grab: \(String(cString: strerror(errno)))")
+        let evdev = EvdevDevice(fileDescriptor: fd)
+        if grab {
+            do throws(EvdevError) { try evdev.grab() } catch {
+                throw .failed("\(node): cannot grab: \(String(cString: strerror(error.errno.rawValue)))")
+            }
         }
         if json {
             // Times on the clock HID events use (evtest's text keeps the kernel's default).
-            var clock = CLOCK_MONOTONIC
-            _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
+            _ = try? evdev.setClock(CLOCK_MONOTONIC)
         } else {
             StandardOutput.write(header(fileDescriptor: fd, device))
         }

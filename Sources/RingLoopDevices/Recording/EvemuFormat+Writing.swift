@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoopEvdev
 
 extension EvemuFormat {
@@ -97,7 +96,7 @@ extension EvemuFormat {
     static func comments(_ device: InputDeviceDescription) -> String {
         // libevdev's names, as evemu prints them (SYN_MAX for code 15, say).
         func name(_ code: UInt16, _ type: UInt16) -> String {
-            libevdev_event_code_get_name(UInt32(type), UInt32(code)).map { String(cString: $0) } ?? "(null)"
+            Evdev.libevdevName(ofCode: code, type: type) ?? "(null)"
         }
         func field(_ label: String, _ separator: String, _ value: Int32, _ width: Int) -> String {
             let digits = String(value)
@@ -115,7 +114,7 @@ extension EvemuFormat {
         out += "# Supported events:\n"
         let types = Set(device.codes.keys).union([Evdev.EV_SYN]).union(device.keyRepeat != nil ? [Evdev.EV_REP] : [])
         for type in types.sorted() {
-            out += "#   Event type \(type) (\(libevdev_event_type_get_name(UInt32(type)).map { String(cString: $0) } ?? "(null)"))\n"
+            out += "#   Event type \(type) (\(Evdev.libevdevName(ofType: type) ?? "(null)"))\n"
             let codes: [UInt16]
             switch type {
             case Evdev.EV_SYN: codes = Array(0...Evdev.SYN_MAX)
@@ -138,7 +137,7 @@ extension EvemuFormat {
         }
         out += "# Properties:\n"
         for property in device.properties.sorted() {
-            let name = libevdev_property_get_name(UInt32(property)).map { String(cString: $0) } ?? "(null)"
+            let name = Evdev.libevdevName(ofProperty: property) ?? "(null)"
             out += "#   Property  type \(property) (\(name))\n"
         }
         return out

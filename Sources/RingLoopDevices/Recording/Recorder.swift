@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoop
 import RingLoopEvdev
 import SystemPackage
@@ -62,13 +61,12 @@ public final class Recorder {
         // Kernel times on CLOCK_MONOTONIC, as the chain reads them; set first, since
         // switching the clock once events are queued drops them (the kernel flushes the
         // reader's buffer and queues SYN_DROPPED).
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
-        do {
+        _ = try? EvdevDevice(fileDescriptor: fd).setClock(CLOCK_MONOTONIC)
+        do throws(EvdevError) {
             description = try InputDeviceDescription(fileDescriptor: fd)
         } catch {
             close(fd)
-            throw .notEvdev(path: nodePath, reason: "\(error)")
+            throw .notEvdev(path: nodePath, reason: "\(RecordingError.unreadable(file: "fd \(fd)", errno: error.errno))")
         }
         self.nodePath = nodePath
         self.fd = fd

@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoop
 import RingLoopEvdev
 import Synchronization

@@ -1,4 +1,3 @@
-import CLibEvdev
 import RingLoop
 import RingLoopEvdev
 import SystemPackage
@@ -31,27 +30,119 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
     case other
 }
 
-/// An attached device: where it is, what it says about itself, and its class.
+/// An attached device: where it is, its `InputDeviceDescription` (RingLoopEvdev: what it
+/// says about itself, the one description type of the package), and what the chain derives from
+/// that: its class and roles, and its multitouch kind.
+///
+/// The description is kept for its identity and capabilities; the state it was taken with
+/// (keys down, LEDs lit, switches set, key repeat) is cleared, because the chain tracks
+/// state itself (``FrameDecoder`` at attach and after a loss) and two descriptions of one
+/// device must compare equal whenever they were taken.
 public struct HIDDeviceInfo: Sendable, Hashable {
+    /// The id the event system gave the device (unique while it runs).
     public var id: HIDDeviceID
     /// The device node (`/dev/input/event3`).
     public var path: String
-    public var name: String
-    public var busType: UInt16
-    public var vendor: UInt16
-    public var product: UInt16
-    public var version: UInt16
-    public var deviceClass: HIDDeviceClass
+    /// What the device says about itself: name, ids, `phys` and `uniq`, properties, codes
+    /// and absolute axes (without the state it was taken with).
+    public private(set) var description: InputDeviceDescription
+    /// The device's main role, classified from its capabilities.
+    public private(set) var deviceClass: HIDDeviceClass
     /// Every role its capabilities give it (``deviceClass`` among them): a keyboard with a
     /// touchpad on one node is `[.keyboard, .pointer]`. Handlers filtering by class match
     /// any role.
-    public var roles: Set<HIDDeviceClass> = []
-    /// Absolute axes by code.
-    public var axes: [UInt16: AbsoluteAxis]
+    public private(set) var roles: Set<HIDDeviceClass>
     /// Multitouch slots (0 for none).
-    public var slotCount: Int
+    public private(set) var slotCount: Int
     /// Reports multitouch without slots (protocol A).
-    public var isProtocolA: Bool
+    public private(set) var isProtocolA: Bool
+
+    /// Describes a device for the chain: classified, and its multitouch kind worked out
+    /// (`ABS_MT_SLOT`'s range gives the slots, from 0 and at most 1024 as the kernel
+    /// allows, unless `ABS_RESERVED` makes it "fake MT"; protocol A is multitouch
+    /// positions without slots). For a node, for a recording's device, or for decoders fed
+    /// from memory (benchmarks, fuzzing, tests).
+    public init(description: InputDeviceDescription, id: HIDDeviceID = HIDDeviceID(rawValue: 1), path: String = "(memory)") {
+        var slots = 0
+        if let range = description.absoluteAxes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0,
+            Int(range.maximum) < Evdev.maximumSlotCount
+        {
+            slots = Int(range.maximum) + 1
+        }
+        self.init(description: description, id: id, path: path, slots: slots)
+    }
+
+    /// The one place the derived fields are worked out. `slots` is the count for a device
+    /// with `ABS_MT_SLOT`; it counts only without "fake MT".
+    init(description: InputDeviceDescription, id: HIDDeviceID, path: String, slots: Int) {
+        var description = description
+        description.ledStates = [:]
+        description.switchStates = [:]
+        description.keysDown = []
+        description.keyRepeat = nil
+        let codes = description.codes
+        let absolute = codes[Evdev.EV_ABS] ?? []
+        let fakeMultitouch = absolute.contains(Evdev.ABS_RESERVED) && absolute.contains(Evdev.ABS_MT_SLOT)
+        let slotCount = fakeMultitouch || !absolute.contains(Evdev.ABS_MT_SLOT) ? 0 : slots
+        self.id = id
+        self.path = path
+        self.description = description
+        self.slotCount = slotCount
+        self.isProtocolA =
+            slotCount == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X)
+            && absolute.contains(Evdev.ABS_MT_POSITION_Y)
+        let roles = DeviceRoles(codes: codes, properties: description.properties)
+        self.deviceClass = roles.primary
+        self.roles = roles.all
+    }
+}
+
+extension HIDDeviceInfo {
+    /// The device's name.
+    public var name: String {
+        get { description.name }
+        set { description.name = newValue }
+    }
+    /// The bus (`BUS_USB`…).
+    public var busType: UInt16 {
+        get { description.busType }
+        set { description.busType = newValue }
+    }
+    /// The vendor id.
+    public var vendor: UInt16 {
+        get { description.vendor }
+        set { description.vendor = newValue }
+    }
+    /// The product id.
+    public var product: UInt16 {
+        get { description.product }
+        set { description.product = newValue }
+    }
+    /// The product's version.
+    public var version: UInt16 {
+        get { description.version }
+        set { description.version = newValue }
+    }
+    /// Where the device is attached, as the kernel says (`phys`: `usb-0000:00:14.0-2/input3`,
+    /// a Bluetooth adapter's address); empty when it says nothing.
+    public var physicalLocation: String {
+        get { description.physicalLocation }
+        set { description.physicalLocation = newValue }
+    }
+    /// The device's own identifier (`uniq`: a serial number, a Bluetooth controller's
+    /// address); empty when it has none.
+    public var uniqueIdentifier: String {
+        get { description.uniqueIdentifier }
+        set { description.uniqueIdentifier = newValue }
+    }
+    /// Absolute axes by code.
+    public var axes: [UInt16: AbsoluteAxis] { description.absoluteAxes }
+    /// Codes per event type (`EV_SYN` lists the types).
+    public var codes: [UInt16: Set<UInt16>] { description.codes }
+    /// `INPUT_PROP_*` bits.
+    public var properties: Set<UInt16> { description.properties }
+    /// LEDs the device has (`LED_NUML`…).
+    public var leds: Set<UInt16> { description.codes[Evdev.EV_LED] ?? [] }
     /// Has `ABS_MT_SLOT` and `ABS_RESERVED` (0x2e): a HID device whose many axes spill
     /// into the multitouch codes. udev and libevdev treat it as having no multitouch, and
     /// so does the decoder: its codes from 0x2f on are ordinary axes.
@@ -59,23 +150,11 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         has(type: Evdev.EV_ABS, code: Evdev.ABS_RESERVED) && has(type: Evdev.EV_ABS, code: Evdev.ABS_MT_SLOT)
     }
     /// `INPUT_PROP_SEMI_MT`: the slots are a bounding box.
-    public var isSemiMultitouch: Bool
+    public var isSemiMultitouch: Bool { description.properties.contains(Evdev.INPUT_PROP_SEMI_MT) }
     /// Has `REL_WHEEL_HI_RES`.
-    public var hasHighResolutionWheel: Bool
+    public var hasHighResolutionWheel: Bool { has(type: Evdev.EV_REL, code: Evdev.REL_WHEEL_HI_RES) }
     /// Has `REL_HWHEEL_HI_RES`.
-    public var hasHighResolutionHorizontalWheel: Bool
-    /// LEDs the device has (`LED_NUML`…).
-    public var leds: Set<UInt16>
-    /// Codes per event type.
-    public var codes: [UInt16: Set<UInt16>]
-    /// `INPUT_PROP_*` bits.
-    public var properties: Set<UInt16>
-    /// Where the device is attached, as the kernel says (`phys`: `usb-0000:00:14.0-2/input3`,
-    /// a Bluetooth adapter's address); empty when it says nothing.
-    public var physicalLocation = ""
-    /// The device's own identifier (`uniq`: a serial number, a Bluetooth controller's
-    /// address); empty when it has none.
-    public var uniqueIdentifier = ""
+    public var hasHighResolutionHorizontalWheel: Bool { has(type: Evdev.EV_REL, code: Evdev.REL_HWHEEL_HI_RES) }
 
     /// The physical device the node belongs to, as libinput groups nodes: nodes with the
     /// same bus, vendor and product and the same `uniq` (or, without one, the same
@@ -97,73 +176,33 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         return prefix + "phys=" + location
     }
 
-    public func has(type: UInt16, code: UInt16) -> Bool { codes[type]?.contains(code) ?? false }
-}
+    /// Whether the device can send `code` of `type`.
+    public func has(type: UInt16, code: UInt16) -> Bool { description.has(type: type, code: code) }
 
-extension HIDDeviceInfo {
-    /// Reads the description through libevdev from an open node.
+    /// Reads the description through libevdev from an open node. The slot count is
+    /// libevdev's (-1, so none, for a device with `ABS_RESERVED`, "fake MT").
     static func read(fd: Int32, id: HIDDeviceID, path: String) -> Result<HIDDeviceInfo, HIDError> {
-        let read = LibevdevDescription.read(fileDescriptor: fd) { description, device in
-            HIDDeviceInfo(id: id, path: path, description, slots: libevdev_get_num_slots(device))
+        do throws(EvdevError) {
+            let (description, slots) = try InputDeviceDescription.readWithSlots(fileDescriptor: fd)
+            return .success(HIDDeviceInfo(description: description, id: id, path: path, slots: max(0, Int(slots))))
+        } catch {
+            return .failure(.describe(path: path, errno: error.errno))
         }
-        return read.mapError { .describe(path: path, errno: Errno(rawValue: $0.errno)) }
     }
 
-    /// `slots` is libevdev's count, which is -1 for a device with `ABS_RESERVED` ("fake
-    /// MT"); never more than the decoder keeps per frame is used, but the count is the
-    /// device's.
-    private init(id: HIDDeviceID, path: String, _ description: LibevdevDescription, slots: Int32) {
-        self.init(
-            id: id, path: path, name: description.name, busType: description.busType, vendor: description.vendor,
-            product: description.product, version: description.version, codes: description.codes,
-            axes: description.absoluteAxes, properties: description.properties, slots: max(0, Int(slots)))
-        physicalLocation = description.physicalLocation
-        uniqueIdentifier = description.uniqueIdentifier
-    }
-
-    /// A device described in code rather than read from a node: for decoders fed from
-    /// memory (benchmarks, fuzzing, tests). Classified, and its multitouch kind worked
-    /// out, as for a node (`ABS_MT_SLOT`'s range gives the slots unless `ABS_RESERVED`
-    /// makes it "fake MT"; at most 1024, as the kernel allows).
+    /// A device described in code: the description made of these fields, as
+    /// ``init(description:id:path:)`` takes it.
     public static func describing(
         id: HIDDeviceID = HIDDeviceID(rawValue: 1), path: String = "(memory)", name: String,
         busType: UInt16 = 0, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
         codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>,
         physicalLocation: String = "", uniqueIdentifier: String = ""
     ) -> HIDDeviceInfo {
-        var slots = 0
-        if let range = axes[Evdev.ABS_MT_SLOT], range.minimum == 0, range.maximum >= 0, Int(range.maximum) < Evdev.maximumSlotCount {
-            slots = Int(range.maximum) + 1
-        }
-        var info = HIDDeviceInfo(
-            id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
-            codes: codes, axes: axes, properties: properties, slots: slots)
-        info.physicalLocation = physicalLocation
-        info.uniqueIdentifier = uniqueIdentifier
-        return info
-    }
-
-    /// The one place a description's derived fields are worked out, for nodes and for
-    /// devices described in code: the slots count only with `ABS_MT_SLOT` and without
-    /// "fake MT"; protocol A is multitouch positions without slots.
-    private init(
-        id: HIDDeviceID, path: String, name: String, busType: UInt16, vendor: UInt16, product: UInt16, version: UInt16,
-        codes: [UInt16: Set<UInt16>], axes: [UInt16: AbsoluteAxis], properties: Set<UInt16>, slots: Int
-    ) {
-        let absolute = codes[Evdev.EV_ABS] ?? []
-        let fakeMultitouch = absolute.contains(Evdev.ABS_RESERVED) && absolute.contains(Evdev.ABS_MT_SLOT)
-        let slotCount = fakeMultitouch || !absolute.contains(Evdev.ABS_MT_SLOT) ? 0 : slots
-        self.init(
-            id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
-            deviceClass: .other, axes: axes, slotCount: slotCount,
-            isProtocolA: slotCount == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X)
-                && absolute.contains(Evdev.ABS_MT_POSITION_Y),
-            isSemiMultitouch: properties.contains(Evdev.INPUT_PROP_SEMI_MT),
-            hasHighResolutionWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_WHEEL_HI_RES) == true,
-            hasHighResolutionHorizontalWheel: codes[Evdev.EV_REL]?.contains(Evdev.REL_HWHEEL_HI_RES) == true,
-            leds: codes[Evdev.EV_LED] ?? [], codes: codes, properties: properties)
-        deviceClass = Self.classify(codes: codes, properties: properties)
-        roles = Self.roles(codes: codes, properties: properties)
+        let description = InputDeviceDescription(
+            name: name, busType: busType, vendor: vendor, product: product, version: version,
+            physicalLocation: physicalLocation, uniqueIdentifier: uniqueIdentifier, properties: properties, codes: codes,
+            absoluteAxes: axes)
+        return HIDDeviceInfo(description: description, id: id, path: path)
     }
 
     /// Classifies like udev's `input_id` builtin (and so libinput): tablets have a pen

@@ -8,9 +8,9 @@ import RingLoopEvdev
 /// Events travel decoded, as `IOHIDEvent`s travel from the event server to an app: one
 /// ``HIDEvent`` is its kind (1 byte), device (4), timestamp in nanoseconds (8) and the
 /// payload's fields in a fixed order (see ``encode(_:into:)``). Devices travel as what
-/// ``HIDDeviceInfo/describing(id:path:name:busType:vendor:product:version:codes:axes:properties:)``
-/// needs (name, ids, codes, axes, properties), so the client classifies them with the
-/// same code as the server.
+/// the chain's description needs (name, ids, codes, axes, properties; not `phys` and
+/// `uniq`), and the client derives the rest with ``HIDDeviceInfo/init(description:id:path:)``,
+/// the same code as the server.
 ///
 /// Everything a peer sends is checked field by field before use — every enumeration's
 /// raw value, every flag byte, every count against its capacity, every code against its

@@ -311,8 +311,9 @@ extension ServerWire {
             properties.insert(property)
         }
         try input.expectEnd("device")
-        return HIDDeviceInfo.describing(
-            id: id, path: path, name: name, busType: busType, vendor: vendor, product: product, version: version,
-            codes: codes, axes: axes, properties: properties)
+        let description = InputDeviceDescription(
+            name: name, busType: busType, vendor: vendor, product: product, version: version, properties: properties,
+            codes: codes, absoluteAxes: axes)
+        return HIDDeviceInfo(description: description, id: id, path: path)
     }
 }

@@ -1,6 +1,6 @@
-import CLibEvdev
 import Logging
 import RingLoop
+import RingLoopEvdev
 import SystemPackage
 
 #if canImport(Glibc)
@@ -138,8 +138,8 @@ final class DeviceMonitor {
         }
         cancelRetry(name)
         // Kernel timestamps on CLOCK_MONOTONIC, so latency is measurable end to end.
-        var clock = CLOCK_MONOTONIC
-        _ = ioctl(fd, UInt(ringloop_eviocsclockid()), &clock)
+        let device = EvdevDevice(fileDescriptor: fd)
+        _ = try? device.setClock(CLOCK_MONOTONIC)
         let id = HIDDeviceID(rawValue: nextID)
         switch HIDDeviceInfo.read(fd: fd, id: id, path: path) {
         case .failure(let error):
@@ -148,9 +148,8 @@ final class DeviceMonitor {
         case .success(let info):
             nextID += 1
             if settings.grab {
-                var one: Int32 = 1
-                if ioctl(fd, UInt(ringloop_eviocgrab()), &one) != 0 {
-                    Self.logger.warning("\(path): could not grab (errno \(errno)); reading shared")
+                do throws(EvdevError) { try device.grab() } catch {
+                    Self.logger.warning("\(path): could not grab (errno \(error.errno.rawValue)); reading shared")
                 }
             }
             let reader = DeviceReader(info: info, fd: fd, readCalls: settings.readCalls, sink: sink) { [unowned self] reader in

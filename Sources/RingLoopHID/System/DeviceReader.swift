@@ -1,4 +1,3 @@
-import CLibEvdev
 import Logging
 import RingLoop
 import RingLoopEvdev
@@ -250,42 +249,23 @@ final class DeviceReader {
         output.removeAll(keepingCapacity: true)
     }
 
-    /// The device's current state, through the same ioctls libevdev's resync uses.
+    /// The device's current state, through the same requests libevdev's resync uses. A
+    /// request the node refuses leaves its part empty (no keys down, slots without a
+    /// contact), as before any event.
     func snapshot() -> DeviceStateSnapshot {
+        let device = EvdevDevice(fileDescriptor: fd)
         var state = DeviceStateSnapshot()
-        var keys = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_KEY)!)
-        if ioctl(fd, UInt(ringloop_eviocgkey(UInt32(keys.count))), &keys) >= 0 {
-            for (index, byte) in keys.enumerated() where byte != 0 {
-                for bit in 0..<8 where byte & (1 << bit) != 0 { state.keysDown.insert(UInt16(index * 8 + bit)) }
-            }
-        }
-        var switches = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_SW)!)
-        if ioctl(fd, UInt(ringloop_eviocgsw(UInt32(switches.count))), &switches) >= 0 {
-            for (index, byte) in switches.enumerated() where byte != 0 {
-                for bit in 0..<8 where byte & (1 << bit) != 0 { state.switchesOn.insert(UInt16(index * 8 + bit)) }
-            }
-        }
-        var leds = [UInt8](repeating: 0, count: Evdev.maskBytes(ofType: Evdev.EV_LED)!)
-        if !info.leds.isEmpty, ioctl(fd, UInt(ringloop_eviocgled(UInt32(leds.count))), &leds) >= 0 {
-            for (index, byte) in leds.enumerated() where byte != 0 {
-                for bit in 0..<8 where byte & (1 << bit) != 0 { state.ledsOn.insert(UInt16(index * 8 + bit)) }
-            }
-        }
+        if let keys = try? device.keysDown() { state.keysDown = keys }
+        if let switches = try? device.switchesOn() { state.switchesOn = switches }
+        if !info.leds.isEmpty, let leds = try? device.ledsOn() { state.ledsOn = leds }
         for code in info.axes.keys where !Evdev.isMultitouchAxis(code) {
-            var absinfo = input_absinfo()
-            if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(code))), &absinfo) >= 0 { state.absolute[code] = absinfo.value }
+            if let axis = try? device.absoluteAxis(code) { state.absolute[code] = axis.value }
         }
         if info.slotCount > 0 {
-            var absinfo = input_absinfo()
-            if ioctl(fd, UInt(ringloop_eviocgabs(UInt32(Evdev.ABS_MT_SLOT))), &absinfo) >= 0 { state.currentSlot = absinfo.value }
-        }
-        if info.slotCount > 0 {
+            if let slot = try? device.absoluteAxis(Evdev.ABS_MT_SLOT) { state.currentSlot = slot.value }
             func values(_ code: UInt16) -> [Int32] {
-                var request = [Int32](repeating: 0, count: info.slotCount + 1)
-                request[0] = Int32(code)
-                let size = UInt32(request.count * MemoryLayout<Int32>.size)
-                let ok = request.withUnsafeMutableBytes { ioctl(fd, UInt(ringloop_eviocgmtslots(size)), $0.baseAddress!) } >= 0
-                return ok ? Array(request.dropFirst()) : Array(repeating: code == Evdev.ABS_MT_TRACKING_ID ? -1 : 0, count: info.slotCount)
+                (try? device.slotValues(of: code, slotCount: info.slotCount))
+                    ?? Array(repeating: code == Evdev.ABS_MT_TRACKING_ID ? -1 : 0, count: info.slotCount)
             }
             let ids = values(Evdev.ABS_MT_TRACKING_ID)
             let xs = values(Evdev.ABS_MT_POSITION_X)

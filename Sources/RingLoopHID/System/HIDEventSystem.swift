@@ -293,8 +293,8 @@ public final class HIDEventSystem {
 
     /// Attaches a device whose events arrive as `struct input_event` records on a stream
     /// (a pipe, a socket pair), exactly as an evdev node delivers them, described by
-    /// `description` (``HIDDeviceInfo/describing(id:path:name:busType:vendor:product:version:codes:axes:properties:physicalLocation:uniqueIdentifier:)``,
-    /// or a recording's). The chain reads it as it reads a node — in the ring, decoded,
+    /// `description` (``HIDDeviceInfo/init(description:id:path:)`` of a description made in
+    /// code or a recording's). The chain reads it as it reads a node — in the ring, decoded,
     /// queued, dispatched — without FUSE or uinput: for latency measurements, tests and
     /// programs that get input from another process. The system owns `fileDescriptor`
     /// from here (it is made non-blocking); the end of the stream is the device's

@@ -1,18 +1,25 @@
-import CLibEvdev
-import RingLoopEvdev
-
 /// What an evdev device says about itself: name, ids, properties, the codes it can send,
 /// absolute axis ranges and its current LED, switch and key state — everything
 /// `libevdev_new_from_fd` asks the kernel for.
 ///
 /// Built from a recording, from a live device (``init(fileDescriptor:)``), or in code.
+/// The one description of a device in the package: recordings and virtual devices
+/// (RingLoopDevices) and the input chain (RingLoopHID, whose `HIDDeviceInfo` adds what
+/// it derives from it) all take this type.
 public struct InputDeviceDescription: Hashable, Sendable {
+    /// The device's name (`EVIOCGNAME`).
     public var name: String
+    /// The bus (`BUS_USB`…; `EVIOCGID`).
     public var busType: UInt16
+    /// The vendor id.
     public var vendor: UInt16
+    /// The product id.
     public var product: UInt16
+    /// The product's version.
     public var version: UInt16
+    /// Where the device is attached (`phys`, `EVIOCGPHYS`); empty when the kernel says nothing.
     public var physicalLocation: String
+    /// The device's own identifier (`uniq`, `EVIOCGUNIQ`); empty when it has none.
     public var uniqueIdentifier: String
     /// `INPUT_PROP_*` bits.
     public var properties: Set<UInt16>
@@ -20,14 +27,17 @@ public struct InputDeviceDescription: Hashable, Sendable {
     public var codes: [UInt16: Set<UInt16>]
     /// Absolute axes by code.
     public var absoluteAxes: [UInt16: AbsoluteAxis]
-    /// LEDs that are on, and switches that are set (`L:` and `S:` lines), by code.
+    /// LEDs that are on, by code (`L:` lines).
     public var ledStates: [UInt16: Int32]
+    /// Switches' states by code (`S:` lines).
     public var switchStates: [UInt16: Int32]
     /// Keys held down when the description was taken.
     public var keysDown: Set<UInt16>
     /// Kernel key repeat (delay, period) in milliseconds, when the device has `EV_REP`.
     public var keyRepeat: (delay: Int32, period: Int32)?
 
+    /// A description made in code; `codes[EV_SYN]` is made to list the types that have
+    /// codes, and an absolute axis without a range gets libevdev's placeholder (0…1).
     public init(
         name: String, busType: UInt16 = Evdev.BUS_USB, vendor: UInt16 = 0, product: UInt16 = 0, version: UInt16 = 0,
         physicalLocation: String = "", uniqueIdentifier: String = "", properties: Set<UInt16> = [],
@@ -53,7 +63,7 @@ public struct InputDeviceDescription: Hashable, Sendable {
     }
 
     /// Makes `codes[EV_SYN]` list every type that has codes, as the kernel's type mask does.
-    mutating func normalizeTypes() {
+    package mutating func normalizeTypes() {
         codes = codes.filter { !$0.value.isEmpty }
         var types = codes[Evdev.EV_SYN] ?? []
         types.insert(Evdev.EV_SYN)
@@ -102,6 +112,7 @@ public struct InputDeviceDescription: Hashable, Sendable {
         return Int(slot.maximum) + 1
     }
 
+    /// Every field compared, key repeat included.
     public static func == (lhs: InputDeviceDescription, rhs: InputDeviceDescription) -> Bool {
         lhs.name == rhs.name && lhs.busType == rhs.busType && lhs.vendor == rhs.vendor && lhs.product == rhs.product
             && lhs.version == rhs.version && lhs.physicalLocation == rhs.physicalLocation
@@ -111,15 +122,11 @@ public struct InputDeviceDescription: Hashable, Sendable {
             && lhs.keyRepeat?.delay == rhs.keyRepeat?.delay && lhs.keyRepeat?.period == rhs.keyRepeat?.period
     }
 
+    /// Hashes the name, ids and codes (descriptions that differ only in state collide).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(vendor)
         hasher.combine(product)
         hasher.combine(codes)
     }
-}
-
-extension String {
-    /// `0x` and hexadecimal digits.
-    init(format2 value: UInt16) { self = "0x" + String(value, radix: 16) }
 }

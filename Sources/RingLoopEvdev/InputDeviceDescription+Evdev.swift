@@ -1,22 +1,26 @@
 import CLibEvdev
-import RingLoopEvdev
 import SystemPackage
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension InputDeviceDescription {
     /// Reads what an open evdev node says about itself, through libevdev (the same
     /// queries `evemu-record` and libinput make): real devices, uinput devices and FUSE
-    /// nodes alike.
-    public init(fileDescriptor fd: Int32) throws(RecordingError) {
+    /// nodes alike. Throws the errno libevdev reported (`ENOTTY` for a file that is not an
+    /// evdev node) with the request ``EvdevError/Request/describe``.
+    public init(fileDescriptor fd: Int32) throws(EvdevError) {
+        self = try Self.readWithSlots(fileDescriptor: fd).description
+    }
+
+    /// The description and libevdev's slot count (-1 for a device with `ABS_RESERVED`,
+    /// "fake MT"), which the input chain keeps as libevdev gives it.
+    package static func readWithSlots(
+        fileDescriptor fd: Int32
+    ) throws(EvdevError) -> (description: InputDeviceDescription, slots: Int32) {
         let read = LibevdevDescription.read(fileDescriptor: fd) { description, device in
-            InputDeviceDescription(description, device)
+            (InputDeviceDescription(description, device), libevdev_get_num_slots(device))
         }
         switch read {
-        case .success(let description): self = description
-        case .failure(let error): throw .unreadable(file: "fd \(fd)", errno: Errno(rawValue: error.errno))
+        case .success(let result): return result
+        case .failure(let error): throw EvdevError(request: .describe, errno: Errno(rawValue: error.errno))
         }
     }
 
