@@ -56,6 +56,12 @@ public struct HIDDeviceInfo: Sendable, Hashable {
     public private(set) var slotCount: Int
     /// Reports multitouch without slots (protocol A).
     public private(set) var isProtocolA: Bool
+    /// `INPUT_PROP_SEMI_MT`: the slots are a bounding box.
+    public private(set) var isSemiMultitouch: Bool
+    /// Has `REL_WHEEL_HI_RES`.
+    public private(set) var hasHighResolutionWheel: Bool
+    /// Has `REL_HWHEEL_HI_RES`.
+    public private(set) var hasHighResolutionHorizontalWheel: Bool
 
     /// Describes a device for the chain: classified, and its multitouch kind worked out
     /// (`ABS_MT_SLOT`'s range gives the slots, from 0 and at most 1024 as the kernel
@@ -91,6 +97,11 @@ public struct HIDDeviceInfo: Sendable, Hashable {
         self.isProtocolA =
             slotCount == 0 && !fakeMultitouch && absolute.contains(Evdev.ABS_MT_POSITION_X)
             && absolute.contains(Evdev.ABS_MT_POSITION_Y)
+        // Stored, not computed from the description: the decoder asks for these per frame.
+        self.isSemiMultitouch = description.properties.contains(Evdev.INPUT_PROP_SEMI_MT)
+        let relative = codes[Evdev.EV_REL] ?? []
+        self.hasHighResolutionWheel = relative.contains(Evdev.REL_WHEEL_HI_RES)
+        self.hasHighResolutionHorizontalWheel = relative.contains(Evdev.REL_HWHEEL_HI_RES)
         let roles = DeviceRoles(codes: codes, properties: description.properties)
         self.deviceClass = roles.primary
         self.roles = roles.all
@@ -149,12 +160,6 @@ extension HIDDeviceInfo {
     public var isFakeMultitouch: Bool {
         has(type: Evdev.EV_ABS, code: Evdev.ABS_RESERVED) && has(type: Evdev.EV_ABS, code: Evdev.ABS_MT_SLOT)
     }
-    /// `INPUT_PROP_SEMI_MT`: the slots are a bounding box.
-    public var isSemiMultitouch: Bool { description.properties.contains(Evdev.INPUT_PROP_SEMI_MT) }
-    /// Has `REL_WHEEL_HI_RES`.
-    public var hasHighResolutionWheel: Bool { has(type: Evdev.EV_REL, code: Evdev.REL_WHEEL_HI_RES) }
-    /// Has `REL_HWHEEL_HI_RES`.
-    public var hasHighResolutionHorizontalWheel: Bool { has(type: Evdev.EV_REL, code: Evdev.REL_HWHEEL_HI_RES) }
 
     /// The physical device the node belongs to, as libinput groups nodes: nodes with the
     /// same bus, vendor and product and the same `uniq` (or, without one, the same
