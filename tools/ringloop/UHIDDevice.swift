@@ -155,7 +155,9 @@ func uhidNodes(bus: UInt16, vendor: UInt32, product: UInt32) -> [(name: String, 
     let hex = [Format.hex(bus, digits: 4), Format.hex(vendor, digits: 4), Format.hex(product, digits: 4)]
     let prefix = hex.joined(separator: ":").uppercased() + "."
     let devices = folderEntries(folder).filter { $0.hasPrefix(prefix) }
-    guard let newest = devices.max(by: { $0.split(separator: ".").last! < $1.split(separator: ".").last! }) else { return [] }
+    // The kernel numbers HID devices in creation order: compare the numbers, not their text (".10" < ".9").
+    func sequence(_ name: String) -> Int { name.split(separator: ".").last.flatMap { Int($0, radix: 16) } ?? -1 }
+    guard let newest = devices.max(by: { sequence($0) < sequence($1) }) else { return [] }
     var nodes: [(String, String)] = []
     let inputs = folderEntries("\(folder)/\(newest)/input")
     for input in inputs.sorted() {
