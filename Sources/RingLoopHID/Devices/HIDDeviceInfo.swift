@@ -36,7 +36,7 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
 ///
 /// The description is kept for its identity and capabilities; the state it was taken with
 /// (keys down, LEDs lit, switches set, key repeat) is cleared, because the chain tracks
-/// state itself (``FrameDecoder`` at attach and after a loss) and two descriptions of one
+/// state itself (the decoder, at attach and after a loss) and two descriptions of one
 /// device must compare equal whenever they were taken.
 public struct HIDDeviceInfo: Sendable, Hashable {
     /// The id the event system gave the device (unique while it runs).
