@@ -45,6 +45,47 @@ struct FUSEServingTests {
         }
     }
 
+    @Test(
+        "EVIOCREVOKE ends a reader as the kernel's evdev does: its parked read and later reads get ENODEV, poll hangs up, the others read on"
+    )
+    func revokedReader() throws {
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(testMouse)
+            let revoked = open(node.path, O_RDONLY | O_CLOEXEC)
+            let other = open(node.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            try #require(revoked >= 0 && other >= 0)
+            defer {
+                close(revoked)
+                close(other)
+            }
+            let result = Atomic<Int>(0)
+            let failure = Atomic<Int32>(0)
+            let reader = LoopThread(name: "revoked-reader")
+            reader.perform {
+                var buffer = [input_event](repeating: input_event(), count: 8)
+                let count = buffer.withUnsafeMutableBytes { read(revoked, $0.baseAddress, $0.count) }
+                failure.store(errno, ordering: .relaxed)
+                result.store(count, ordering: .releasing)
+            }
+            // The read waits in the server (nothing sent yet) when the revocation comes.
+            #expect(waitUntil { node.servedRequests.reads >= 1 }, "the read never reached the server")
+            #expect(result.load(ordering: .acquiring) == 0)
+            // EVIOCREVOKE is _IOW('E', 0x91, int); a FUSE node reads its argument through
+            // the pointer (the kernel's evdev takes the literal 0).
+            var zero: Int32 = 0
+            #expect(Glibc.ioctl(revoked, UInt(0x4004_4591), &zero) == 0)
+            #expect(waitUntil { result.load(ordering: .acquiring) != 0 }, "the parked read was not answered")
+            reader.stopAndJoin()
+            #expect(result.load(ordering: .acquiring) == -1 && failure.load(ordering: .relaxed) == ENODEV)
+            try node.send([(2, 0, 5), (0, 0, 0)])
+            var event = input_event()
+            #expect(read(revoked, &event, MemoryLayout<input_event>.size) == -1 && errno == ENODEV)
+            var poller = pollfd(fd: revoked, events: Int16(POLLIN), revents: 0)
+            #expect(poll(&poller, 1, 0) == 1 && Int32(poller.revents) & POLLHUP != 0)
+            #expect(readEvents(other).count == 2, "a revocation touches only the revoked file")
+        }
+    }
+
     @Test("a read through io_uring gets the frame sent, not an end of file")
     func ringReadGetsData() throws {
         try withDeviceFolder { folder in

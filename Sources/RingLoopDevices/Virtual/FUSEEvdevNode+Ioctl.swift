@@ -31,9 +31,9 @@ extension FUSEEvdevNode {
         var pid: pid_t = 0
         if let context = fuse_req_ctx(req) { pid = context.pointee.pid }
         var replies: [Reply] = []
-        let outcome: (Int32, [UInt8]) = lockedPerform {
-            guard clients[id] != nil else { return (-EBADF, []) }
-            if removed || clients[id]!.revoked { return (-ENODEV, []) }
+        let outcome: (Int32, [UInt8]) = guarded.withLock { node in
+            guard let index = node.clients.index(forKey: id) else { return (-EBADF, []) }
+            if node.removed || node.clients.values[index].revoked { return (-ENODEV, []) }
             let d = deviceDescription
             switch (request.direction, number) {
             case (.read, EvdevRequest.EVIOCGVERSION):
@@ -42,14 +42,14 @@ extension FUSEEvdevNode {
                 return (0, bytes(of: d.busType) + bytes(of: d.vendor) + bytes(of: d.product) + bytes(of: d.version))
             case (.read, EvdevRequest.EVIOCGREP):
                 guard d.keyRepeat != nil else { return (-ENOSYS, []) }
-                return (0, bytes(of: UInt32(state.repeatDelay)) + bytes(of: UInt32(state.repeatPeriod)))
+                return (0, bytes(of: UInt32(node.device.repeatDelay)) + bytes(of: UInt32(node.device.repeatPeriod)))
             case (.write, EvdevRequest.EVIOCSREP):
                 guard d.keyRepeat != nil, let input, inputSize >= 8 else { return (-ENOSYS, []) }
                 let delay = input.loadUnaligned(as: Int32.self)
                 let period = input.loadUnaligned(fromByteOffset: 4, as: Int32.self)
-                _ = state.feed(type: Evdev.EV_REP, code: Evdev.REP_DELAY, value: delay)
-                if let frame = state.feed(type: Evdev.EV_REP, code: Evdev.REP_PERIOD, value: period) {
-                    deliver(frame, replies: &replies)
+                _ = node.device.feed(type: Evdev.EV_REP, code: Evdev.REP_DELAY, value: delay)
+                if let frame = node.device.feed(type: Evdev.EV_REP, code: Evdev.REP_PERIOD, value: period) {
+                    node.deliver(frame, replies: &replies)
                 }
                 return (0, [])
             case (.read, EvdevRequest.EVIOCGNAME): return stringReply(d.name, size)
@@ -61,57 +61,57 @@ extension FUSEEvdevNode {
                 var code: UInt32 = 0
                 guard let argument, size >= 4,
                     ringloop_read_process_memory(pid, argument, &code, 4) == 4,
-                    code <= UInt16.max, let values = state.slotValues(code: UInt16(code))
+                    code <= UInt16.max, let values = node.device.slotValues(code: UInt16(code))
                 else { return (-EINVAL, []) }
                 let count = min(values.count, (size - 4) / 4)
                 return (0, bytes(of: code) + values.prefix(count).flatMap { bytes(of: $0) })
-            case (.read, EvdevRequest.EVIOCGKEY): return maskReply(state.keys.bytes, size)
-            case (.read, EvdevRequest.EVIOCGLED): return maskReply(state.leds.bytes, size)
-            case (.read, EvdevRequest.EVIOCGSND): return maskReply(state.sounds.bytes, size)
-            case (.read, EvdevRequest.EVIOCGSW): return maskReply(state.switches.bytes, size)
+            case (.read, EvdevRequest.EVIOCGKEY): return maskReply(node.device.keys.bytes, size)
+            case (.read, EvdevRequest.EVIOCGLED): return maskReply(node.device.leds.bytes, size)
+            case (.read, EvdevRequest.EVIOCGSND): return maskReply(node.device.sounds.bytes, size)
+            case (.read, EvdevRequest.EVIOCGSW): return maskReply(node.device.switches.bytes, size)
             case (.read, EvdevRequest.EVIOCGBIT...EvdevRequest.EVIOCGBIT + UInt8(Evdev.EV_MAX)):
                 let type = UInt16(number - EvdevRequest.EVIOCGBIT)
                 guard let maskBytes = Evdev.maskBytes(ofType: type) else { return (-EINVAL, []) }
                 return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
             case (.read, EvdevRequest.EVIOCGABS...EvdevRequest.EVIOCGABS + UInt8(Evdev.ABS_MAX)):
                 let code = UInt16(number - EvdevRequest.EVIOCGABS)
-                guard d.has(type: Evdev.EV_ABS, code: code), let axis = state.axes[code] else { return (-EINVAL, []) }
+                guard d.has(type: Evdev.EV_ABS, code: code), let axis = node.device.axes[code] else { return (-EINVAL, []) }
                 return (0, Array(axis.kernelBytes.prefix(size)))
             case (.write, EvdevRequest.EVIOCSABS...EvdevRequest.EVIOCSABS + UInt8(Evdev.ABS_MAX)):
                 let code = UInt16(number - EvdevRequest.EVIOCSABS)
                 guard d.has(type: Evdev.EV_ABS, code: code), code != Evdev.ABS_MT_SLOT, let input,
                     inputSize >= AbsoluteAxis.kernelSize
                 else { return (-EINVAL, []) }
-                state.setAxis(code, AbsoluteAxis(bytes: input))
+                node.device.setAxis(code, AbsoluteAxis(bytes: input))
                 return (0, [])
             case (.read, EvdevRequest.EVIOCGEFFECTS):
                 return (0, bytes(of: Int32(0)))
             case (.write, EvdevRequest.EVIOCGRAB):
                 guard let value = readInt() else { return (-EINVAL, []) }
                 if value != 0 {
-                    if grabbedBy != nil { return (-EBUSY, []) }
-                    grabbedBy = id
+                    if node.grabbedBy != nil { return (-EBUSY, []) }
+                    node.grabbedBy = id
                 } else {
-                    guard grabbedBy == id else { return (-EINVAL, []) }
-                    grabbedBy = nil
+                    guard node.grabbedBy == id else { return (-EINVAL, []) }
+                    node.grabbedBy = nil
                 }
                 return (0, [])
             case (.write, EvdevRequest.EVIOCREVOKE):
                 guard readInt() == 0 else { return (-EINVAL, []) }
-                clients[id]!.revoked = true
-                clients[id]!.buffer.clear()
-                if grabbedBy == id { grabbedBy = nil }
-                wake(id, replies: &replies)
+                node.clients.values[index].revoked = true
+                node.clients.values[index].buffer.clear()
+                if node.grabbedBy == id { node.grabbedBy = nil }
+                node.wake(at: index, replies: &replies)
                 return (0, [])
             case (.write, EvdevRequest.EVIOCSCLOCKID):
                 guard let clock = readInt(), [CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME].contains(clock) else {
                     return (-EINVAL, [])
                 }
-                if clients[id]!.clock != clock {
-                    clients[id]!.clock = clock
+                if node.clients.values[index].clock != clock {
+                    node.clients.values[index].clock = clock
                     var now = timespec()
                     clock_gettime(clock, &now)
-                    clients[id]!.buffer.resetWithSynDropped(seconds: now.tv_sec, microseconds: now.tv_nsec / 1000)
+                    node.clients.values[index].buffer.resetWithSynDropped(seconds: now.tv_sec, microseconds: now.tv_nsec / 1000)
                 }
                 return (0, [])
             default:

@@ -10,8 +10,9 @@ import Glibc
 /// One `eventN` node of a ``FUSEDeviceFolder``: a virtual evdev device whose events you
 /// send and which any process reads like a kernel device.
 public final class FUSEEvdevNode: @unchecked Sendable {
-    // @unchecked: all mutable state is behind `lock`; libfuse replies are made after
-    // unlocking, so no libfuse thread ever waits on a reader or on this lock for long.
+    // @unchecked: every mutable field is in `guarded` (a NodeState behind a lock), the
+    // rest is constant; libfuse replies are made after unlocking, so no libfuse thread
+    // ever waits on a reader or on this lock for long.
 
     /// The node's file name (`event0`…).
     public let name: String
@@ -21,14 +22,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     public let deviceDescription: InputDeviceDescription
     let inode: UInt64
     private weak var folder: FUSEDeviceFolder?
-    let lock = ThreadLock<Void>(())  // guards the stored properties below
-    var state: EvdevDeviceState
-    var clients: [UInt64: Client] = [:]
-    var nextClient: UInt64 = 1
-    var grabbedBy: UInt64?
-    var removed = false
+    /// The node's whole mutable state, one lock around it (`ThreadLock` rather than
+    /// `Mutex`, for ThreadSanitizer's sake: see ``ThreadLock``).
+    let guarded: ThreadLock<NodeState>
     let bufferSize: Int
-    var served = ServedRequests()
     /// A pipe written at every open and close (a byte, never blocking), read by
     /// ``waitForReaderChange(timeout:)``.
     let openings: (read: Int32, write: Int32) = {
@@ -68,15 +65,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     /// The requests served so far, counted from the node's creation.
-    public var servedRequests: ServedRequests { lockedPerform { served } }
-
-    struct Client {
-        var buffer: EvdevClientBuffer
-        var clock: Int32 = CLOCK_REALTIME
-        var pollHandle: OpaquePointer?
-        var pendingReads: [(request: fuse_req_t, size: Int)] = []
-        var revoked = false
-    }
+    public var servedRequests: ServedRequests { guarded.withLock { $0.served } }
 
     /// A libfuse reply to make once the lock is released.
     enum Reply {
@@ -94,7 +83,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         self.path = folder.path + "/" + name
         self.inode = inode
         self.deviceDescription = description
-        self.state = EvdevDeviceState(description: description, appliesFuzz: appliesFuzz)
+        self.guarded = ThreadLock(NodeState(device: EvdevDeviceState(description: description, appliesFuzz: appliesFuzz)))
         self.bufferSize = bufferSize
     }
 
@@ -103,7 +92,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         if openings.write >= 0 { close(openings.write) }
     }
 
-    private func signalOpening() {
+    fileprivate func signalOpening() {
         var byte: UInt8 = 1
         _ = Glibc.write(openings.write, &byte, 1)
     }
@@ -119,77 +108,17 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// Sends several events (end frames with `SYN_REPORT`, type 0 code 0).
     public func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError) {
         var replies: [Reply] = []
-        let alive = lockedPerform { () -> Bool in
-            if removed { return false }
+        let alive = guarded.withLock { node -> Bool in
+            if node.removed { return false }
             for event in events {
-                if let frame = state.feed(type: event.type, code: event.code, value: event.value) {
-                    deliver(frame, replies: &replies)
+                if let frame = node.device.feed(type: event.type, code: event.code, value: event.value) {
+                    node.deliver(frame, replies: &replies)
                 }
             }
             return true
         }
         perform(replies)
         if !alive { throw .removed(path) }
-    }
-
-    /// Stamps a frame with the three clocks and hands it to the readers it is for.
-    func deliver(_ frame: [(UInt16, UInt16, Int32)], replies: inout [Reply]) {
-        var realtime = timespec()
-        var monotonic = timespec()
-        var boottime = timespec()
-        clock_gettime(CLOCK_REALTIME, &realtime)
-        clock_gettime(CLOCK_MONOTONIC, &monotonic)
-        clock_gettime(CLOCK_BOOTTIME, &boottime)
-        for id in clients.keys {
-            if let grabbedBy, grabbedBy != id { continue }
-            guard !clients[id]!.revoked else { continue }
-            let time: timespec
-            switch clients[id]!.clock {
-            case CLOCK_MONOTONIC: time = monotonic
-            case CLOCK_BOOTTIME: time = boottime
-            default: time = realtime
-            }
-            let seconds = Int64(time.tv_sec)
-            let micro = Int32(truncatingIfNeeded: time.tv_nsec / 1000)
-            var woke = false
-            for (type, code, value) in frame {
-                _ = clients[id]!.buffer.push(
-                    InputEvent(seconds: seconds, microseconds: micro, type: type, code: code, value: value))
-            }
-            woke = clients[id]!.buffer.push(
-                InputEvent(seconds: seconds, microseconds: micro, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: state.frameEndValue))
-            if woke { wake(id, replies: &replies) }
-        }
-    }
-
-    /// Answers parked reads and poll waiters of a reader that has data (or is gone).
-    func wake(_ id: UInt64, replies: inout [Reply]) {
-        while !clients[id]!.pendingReads.isEmpty, clients[id]!.buffer.hasReadableEvents || removed || clients[id]!.revoked {
-            let read = clients[id]!.pendingReads.removeFirst()
-            if removed || clients[id]!.revoked {
-                replies.append(.error(read.request, ENODEV))
-            } else {
-                served.readsAnsweredAtSending += 1
-                replies.append(.data(read.request, takeEvents(id, maximumBytes: read.size)))
-            }
-        }
-        if let handle = clients[id]!.pollHandle {
-            clients[id]!.pollHandle = nil
-            served.pollNotifications += 1
-            replies.append(.notifyPoll(handle))
-        }
-    }
-
-    func takeEvents(_ id: UInt64, maximumBytes: Int) -> [UInt8] {
-        var records: [InputEvent] = []
-        _ = clients[id]!.buffer.pop(into: &records, maximum: maximumBytes / InputEvent.size)
-        var bytes = [UInt8](repeating: 0, count: records.count * InputEvent.size)
-        bytes.withUnsafeMutableBytes { raw in
-            for (index, record) in records.enumerated() {
-                record.store(to: raw.baseAddress! + index * InputEvent.size)
-            }
-        }
-        return bytes
     }
 
     // MARK: Removal and statistics
@@ -203,70 +132,68 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     /// Set once the kernel has taken the entry out of the folder (libfuse threads).
     var unlinked: Bool {
-        get { lockedPerform { isUnlinked } }
-        set { lockedPerform { isUnlinked = newValue } }
+        get { guarded.withLock { $0.unlinked } }
+        set { guarded.withLock { $0.unlinked = newValue } }
     }
-    var isUnlinked = false
 
     /// Set once the kernel has created the entry (the folder's mknod).
     var published: Bool {
-        get { lockedPerform { isPublished } }
-        set { lockedPerform { isPublished = newValue } }
+        get { guarded.withLock { $0.published } }
+        set { guarded.withLock { $0.published = newValue } }
     }
-    var isPublished = false
 
     func markRemoved() {
         var replies: [Reply] = []
-        lockedPerform {
-            guard !removed else { return }
-            removed = true
-            for id in clients.keys { wake(id, replies: &replies) }
+        guarded.withLock { node in
+            guard !node.removed else { return }
+            node.removed = true
+            node.forEachClient { node, index in node.wake(at: index, replies: &replies) }
         }
         perform(replies)
     }
 
     /// Whether ``remove()`` was called.
-    public var isRemoved: Bool { lockedPerform { removed } }
+    public var isRemoved: Bool { guarded.withLock { $0.removed } }
 
     /// Open files on the node.
-    public var clientCount: Int { lockedPerform { clients.count } }
+    public var clientCount: Int { guarded.withLock { $0.clients.count } }
 
     /// Events each open file has not read yet, one count per file in no particular order
     /// (a test waits for another program's reader to have taken everything).
-    package var unreadEventCounts: [Int] { lockedPerform { clients.values.map(\.buffer.unreadCount) } }
+    package var unreadEventCounts: [Int] { guarded.withLock { $0.clients.values.map(\.buffer.unreadCount) } }
 
     /// Overflows of readers' buffers so far (each delivered a `SYN_DROPPED`).
-    public var overflowCount: Int { lockedPerform { clients.values.reduce(0) { $0 + $1.buffer.overflowCount } } }
+    public var overflowCount: Int { guarded.withLock { $0.clients.values.reduce(0) { $0 + $1.buffer.overflowCount } } }
 
     /// Whether a reader holds `EVIOCGRAB`.
-    public var isGrabbed: Bool { lockedPerform { grabbedBy != nil } }
+    public var isGrabbed: Bool { guarded.withLock { $0.grabbedBy != nil } }
 
     /// The LEDs currently on (written by readers with `EV_LED` events).
     public var ledsOn: Set<UInt16> {
-        lockedPerform { Set((0..<16).map(UInt16.init).filter { state.leds.contains($0) }) }
+        guarded.withLock { node in Set((0..<16).map(UInt16.init).filter { node.device.leds.contains($0) }) }
     }
 
     // MARK: File operations (libfuse threads)
 
     /// Poll handles kept for readers' next wake-up.
-    var storedPollHandles: Int { lockedPerform { clients.values.filter { $0.pollHandle != nil }.count } }
+    var storedPollHandles: Int { guarded.withLock { $0.clients.values.filter { $0.pollHandle != nil }.count } }
 
     /// Frees every kept poll handle: the folder is closing and its connection is gone, so
     /// readers still open will get no RELEASE that would free them.
     func releasePollHandles() {
-        lockedPerform {
-            for id in clients.keys {
-                if let handle = clients[id]!.pollHandle { fuse_pollhandle_destroy(handle) }
-                clients[id]!.pollHandle = nil
+        guarded.withLock { node in
+            node.forEachClient { node, index in
+                if let handle = node.clients.values[index].pollHandle { fuse_pollhandle_destroy(handle) }
+                node.clients.values[index].pollHandle = nil
             }
         }
     }
 
     func openClient() -> UInt64 {
-        lockedPerform {
-            let id = nextClient
-            nextClient += 1
-            clients[id] = Client(buffer: EvdevClientBuffer(capacity: bufferSize))
+        guarded.withLock { node in
+            let id = node.nextClient
+            node.nextClient += 1
+            node.clients[id] = Client(buffer: EvdevClientBuffer(capacity: bufferSize))
             signalOpening()
             return id
         }
@@ -274,10 +201,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
 
     func closeClient(_ id: UInt64) {
         var replies: [Reply] = []
-        lockedPerform {
-            guard let client = clients.removeValue(forKey: id) else { return }
+        guarded.withLock { node in
+            guard let client = node.clients.removeValue(forKey: id) else { return }
             signalOpening()
-            if grabbedBy == id { grabbedBy = nil }
+            if node.grabbedBy == id { node.grabbedBy = nil }
             if let handle = client.pollHandle { replies.append(.notifyPoll(handle)) }
             for read in client.pendingReads { replies.append(.error(read.request, EBADF)) }
         }
@@ -287,17 +214,18 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     func read(req: fuse_req_t?, client id: UInt64, size: Int, nonblocking: Bool) {
         guard let req else { return }
         var replies: [Reply] = []
-        lockedPerform {
-            served.reads += 1
-            guard clients[id] != nil else { return replies.append(.error(req, EBADF)) }
-            if removed || clients[id]!.revoked { return replies.append(.error(req, ENODEV)) }
+        guarded.withLock { node in
+            node.served.reads += 1
+            // A reader that is gone (its file released) has no buffer: EBADF.
+            guard let index = node.clients.index(forKey: id) else { return replies.append(.error(req, EBADF)) }
+            if node.removed || node.clients.values[index].revoked { return replies.append(.error(req, ENODEV)) }
             if size < InputEvent.size { return replies.append(.error(req, EINVAL)) }
-            if clients[id]!.buffer.hasReadableEvents {
-                replies.append(.data(req, takeEvents(id, maximumBytes: size)))
+            if node.clients.values[index].buffer.hasReadableEvents {
+                replies.append(.data(req, node.clients.values[index].takeEvents(maximumBytes: size)))
             } else if nonblocking {
                 replies.append(.error(req, EAGAIN))
             } else {
-                clients[id]!.pendingReads.append((req, size))
+                node.clients.values[index].pendingReads.append((req, size))
             }
         }
         perform(replies)
@@ -310,15 +238,15 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             return
         }
         var replies: [Reply] = []
-        let status: Int32 = lockedPerform {
-            guard let client = clients[id] else { return EBADF }
-            if removed || client.revoked { return ENODEV }
+        let status: Int32 = guarded.withLock { node in
+            guard let client = node.clients[id] else { return EBADF }
+            if node.removed || client.revoked { return ENODEV }
             // A grab by another reader keeps writes from reaching the device.
-            if let grabbedBy, grabbedBy != id { return 0 }
+            if let grabbedBy = node.grabbedBy, grabbedBy != id { return 0 }
             for index in 0..<(size / InputEvent.size) {
                 let record = InputEvent(bytes: bytes + index * InputEvent.size)
-                if let frame = state.feed(type: record.type, code: record.code, value: record.value) {
-                    deliver(frame, replies: &replies)
+                if let frame = node.device.feed(type: record.type, code: record.code, value: record.value) {
+                    node.deliver(frame, replies: &replies)
                 }
             }
             return 0
@@ -332,33 +260,32 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     }
 
     func poll(client id: UInt64, handle: OpaquePointer?) -> UInt32 {
-        lockedPerform {
-            served.polls += 1
-            guard clients[id] != nil else { return UInt32(POLLERR | POLLHUP) }
+        guarded.withLock { node in
+            node.served.polls += 1
+            guard let index = node.clients.index(forKey: id) else {
+                if let handle { fuse_pollhandle_destroy(handle) }
+                return UInt32(POLLERR | POLLHUP)
+            }
+            let hungUp = node.removed || node.clients.values[index].revoked
             if let handle {
-                if removed || clients[id]!.revoked {
+                if hungUp {
                     // Nothing will be notified again: the reply says POLLHUP now, and a
                     // handle kept would outlive the connection (libfuse allocates each).
                     fuse_pollhandle_destroy(handle)
                 } else {
-                    if let old = clients[id]!.pollHandle { fuse_pollhandle_destroy(old) }
-                    clients[id]!.pollHandle = handle
+                    if let old = node.clients.values[index].pollHandle { fuse_pollhandle_destroy(old) }
+                    node.clients.values[index].pollHandle = handle
                 }
             }
             // The newest handle stays registered even when data is ready now: the
             // reply tells the caller about this data, the handle the next arrival.
-            var mask: Int32 = removed || clients[id]!.revoked ? POLLHUP | POLLERR : POLLOUT | POLLWRNORM
-            if clients[id]!.buffer.hasReadableEvents { mask |= POLLIN | POLLRDNORM }
+            var mask: Int32 = hungUp ? POLLHUP | POLLERR : POLLOUT | POLLWRNORM
+            if node.clients.values[index].buffer.hasReadableEvents { mask |= POLLIN | POLLRDNORM }
             return UInt32(mask)
         }
     }
 
     // MARK: Helpers
-
-    @discardableResult
-    func lockedPerform<T>(_ body: () -> T) -> T {
-        lock.locked(body)
-    }
 
     func perform(_ replies: [Reply]) {
         for reply in replies {
