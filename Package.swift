@@ -162,7 +162,7 @@ let package = Package(
         .executableTarget(name: "FuzzPortWire", dependencies: ["RingLoop"], path: "Fuzz/PortWire"),
         .executableTarget(name: "FuzzServerWire", dependencies: ["RingLoopHID"], path: "Fuzz/ServerWire"),
         .executableTarget(
-            name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev", "CLibEvdev"], path: "Fuzz/DeviceNode"),
+            name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev"], path: "Fuzz/DeviceNode"),
 
         // Test helpers shared by the test targets: child processes without Foundation's
         // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.

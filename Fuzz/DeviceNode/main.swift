@@ -5,7 +5,6 @@
 // argument from the rest), 1 a read, 2 a write of input_event records (LED and repeat
 // settings), 3 events sent by the device. Nothing may trap, hang or grow without bound.
 // Needs root and /dev/fuse. Build and run with tools/fuzz.
-import CLibEvdev
 import Glibc
 import RingLoopDevices
 import RingLoopEvdev

@@ -1,4 +1,3 @@
-import CLibEvdev
 import Glibc
 import RingLoop
 import RingLoopEvdev
