@@ -21,16 +21,11 @@ extension HIDEventSystem {
         let fd = open(info.path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .open(path: info.path, errno: Errno(rawValue: errno)) }
         defer { close(fd) }
-        // The LED change and the SYN_REPORT that ends its frame.
-        let frame = [
-            InputEvent(type: Evdev.EV_LED, code: code, value: on ? 1 : 0),
-            InputEvent(type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0),
-        ]
-        var records = [UInt8](repeating: 0, count: frame.count * InputEvent.size)
-        records.withUnsafeMutableBytes { raw in
-            for (index, event) in frame.enumerated() { event.store(to: raw.baseAddress! + index * InputEvent.size) }
+        // Write-only, as a compositor opens it: EvdevDevice borrows the descriptor.
+        do throws(EvdevError) {
+            try EvdevDevice(fileDescriptor: fd).setLED(code, on: on)
+        } catch {
+            throw .write(path: info.path, errno: error.errno)
         }
-        let written = records.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written != records.count { throw .write(path: info.path, errno: Errno(rawValue: written < 0 ? errno : EIO)) }
     }
 }
