@@ -63,6 +63,7 @@ struct BufferRingPoolTests {
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         let (ours, peer) = (pair[0], pair[1])
+        let identity = DescriptorIdentity(ours)
         defer { close(peer) }
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
@@ -76,7 +77,7 @@ struct BufferRingPoolTests {
             var timeout = timeval(tv_sec: 5, tv_usec: 0)
             setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             #expect(recv(peer, &byte, 1, 0) == 0)
-            #expect(fcntl(ours, F_GETFD) == -1)
+            #expect(identity.isClosed)
         }
     }
 }

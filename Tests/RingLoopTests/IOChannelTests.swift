@@ -48,6 +48,7 @@ struct IOChannelTests {
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
             let (readEnd, writeEnd) = makePipe()
+            let (readIdentity, writeIdentity) = (DescriptorIdentity(readEnd), DescriptorIdentity(writeEnd))
             let log = CompletionLog()
             let reader = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: readEnd), loop: loop) { log.append($1) }
             let writer = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: writeEnd), loop: loop) { log.append($1) }
@@ -66,7 +67,7 @@ struct IOChannelTests {
             #expect(run(loop) { log.count == 3 })
             #expect(log.all.last?.outcome == .endOfFile)
             reader.close()
-            #expect(run(loop) { fcntl(readEnd, F_GETFD) == -1 && fcntl(writeEnd, F_GETFD) == -1 })
+            #expect(run(loop) { readIdentity.isClosed && writeIdentity.isClosed })
         }
     }
 
@@ -224,6 +225,7 @@ struct IOChannelTests {
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         let descriptor = pair[0]
+        let identity = DescriptorIdentity(descriptor)
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
             let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: descriptor), loop: loop) { _, _ in }
@@ -233,7 +235,7 @@ struct IOChannelTests {
         }
         // The operation held its channel (and the channel the loop); the thread's end broke
         // the cycle, and the channel's deinit closed the descriptor it owned.
-        #expect(fcntl(descriptor, F_GETFD) == -1)
+        #expect(identity.isClosed)
         close(pair[1])
     }
 
@@ -245,6 +247,7 @@ struct IOChannelTests {
             var pair: [Int32] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
             let log = CompletionLog()
+            let identity = DescriptorIdentity(pair[0])
             let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: pair[0]), loop: loop) { log.append($1) }
             loop.add(channel.source, to: other)
             // A timer keeps the default mode from finishing at once.
@@ -267,7 +270,7 @@ struct IOChannelTests {
             close(pair[1])
             // Closing flushes the cancellation through the ring: the descriptor is closed
             // at once, though the mode being run has nothing left to wait for.
-            #expect(loop.ioOperations.isEmpty && fcntl(pair[0], F_GETFD) == -1)
+            #expect(loop.ioOperations.isEmpty && identity.isClosed)
         }
     }
 }

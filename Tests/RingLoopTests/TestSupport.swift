@@ -25,6 +25,29 @@ enum DescriptorAudit {
     }
 }
 
+/// One open descriptor, known by the file it refers to: "is it closed yet?" must not be
+/// asked of the number alone, since the suite's other tests, running in parallel, are
+/// given freed numbers at once. Closed means the number is free or names another file.
+struct DescriptorIdentity {
+    let number: Int32
+    private let device: UInt
+    private let inode: UInt
+
+    /// Records what `number` refers to now; it must be open.
+    init(_ number: Int32) {
+        var status = stat()
+        precondition(fstat(number, &status) == 0, "descriptor \(number) is not open")
+        (self.number, device, inode) = (number, UInt(status.st_dev), UInt(status.st_ino))
+    }
+
+    /// Whether the descriptor recorded has been closed (its number since reused or not).
+    var isClosed: Bool {
+        var status = stat()
+        guard fstat(number, &status) == 0 else { return errno == EBADF }
+        return UInt(status.st_dev) != device || UInt(status.st_ino) != inode
+    }
+}
+
 /// A pipe whose ends close when the value is dropped.
 final class TestPipe: Sendable {
     let readEnd: Int32
