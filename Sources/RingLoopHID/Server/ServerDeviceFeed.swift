@@ -41,6 +41,8 @@ final class ServerDeviceFeed: DeviceFeed {
     private var seen = VisibleStates()
     private var lastSequence: UInt64 = 0
     private var lastAcknowledged: UInt64 = 0
+    /// When the last acknowledgement went (`nil`: none yet on this attachment).
+    private var lastAcknowledgementSent: MonotonicInstant?
     /// The acknowledgement waiting to go (a timer), or the retry of one that found the
     /// server's queue full.
     private var ackTimer: LoopTimer?
@@ -150,6 +152,7 @@ final class ServerDeviceFeed: DeviceFeed {
         acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
         lastSequence = 0
         lastAcknowledged = 0
+        lastAcknowledgementSent = nil
         backOff = .milliseconds(50)
         let loop = loop
         server.setInvalidationCallback { _ in
@@ -254,12 +257,18 @@ final class ServerDeviceFeed: DeviceFeed {
     }
 
     /// After the queue drained: tells the server the last batch the handlers took — at
-    /// once when a quarter of the server's window is unacknowledged, else within
-    /// ``acknowledgementDelay`` (one message for a burst of frames, not one per frame:
-    /// each acknowledgement wakes the server).
+    /// once when a quarter of the server's window is unacknowledged or the last
+    /// acknowledgement went ``acknowledgementDelay`` ago or more, else when that delay is
+    /// up (one message for a burst of frames, not one per frame: each acknowledgement wakes
+    /// the server). Under a steady stream the acknowledgement rides on a frame's wake-up
+    /// instead of a timer's of its own, and reaches the server just after it sent.
     func acknowledge() {
         guard attached != nil, lastSequence > lastAcknowledged else { return }
-        if lastSequence - lastAcknowledged >= acknowledgeEvery { return sendAcknowledgement() }
+        if lastSequence - lastAcknowledged >= acknowledgeEvery
+            || lastAcknowledgementSent.map({ MonotonicInstant.now >= $0.advanced(by: Self.acknowledgementDelay) }) ?? true
+        {
+            return sendAcknowledgement()
+        }
         guard ackTimer == nil else { return }
         let handle = handle
         let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
@@ -279,6 +288,7 @@ final class ServerDeviceFeed: DeviceFeed {
         do throws(MessagePortError) {
             try attached.server.send(msgid: ServerWire.MessageID.ack.rawValue, data: ack.encoded, timeout: .zero)
             lastAcknowledged = lastSequence
+            lastAcknowledgementSent = .now
             ackTimer?.invalidate()
             ackTimer = nil
         } catch {
