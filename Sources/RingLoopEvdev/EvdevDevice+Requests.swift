@@ -103,9 +103,19 @@ extension EvdevDevice {
         try request(.grab, ringloop_eviocgrab(), &one)
     }
 
-    /// Releases a grab (`EVIOCGRAB`, 0: the kernel's "ungrab" is a null argument).
+    /// Releases a grab (`EVIOCGRAB`, 0); `EINVAL` when this descriptor holds none.
+    ///
+    /// The kernel's evdev reads the argument as a value, so "ungrab" is the integer 0 (a
+    /// pointer to a zero would be non-zero: a grab). A FUSE node cannot take that: FUSE
+    /// copies an `_IOW` argument from the address given and answers `EFAULT` for 0; for it,
+    /// and only after that answer, the request goes again with a pointer to a zero.
     public func ungrab() throws(EvdevError) {
-        try request(.ungrab, ringloop_eviocgrab(), nil)
+        do {
+            try request(.ungrab, ringloop_eviocgrab(), nil)
+        } catch  where error.errno == .badAddress {
+            var zero: Int32 = 0
+            try request(.ungrab, ringloop_eviocgrab(), &zero)
+        }
     }
 
     /// The clock the node stamps this descriptor's events with (`EVIOCSCLOCKID`:

@@ -57,7 +57,7 @@ struct EvdevDeviceTests {
         }
     }
 
-    @Test("grab, clock, key repeat and LED writes")
+    @Test("grab and ungrab, clock, key repeat and LED writes")
     func settings() throws {
         try withDeviceFolder { folder in
             let node = try folder.addDevice(testKeyboard)
@@ -68,6 +68,12 @@ struct EvdevDeviceTests {
             try device.setClock(CLOCK_MONOTONIC)
             try device.grab()
             #expect(throws: EvdevError(request: .grab, errno: .resourceBusy)) { try other.grab() }
+            // Released, the node can be grabbed by the other descriptor, and ungrabbing a node
+            // this descriptor does not hold is refused (as the kernel's evdev answers).
+            try device.ungrab()
+            try other.grab()
+            #expect(throws: EvdevError(request: .ungrab, errno: .invalidArgument)) { try device.ungrab() }
+            try other.ungrab()
             #expect(try device.keyRepeat() == (250, 33))
             try device.setKeyRepeat(delay: 400, period: 50)
             #expect(try other.keyRepeat() == (400, 50))
@@ -76,7 +82,7 @@ struct EvdevDeviceTests {
         }
     }
 
-    @Test("a refused request throws the request and the errno: an axis the device lacks, a closed descriptor")
+    @Test("a refused request throws the request and the errno: an axis the device lacks, no descriptor")
     func errors() throws {
         try withDeviceFolder { folder in
             let node = try folder.addDevice(testMouse)
@@ -87,7 +93,11 @@ struct EvdevDeviceTests {
             // Past ABS_MAX: refused before any request is made.
             #expect(throws: EvdevError(request: .absoluteAxis(0x40), errno: .invalidArgument)) { try device.absoluteAxis(0x40) }
             device.close()
-            #expect(throws: EvdevError(request: .name, errno: .badFileDescriptor)) { try device.name() }
+            // Not `device` once closed: the suite's other tests, running in parallel, may be
+            // given its number at once. -1 is never a descriptor.
+            #expect(throws: EvdevError(request: .name, errno: .badFileDescriptor)) {
+                try EvdevDevice(fileDescriptor: -1).name()
+            }
         }
         #expect(throws: EvdevError(request: .open(path: "/nonexistent/event0"), errno: .noSuchFileOrDirectory)) {
             try EvdevDevice.open(path: "/nonexistent/event0")
