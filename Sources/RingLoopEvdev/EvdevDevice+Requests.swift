@@ -112,7 +112,7 @@ extension EvdevDevice {
     public func ungrab() throws(EvdevError) {
         do {
             try request(.ungrab, ringloop_eviocgrab(), nil)
-        } catch  where error.errno == .badAddress {
+        } catch let error where error.errno == .badAddress {
             var zero: Int32 = 0
             try request(.ungrab, ringloop_eviocgrab(), &zero)
         }
