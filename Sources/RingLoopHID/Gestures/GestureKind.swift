@@ -57,4 +57,9 @@ public struct GestureKind: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// Any drag, followed when the event system tracks interactions
     /// (``HIDEventSystem/Configuration/tracksInteractions``).
     public static let drag = GestureKind("drag")
+    /// The device shaken (``ShakeRecognizer``, UIKit's `.motionShake`).
+    public static let shake = GestureKind("shake")
+    /// The device turned to another orientation (``OrientationRecognizer``,
+    /// `UIDevice.orientation`).
+    public static let orientation = GestureKind("orientation")
 }

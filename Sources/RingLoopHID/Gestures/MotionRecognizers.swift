@@ -15,14 +15,17 @@ import RingLoop
 /// that are not calibrated (``MotionEvent/isCalibrated``) or have no accelerometer are
 /// ignored. Per sample nothing is allocated (a device's first sample adds its state).
 public class MotionRecognizer {
-    /// The recognizer's name in reports and JSON (`shake`, `orientation`).
-    public let name: String
+    /// What the recognizer recognizes (``GestureKind/shake`` or ``GestureKind/orientation``),
+    /// as the gesture recognizers' ``GestureRecognizer/kind``; its
+    /// raw value is the name reports and JSON show.
+    public let kind: GestureKind
     /// A disabled recognizer ignores samples.
     @exclusivity(unchecked) public var isEnabled = true
     /// Attached to an event system.
     var isAttached = false
 
-    init(name: String) { self.name = name }
+    /// A recognizer of `kind`.
+    init(kind: GestureKind) { self.kind = kind }
 
     /// Feeds one sample of `device`, stamped `time` by the kernel.
     public final func process(_ sample: MotionEvent, device: HIDDeviceID, at time: MonotonicInstant) {
@@ -175,8 +178,8 @@ public final class ShakeRecognizer: MotionRecognizer {
     @exclusivity(unchecked) private var tracks: [Track] = []
     private var actions: [(Event) -> Void] = []
 
-    /// A shake recognizer named `shake`.
-    public init() { super.init(name: "shake") }
+    /// A shake recognizer (``GestureKind/shake``).
+    public init() { super.init(kind: .shake) }
 
     /// Adds an action, called with each phase on the loop's thread.
     public func addAction(_ action: @escaping (Event) -> Void) { actions.append(action) }

@@ -89,8 +89,8 @@ public final class OrientationRecognizer: MotionRecognizer {
     @exclusivity(unchecked) private var tau = 0.1
     private var actions: [(Event) -> Void] = []
 
-    /// An orientation recognizer named `orientation`.
-    public init() { super.init(name: "orientation") }
+    /// An orientation recognizer (``GestureKind/orientation``).
+    public init() { super.init(kind: .orientation) }
 
     /// Adds an action, called with each change on the loop's thread.
     public func addAction(_ action: @escaping (Event) -> Void) { actions.append(action) }
