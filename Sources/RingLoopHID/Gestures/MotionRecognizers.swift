@@ -16,8 +16,8 @@ import RingLoop
 /// ignored. Per sample nothing is allocated (a device's first sample adds its state).
 public class MotionRecognizer {
     /// What the recognizer recognizes (``GestureKind/shake`` or ``GestureKind/orientation``),
-    /// as the gesture recognizers' ``GestureRecognizer/kind``; its
-    /// raw value is the name reports and JSON show.
+    /// as a gesture recognizer's ``GestureRecognizer/kind`` does; its raw value is the name
+    /// reports and JSON show.
     public let kind: GestureKind
     /// A disabled recognizer ignores samples.
     @exclusivity(unchecked) public var isEnabled = true
