@@ -150,8 +150,8 @@ enum ServerBench {
             if !one.latencies.isEmpty { e2e.append((percentile(one.latencies, 0.5), percentile(one.latencies, 0.99))) }
             let local = HIDBench.endToEndPipe(quick: quick, shape: .dedicatedThread).latencies
             if !local.isEmpty { inProcess.append((percentile(local, 0.5), percentile(local, 0.99))) }
-            if !one.latencies.isEmpty, !local.isEmpty {
-                overInProcess.append(percentile(one.latencies, 0.5) - percentile(local, 0.5))
+            if !one.latencies.isEmpty, !local.isEmpty, let server = e2e.last, let here = inProcess.last {
+                overInProcess.append(server.p50 - here.p50)
             }
             let futex = try WakeUpBenchmark.run(.futex, samples: frames, gap: .milliseconds(1))
             floor.append((percentile(futex.latencies, 0.5), percentile(futex.latencies, 0.99)))

@@ -269,7 +269,14 @@ final class ServerDeviceFeed: DeviceFeed {
         {
             return sendAcknowledgement()
         }
-        guard ackTimer == nil else { return }
+        if ackTimer == nil { armAcknowledgementTimer() }
+    }
+
+    /// How long an acknowledgement may wait for more frames to cover.
+    static let acknowledgementDelay: Duration = .milliseconds(10)
+
+    /// Sends the acknowledgement ``acknowledgementDelay`` from now.
+    private func armAcknowledgementTimer() {
         let handle = handle
         let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
             handle.feed?.ackTimer = nil
@@ -278,9 +285,6 @@ final class ServerDeviceFeed: DeviceFeed {
         ackTimer = timer
         loop.add(timer, to: .common)
     }
-
-    /// How long an acknowledgement may wait for more frames to cover.
-    static let acknowledgementDelay: Duration = .milliseconds(10)
 
     private func sendAcknowledgement() {
         guard let attached, lastSequence > lastAcknowledged else { return }
@@ -294,13 +298,7 @@ final class ServerDeviceFeed: DeviceFeed {
         } catch {
             // The server's queue is full (or it is going): try again shortly.
             guard ackTimer == nil, case .sendTimeout = error else { return }
-            let handle = handle
-            let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
-                handle.feed?.ackTimer = nil
-                handle.feed?.sendAcknowledgement()
-            }
-            ackTimer = timer
-            loop.add(timer, to: .common)
+            armAcknowledgementTimer()
         }
     }
 
