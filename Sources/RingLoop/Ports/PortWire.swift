@@ -80,6 +80,22 @@ package enum PortWire {
             self.sequence = sequence
             self.total = total
         }
+
+        /// Calls `body` with the header's ``PortWire/headerSize`` bytes as they go on the
+        /// wire (the table above), written on the stack.
+        package func withEncodedBytes<Result, Failure: Error>(
+            _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+        ) throws(Failure) -> Result {
+            var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            return try withUnsafeMutableBytes(of: &words) { bytes throws(Failure) -> Result in
+                bytes.storeBytes(of: msgid.littleEndian, toByteOffset: 0, as: Int32.self)
+                bytes.storeBytes(of: kind.rawValue.littleEndian, toByteOffset: 4, as: UInt16.self)
+                bytes.storeBytes(of: (more ? PortWire.moreFragments : 0).littleEndian, toByteOffset: 6, as: UInt16.self)
+                bytes.storeBytes(of: sequence.littleEndian, toByteOffset: 8, as: UInt64.self)
+                bytes.storeBytes(of: total.littleEndian, toByteOffset: 16, as: UInt64.self)
+                return try body(UnsafeRawBufferPointer(bytes))
+            }
+        }
     }
 
     /// A whole message, reassembled.
@@ -131,11 +147,7 @@ package enum PortWire {
         precondition(data.count <= fragmentCapacity, "a fragment of \(data.count) bytes")
         var packet = [UInt8]()
         packet.reserveCapacity(headerSize + data.count)
-        withUnsafeBytes(of: header.msgid.littleEndian) { packet += $0 }
-        withUnsafeBytes(of: header.kind.rawValue.littleEndian) { packet += $0 }
-        withUnsafeBytes(of: (header.more ? moreFragments : 0).littleEndian) { packet += $0 }
-        withUnsafeBytes(of: header.sequence.littleEndian) { packet += $0 }
-        withUnsafeBytes(of: header.total.littleEndian) { packet += $0 }
+        header.withEncodedBytes { packet += $0 }
         packet += data
         return packet
     }
@@ -143,16 +155,31 @@ package enum PortWire {
     /// The packets of one message, in order: one for a message up to
     /// ``fragmentCapacity`` bytes (an empty one included), more for a longer one.
     package static func packets(msgid: Int32, kind: Kind, sequence: UInt64, data: [UInt8]) -> [[UInt8]] {
-        let total = UInt64(data.count)
         var packets: [[UInt8]] = []
+        data.withUnsafeBytes { bytes in
+            forEachPacket(msgid: msgid, kind: kind, sequence: sequence, data: bytes) { header, fragment in
+                packets.append(Array(header) + fragment)
+            }
+        }
+        return packets
+    }
+
+    /// The packets of one message as ``packets(msgid:kind:sequence:data:)`` cuts them,
+    /// without building any: `body` gets each packet's encoded header (on the stack) and
+    /// its fragment (a view into `data`), to be gathered by one `sendmsg`.
+    package static func forEachPacket<Failure: Error>(
+        msgid: Int32, kind: Kind, sequence: UInt64, data: UnsafeRawBufferPointer,
+        _ body: (_ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) {
         var start = 0
         repeat {
             let end = min(data.count, start + fragmentCapacity)
-            let header = Header(msgid: msgid, kind: kind, more: end < data.count, sequence: sequence, total: total)
-            packets.append(packet(header, data[start..<end]))
+            let header = Header(msgid: msgid, kind: kind, more: end < data.count, sequence: sequence, total: UInt64(data.count))
+            try header.withEncodedBytes { encoded throws(Failure) in
+                try body(encoded, UnsafeRawBufferPointer(rebasing: data[start..<end]))
+            }
             start = end
         } while start < data.count
-        return packets
     }
 
     /// Reads the packets still queued on `socket` without waiting, calling `body` with

@@ -259,9 +259,15 @@ final class ProcessPortConnection: Sendable {
                 if let request { state.withLock { $0.waiting[number] = (request, data.count) } }
                 do throws(MessagePortError) {
                     let kind: PortWire.Kind = request == nil ? .message : .request
-                    for packet in PortWire.packets(msgid: msgid, kind: kind, sequence: number, data: data) {
-                        try write(packet, deadline: deadline)
-                    }
+                    // (Array's withUnsafeBytes rethrows untyped: the error travels as a Result.)
+                    try data.withUnsafeBytes { bytes in
+                        Result { () throws(MessagePortError) in
+                            try PortWire.forEachPacket(msgid: msgid, kind: kind, sequence: number, data: bytes) {
+                                header, fragment throws(MessagePortError) in
+                                try write(header, fragment, deadline: deadline)
+                            }
+                        }
+                    }.get()
                 } catch {
                     if request != nil { state.withLock { _ = $0.waiting.removeValue(forKey: number) } }
                     throw error
@@ -290,12 +296,23 @@ final class ProcessPortConnection: Sendable {
         return ended
     }
 
-    private func write(_ packet: [UInt8], deadline: MonotonicInstant) throws(MessagePortError) {
+    /// Sends one packet, its header and its fragment gathered by `sendmsg` (the message's
+    /// bytes are not copied into a packet first).
+    private func write(
+        _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, deadline: MonotonicInstant
+    ) throws(MessagePortError) {
+        var vectors = (
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: fragment.baseAddress), iov_len: fragment.count)
+        )
         while true {
-            let sent = packet.withUnsafeBytes {
-                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            let sent = withUnsafeMutableBytes(of: &vectors) { vectors in
+                var message = msghdr()
+                message.msg_iov = vectors.baseAddress?.assumingMemoryBound(to: iovec.self)
+                message.msg_iovlen = 2
+                return sendmsg(socket, &message, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
             }
-            if sent == packet.count { return }
+            if sent == header.count + fragment.count { return }
             let failure = sent < 0 ? errno : EMSGSIZE
             switch failure {
             case EINTR:

@@ -17,12 +17,14 @@ extension HIDEventServer {
         case .eventsDropped:
             for client in clients where !client.gone { client.take(event, server: self) }
         default:
-            guard let device = liveDevices[event.device] else { return }
+            // The device's description is copied out (a struct with a name, roles, codes)
+            // only for a client that is not focused and may observe it.
+            guard let live = liveDevices.index(forKey: event.device) else { return }
             let bound = !Self.unfocusedKinds.contains(event.kind)
             for client in clients where !client.gone {
                 let wanted =
-                    client.observes(device)
-                    || (bound ? client === focused : client.hello.kinds.contains(event.kind))
+                    (bound ? client === focused : client.hello.kinds.contains(event.kind))
+                    || client.observes(liveDevices.values[live])
                 guard wanted, let admitted = Self.admit(event, seen: client.shadow[event.device]) else { continue }
                 client.take(admitted, server: self)
             }
@@ -39,17 +41,19 @@ extension HIDEventServer {
     /// What of `event` a client that has seen `seen` of its device may get: no release of
     /// what it never saw pressed, no move or end of a touch that began elsewhere (a touch
     /// stays with the client where it began), no pen leaving that it never saw come.
-    static func admit(_ event: HIDEvent, seen: VisibleState) -> HIDEvent? {
+    /// `seen` is read only for the events it decides (not for motion, scroll, axes…).
+    static func admit(_ event: HIDEvent, seen: @autoclosure () -> VisibleState) -> HIDEvent? {
         switch event.payload {
         case .key(let key) where key.state != .down:
-            return seen.keys.contains(key.code) ? event : nil
+            return seen().keys.contains(key.code) ? event : nil
         case .button(let button) where !button.isDown:
-            return seen.buttons.contains(button.code) ? event : nil
+            return seen().buttons.contains(button.code) ? event : nil
         case .gamepadButton(let button) where !button.isDown:
-            return seen.gamepadButtons.contains(button.code) ? event : nil
+            return seen().gamepadButtons.contains(button.code) ? event : nil
         case .pen(let pen) where !pen.inProximity:
-            return seen.pen != nil ? event : nil
+            return seen().pen != nil ? event : nil
         case .digitizer(let frame):
+            let seen = seen()
             var kept = DigitizerFrame()
             kept.isBoundingBox = frame.isBoundingBox
             kept.buttonDown = frame.buttonDown
@@ -113,7 +117,8 @@ extension ServedClient {
     /// Whether the client receives every event of `device` whatever the focus (it
     /// subscribed to one of the device's roles, and the server allowed it).
     func observes(_ device: HIDDeviceInfo) -> Bool {
-        !hello.deviceClasses.isEmpty && !hello.deviceClasses.isDisjoint(with: device.roles.union([device.deviceClass]))
+        !hello.deviceClasses.isEmpty
+            && (hello.deviceClasses.contains(device.deviceClass) || !hello.deviceClasses.isDisjoint(with: device.roles))
     }
 
     /// A device's description, then its addition (both wait while the client lags).

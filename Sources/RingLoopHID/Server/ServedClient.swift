@@ -69,7 +69,8 @@ final class ServedClient {
             if isLifecycle { lifecycleBacklog.append(event) } else { droppedSinceLag += 1 }
             return
         }
-        if let first = pending.first, first.device != event.device || first.timestamp != event.timestamp {
+        // (Fields of the first event, read in place: not a copy of the whole event.)
+        if !pending.isEmpty, pending[0].device != event.device || pending[0].timestamp != event.timestamp {
             flush(server: server)
             if lagging { return take(eventAfterFlush: event, isLifecycle) }
         }

@@ -133,11 +133,15 @@ struct VisibleStates: Sendable {
         devices[device] = state.isRest ? nil : state
     }
 
+    /// Takes in one event. Motion, scroll, axes and the like hold nothing: they leave
+    /// the table untouched (no lookup, no state made for a device that never held
+    /// anything), which keeps a pointer's stream off this table entirely.
     mutating func apply(_ event: HIDEvent) {
         switch event.payload {
         case .deviceRemoved: devices[event.device] = nil
-        case .deviceAdded, .eventsDropped: break
-        default: devices[event.device, default: VisibleState()].apply(event.payload)
+        case .key, .button, .gamepadButton, .switchChanged, .digitizer, .pen:
+            devices[event.device, default: VisibleState()].apply(event.payload)
+        default: break
         }
     }
 }
