@@ -52,7 +52,7 @@ func onFreshThread<T>(_ body: @escaping () throws -> T) throws -> T {
 /// every frame, then removes the device; returns every event the handler saw.
 func runChain(
     _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false,
-    speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false,
+    speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false, queueCapacity: Int = 1024,
     prepare: @escaping (HIDEventSystem, RingRunLoop) -> Void = { _, _ in }
 ) throws -> [HIDEvent] {
     try onFreshThread {
@@ -63,7 +63,8 @@ func runChain(
         let loop = RingRunLoop.current
         let system = HIDEventSystem(
             configuration: .init(
-                deviceDirectory: path, shape: shape, coalesceMotion: coalesce, tracksInteractions: tracksInteractions),
+                deviceDirectory: path, shape: shape, queueCapacity: queueCapacity, coalesceMotion: coalesce,
+                tracksInteractions: tracksInteractions),
             loop: loop)
         var events: [HIDEvent] = []
         system.addHandler { event in
