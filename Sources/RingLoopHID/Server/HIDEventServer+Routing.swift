@@ -117,8 +117,8 @@ extension ServedClient {
     /// Whether the client receives every event of `device` whatever the focus (it
     /// subscribed to one of the device's roles, and the server allowed it).
     func observes(_ device: HIDDeviceInfo) -> Bool {
-        !hello.deviceClasses.isEmpty
-            && (hello.deviceClasses.contains(device.deviceClass) || !hello.deviceClasses.isDisjoint(with: device.roles))
+        // (A device's roles include its class.)
+        !hello.deviceClasses.isDisjoint(with: device.roles)
     }
 
     /// A device's description, then its addition (both wait while the client lags).
