@@ -35,6 +35,23 @@ static inline unsigned ringloop_sq_flags(const struct io_uring *ring) {
     return __atomic_load_n(ring->sq.kflags, __ATOMIC_ACQUIRE);
 }
 
+/// Points `cqes` at up to `count` completions already in the completion queue, oldest
+/// first, and returns how many; the caller releases them with io_uring_cq_advance. Unlike
+/// liburing's io_uring_peek_batch_cqe it never enters the kernel: when the queue is empty
+/// and completion work is pending (IORING_SQ_TASKRUN), liburing runs that work there and
+/// then, so a loop draining the queue would take each socket's bytes as they trickle in
+/// (a multishot receive reading 4 KiB at a time) instead of together at its next wait.
+static inline unsigned ringloop_peek_ready_completions(struct io_uring *ring, struct io_uring_cqe **cqes,
+                                                       unsigned count) {
+    unsigned ready = io_uring_cq_ready(ring);
+    if (ready > count) ready = count;
+    unsigned head = *ring->cq.khead;
+    for (unsigned index = 0; index < ready; index++) {
+        cqes[index] = &ring->cq.cqes[(head + index) & ring->cq.ring_mask];
+    }
+    return ready;
+}
+
 /// `IORING_ENTER_ABS_TIMER` (kernel 6.12): the wait's timeout is an absolute time on the
 /// ring's clock (CLOCK_MONOTONIC unless registered otherwise), not a duration.
 #ifndef IORING_ENTER_ABS_TIMER

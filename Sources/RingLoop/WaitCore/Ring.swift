@@ -272,12 +272,13 @@ package final class Ring {
     }
 
     /// Copies every completion that is ready into `sink`, in arrival order, and releases
-    /// their queue entries. Returns how many it copied.
+    /// their queue entries. Returns how many it copied. Shared memory only: completion
+    /// work the kernel flagged meanwhile runs at the next submit or wait, all of it at once.
     @discardableResult
     package func harvest(_ sink: (Completion) -> Void) -> Int {
         var total = 0
         while true {
-            let count = io_uring_peek_batch_cqe(ring, batch, batchCapacity)
+            let count = ringloop_peek_ready_completions(ring, batch, batchCapacity)
             if count == 0 { return total }
             for index in 0..<Int(count) {
                 let cqe = batch[index]!.pointee
