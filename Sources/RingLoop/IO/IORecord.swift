@@ -121,7 +121,7 @@ final class IORecord {
         } catch {
             return IOFailure(error)
         }
-        loop.ioOperations[port] = self
+        loop.ioOperations.insert(self, at: port)
         return nil
     }
 }

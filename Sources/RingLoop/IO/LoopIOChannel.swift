@@ -330,7 +330,7 @@ public final class LoopIOChannel: @unchecked Sendable {
         }
         record.lent = lent
         track(record)
-        loop.ioOperations[record.port] = record
+        loop.ioOperations.insert(record, at: record.port)
         return record.operation
     }
 

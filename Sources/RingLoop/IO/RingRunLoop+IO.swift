@@ -9,7 +9,7 @@ extension RingRunLoop {
     func routeIO(_ id: PortID, result: Int32, flags: UInt32) {
         guard let record = ioOperations[id] else { return }
         let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
-        if kernelDone { ioOperations[id] = nil }
+        if kernelDone { ioOperations.remove(id) }
         if record.flush != nil || record.pollingWritable {
             return record.channel.flushCompleted(record, result: result)
         }
@@ -84,7 +84,7 @@ extension RingRunLoop {
             return endIO(record, with: .failed(IOFailure(error)))
         }
         record.backingOff = true
-        ioOperations[record.port] = record
+        ioOperations.insert(record, at: record.port)
     }
 
     /// An accept's back-off timeout completed (`ETIME`), or was cancelled.
@@ -112,12 +112,12 @@ extension RingRunLoop {
     /// goes away with its thread (after the ring is closed).
     func dropIOOperations() {
         var channels: [ObjectIdentifier: LoopIOChannel] = [:]
-        for record in ioOperations.values { channels[ObjectIdentifier(record.channel)] = record.channel }
+        for record in ioOperations.records { channels[ObjectIdentifier(record.channel)] = record.channel }
         for case .completion(_, let pending) in pendingPortEvents + keptPortEvents {
             channels[ObjectIdentifier(pending.record.channel)] = pending.record.channel
         }
         for channel in busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
-        ioOperations = [:]
+        ioOperations.removeAll()
         busyChannels = [:]
         for channel in channels.values {
             channel.inFlight = [:]

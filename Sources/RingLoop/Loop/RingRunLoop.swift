@@ -110,7 +110,7 @@ public final class RingRunLoop: @unchecked Sendable {
     var doorbellSources: [LoopDoorbell: LoopPortSource] = [:]
     var orphanDoorbellMessages: [LoopDoorbell: Deque<LoopDoorbell.Message>] = [:]
     /// I/O operations in flight by their wait-core id (each keeps its channel, and so the loop).
-    var ioOperations: [PortID: IORecord] = [:]
+    var ioOperations = IOOperationTable()
     /// Channels with operations in flight by source, to cancel when the source is invalidated.
     var busyChannels: [ObjectIdentifier: LoopIOChannel] = [:]
     @exclusivity(unchecked) var pendingPortEvents: Deque<PendingPortEvent> = []
