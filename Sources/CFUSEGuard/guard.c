@@ -82,7 +82,10 @@ long ringloop_fuse_connection_of(const char *mountpoint) {
 /// parent but /dev/null on 0-2, and calls only async-signal-safe functions (it is forked
 /// from a multithreaded process). It polls every 50 ms. Returns its pid, or -errno.
 /// Stop it with SIGKILL and reap it with waitpid when the folder closes cleanly.
-pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
+/// With `remove_folder` (the process created the folder for this mount), the child also
+/// removes the folder once the mount is detached: rmdir takes only an empty folder that
+/// nothing is mounted on, so a folder someone reused meanwhile stays.
+pid_t ringloop_start_fuse_guardian(const char *mountpoint, int remove_folder) {
     char status_path[64];
     char mount_copy[4096];
     char abort_path[96] = "";
@@ -133,6 +136,7 @@ pid_t ringloop_start_fuse_guardian(const char *mountpoint) {
     if (abort_fd >= 0) (void)!write(abort_fd, "1", 1);
     umount2(mount_copy, MNT_FORCE);
     umount2(mount_copy, MNT_DETACH);
+    if (remove_folder) rmdir(mount_copy);
     _exit(0);
 }
 

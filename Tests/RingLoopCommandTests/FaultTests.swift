@@ -29,6 +29,12 @@ func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
     return done
 }
 
+/// Whether the folder at `path` is gone within 2 s: a process removes the mount folder it
+/// created when it closes, and its guardian does when the process is killed.
+func folderRemoved(_ path: String) -> Bool {
+    waitUntil(timeout: .seconds(2)) { access(path, F_OK) != 0 }
+}
+
 /// A `ringloop` started with every signal at its default action (whatever this test
 /// process inherited); `host-and-read` and `soak` start the fixtures' program.
 func startRingloop(_ arguments: [String], environment: [String: String] = [:]) throws -> Spawned {
@@ -60,6 +66,7 @@ struct FaultTests {
         #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
         #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "\(name): the mount is left")
         #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
+        #expect(folderRemoved(mount), "\(name): the folder it created is left")
     }
 
     /// A host whose folder was detached (by anyone: `umount -l`, a cleanup script) and
@@ -81,6 +88,7 @@ struct FaultTests {
             // Free it, as a person would, so the failure leaves nothing stuck behind.
             _ = try? "1".write(toFile: "/sys/fs/fuse/connections/\(connection)/abort", atomically: false, encoding: .utf8)
         }
+        #expect(folderRemoved(mount), "the folder it created is left")
     }
 
     /// SIGQUIT: the Swift runtime prints a backtrace of every thread and the process
@@ -105,6 +113,7 @@ struct FaultTests {
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
         child.signal(SIGKILL)
         #expect(waitUntil(timeout: .seconds(2)) { child.exited })
+        #expect(folderRemoved(mount), "the folder it created is left")
     }
 
     /// The commands end cleanly on SIGINT, SIGTERM, SIGHUP and SIGQUIT at any moment —
@@ -124,6 +133,7 @@ struct FaultTests {
         #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
         #expect(child.status == 0, "\(name): exit status \(String(describing: child.status))")
         #expect(!isMounted(mount), "\(name): the mount is left")
+        #expect(folderRemoved(mount), "\(name): the folder it created is left")
     }
 
     @Test("monitor killed with SIGKILL leaves no mount behind")
@@ -136,6 +146,7 @@ struct FaultTests {
         #expect(waitUntil(timeout: .seconds(2)) { child.exited })
         #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "the mount is left")
         #expect(statReturns(mount, within: 2))
+        #expect(folderRemoved(mount), "the folder it created is left")
     }
 
     @Test(

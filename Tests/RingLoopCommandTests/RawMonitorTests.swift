@@ -9,10 +9,9 @@ import Testing
 /// and passes every other request to the real one, so the real evtest prints the real
 /// node's header and events.
 enum EvtestOnVirtualNodes {
+    /// The preload library, compiled once per version of its source into a folder every
+    /// test run shares (one run's processes do not each leave a copy behind).
     static let library: String? = {
-        let folder = "/tmp/ringloop-evtest-\(getpid())"
-        mkdir(folder, 0o700)
-        let source = folder + "/grab.c"
         let text = """
             #define _GNU_SOURCE
             #include <dlfcn.h>
@@ -29,11 +28,32 @@ enum EvtestOnVirtualNodes {
                 return real(fd, request, argument);
             }
             """
-        guard (try? text.write(toFile: source, atomically: true, encoding: .utf8)) != nil,
-            let compiler = try? Spawned("/usr/bin/cc", ["-shared", "-fPIC", "-o", folder + "/grab.so", source, "-ldl"]),
-            compiler.finish(timeout: .seconds(60)) == 0
+        // FNV-1a of the source: the same name for the same source in every run.
+        let digest = text.utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        let folder = "/tmp/ringloop-evtest"
+        mkdir(folder, 0o700)
+        // A library preloaded into evtest comes only from a folder of this user that no
+        // one else may write (the name in /tmp is predictable).
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(),
+            info.st_mode & 0o022 == 0
         else { return nil }
-        return folder + "/grab.so"
+        let library = folder + "/grab-\(String(digest, radix: 16)).so"
+        if access(library, R_OK) == 0 { return library }
+        // Built under this process's names, then renamed into place: a run beside this
+        // one sees either no library or a whole one.
+        let source = folder + "/grab-\(getpid()).c"
+        let building = folder + "/grab-\(getpid()).so"
+        defer {
+            unlink(source)
+            unlink(building)
+        }
+        guard (try? text.write(toFile: source, atomically: true, encoding: .utf8)) != nil,
+            let compiler = try? Spawned("/usr/bin/cc", ["-shared", "-fPIC", "-o", building, source, "-ldl"]),
+            compiler.finish(timeout: .seconds(60)) == 0,
+            rename(building, library) == 0
+        else { return nil }
+        return library
     }()
 }
 
@@ -53,7 +73,8 @@ extension CommandTests {
         .enabled(if: FUSEHere.usable, FUSEHere.missing),
         arguments: ["keyboard.evemu", "touchpad.evemu", "touchpad-protocol-a.evemu", "lid-switch.evemu"])
     func rawMatchesEvtest(recording: String) throws {
-        let library = try #require(EvtestOnVirtualNodes.library, "cc could not build the grab shim")
+        let library = try #require(
+            EvtestOnVirtualNodes.library, "cc could not build the grab shim, or /tmp/ringloop-evtest is not this user's alone")
         let mount = "/tmp/ringloop-raw-\(getpid())-\(recording)"
         let ours = try runCommand(["monitor", "--raw", "devices/" + recording], timeout: 60)
         #expect(ours.status == 0, "\(ours.error)")

@@ -17,9 +17,10 @@ int ringloop_process_is_dying(const char *status_path);
 /// with no handler), aborts the mount's connection (umount2 MNT_FORCE calls FUSE's
 /// umount_begin) and detaches it. A thread of the dying process that waits,
 /// uninterruptibly, for an answer from the server that died with it is then released, so
-/// the process can end, and nothing else on the machine waits on the dead folder.
+/// the process can end, and nothing else on the machine waits on the dead folder. With
+/// `remove_folder` (the process created the folder) it then removes the folder, if empty.
 /// Polls every 50 ms. Returns the guardian's pid, or -errno.
-pid_t ringloop_start_fuse_guardian(const char *mountpoint);
+pid_t ringloop_start_fuse_guardian(const char *mountpoint, int remove_folder);
 /// The FUSE connection number of the mount at `mountpoint` (its directory under
 /// /sys/fs/fuse/connections), or -1 when no FUSE mount is there.
 long ringloop_fuse_connection_of(const char *mountpoint);

@@ -136,7 +136,7 @@ public final class FUSEDeviceFolder: @unchecked Sendable {
         self.session = session
         self.context = retained
         context.folder = self
-        guardian = ringloop_start_fuse_guardian(path)
+        guardian = ringloop_start_fuse_guardian(path, createdFolder ? 1 : 0)
         if guardian < 0 {
             Self.logger.warning(
                 "\(path): no guardian process (\(String(cString: strerror(-guardian)))): a killed process may hang on this folder")
