@@ -10,10 +10,12 @@ import Testing
 /// first) must not hide the earlier one, nor be hidden by it.
 @Suite("I/O operations in flight by slot")
 struct IOOperationTableTests {
-    static func record(_ channel: LoopIOChannel, _ number: UInt64) -> IORecord {
-        IORecord(
+    static func record(_ channel: LoopIOChannel, _ number: UInt64, _ id: PortID) -> IORecord {
+        let record = IORecord(
             channel: channel, operation: IOOperation(kind: .send, number: number), requested: 0, buffer: nil,
             provided: nil, completion: nil)
+        record.port = id
+        return record
     }
 
     @Test("Two operations on one slot, of two generations, are both found, and either may end first")
@@ -21,15 +23,15 @@ struct IOOperationTableTests {
         onFreshLoopThread {
             let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: 0), loop: .current, ownsDescriptor: false)
             var table = IOOperationTable()
-            let older = Self.record(channel, 1)
-            let newer = Self.record(channel, 2)
-            let other = Self.record(channel, 3)
             let olderID = PortID(slot: 4, generation: 7)
             let newerID = PortID(slot: 4, generation: 8)
             let otherID = PortID(slot: 9, generation: 1)
-            table.insert(older, at: olderID)
-            table.insert(newer, at: newerID)
-            table.insert(other, at: otherID)
+            let older = Self.record(channel, 1, olderID)
+            let newer = Self.record(channel, 2, newerID)
+            let other = Self.record(channel, 3, otherID)
+            table.insert(older)
+            table.insert(newer)
+            table.insert(other)
             #expect(table.count == 3)
             #expect(table[olderID] === older)
             #expect(table[newerID] === newer)
@@ -50,8 +52,8 @@ struct IOOperationTableTests {
             #expect(table[newerID] == nil)
 
             // The newer ends first.
-            table.insert(older, at: olderID)
-            table.insert(newer, at: newerID)
+            table.insert(older)
+            table.insert(newer)
             table.remove(newerID)
             #expect(table[newerID] == nil)
             #expect(table[olderID] === older)

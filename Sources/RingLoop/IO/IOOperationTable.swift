@@ -25,8 +25,9 @@ struct IOOperationTable {
         return displaced.isEmpty ? nil : displaced[id]
     }
 
-    /// Records `record` as the operation running under `id`.
-    mutating func insert(_ record: IORecord, at id: PortID) {
+    /// Records `record` as the operation running under its id (`record.port`).
+    mutating func insert(_ record: IORecord) {
+        let id = record.port
         let slot = Int(id.slot)
         if slot >= bySlot.count { bySlot.append(contentsOf: repeatElement(nil, count: slot + 1 - bySlot.count)) }
         guard let entry = bySlot[slot] else {

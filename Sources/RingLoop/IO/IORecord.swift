@@ -121,7 +121,7 @@ final class IORecord {
         } catch {
             return IOFailure(error)
         }
-        loop.ioOperations.insert(self, at: port)
+        loop.ioOperations.insert(self)
         return nil
     }
 }

@@ -330,7 +330,7 @@ public final class LoopIOChannel: @unchecked Sendable {
         }
         record.lent = lent
         track(record)
-        loop.ioOperations.insert(record, at: record.port)
+        loop.ioOperations.insert(record)
         return record.operation
     }
 

@@ -84,7 +84,7 @@ extension RingRunLoop {
             return endIO(record, with: .failed(IOFailure(error)))
         }
         record.backingOff = true
-        ioOperations.insert(record, at: record.port)
+        ioOperations.insert(record)
     }
 
     /// An accept's back-off timeout completed (`ETIME`), or was cancelled.
