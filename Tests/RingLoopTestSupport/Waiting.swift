@@ -27,11 +27,13 @@ public func waitUntil(timeout: Duration = TestWait.bound, _ condition: () -> Boo
 /// Runs `loop` (in the default mode, returning after each handled source) until
 /// `condition` holds or `timeout` passes; whether it held. For effects the loop itself
 /// brings about: the condition is checked after each of its passes that handled something.
-public func runUntil(_ loop: RingRunLoop, timeout: Duration = TestWait.bound, _ condition: () -> Bool) -> Bool {
+public func runUntil(
+    _ loop: RingRunLoop, mode: RingRunLoop.Mode = .default, timeout: Duration = TestWait.bound, _ condition: () -> Bool
+) -> Bool {
     let limit = MonotonicInstant.now + timeout
     while !condition() {
         if MonotonicInstant.now > limit { return false }
-        loop.run(mode: .default, for: .milliseconds(20), returnAfterSourceHandled: true)
+        loop.run(mode: mode, for: .milliseconds(20), returnAfterSourceHandled: true)
     }
     return true
 }

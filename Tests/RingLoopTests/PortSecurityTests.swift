@@ -1,4 +1,5 @@
 import Glibc
+import RingLoopTestSupport
 import Synchronization
 import Testing
 
@@ -106,6 +107,48 @@ struct PortSecurityTests {
         #expect(record.value("open") == 2)
         #expect(record.notes.withLock { $0 }.isEmpty)
         #expect(record.errors.withLock { $0 } == [.accessDenied(name + ".strict")])
+    }
+
+    // A refused peer's packets are read before its connection closes (so its end sees the
+    // refusal, not a reset) — a few only: one that keeps sending would keep the loop reading.
+    @Test("A refused peer that sent many packets is cut off after a few: the port reads no more of them")
+    func refusedPeerCutOff() throws {
+        let name = NamedPortTests.uniqueName("Refused")
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            let mode = RingRunLoop.Mode("refusing")
+            let port = try LocalMessagePort(name: name, loop: loop) { _, _ in nil }
+            defer { port.invalidate() }
+            // In a mode that is not running yet: the peer's packets wait for the port.
+            loop.add(port.source, to: mode)
+            let address = try MessagePortNamespace.abstract.address(of: name)
+            let peer = asUser(65534) { () -> Int32 in
+                let peer = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+                guard address.withSockaddr({ connect(peer, $0, $1) }) == 0 else { return -1 }
+                return peer
+            }
+            #expect(peer >= 0)
+            defer { close(peer) }
+            let packet = [UInt8](repeating: 7, count: 64)
+            var sent = 0
+            while sent < 100_000, packet.withUnsafeBytes({ send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == 64 {
+                sent += 1
+            }
+            #expect(sent > 2 * PortListener.refusedPacketsRead, "the socket took \(sent) packets")
+            var ready = pollfd(fd: peer, events: Int16(POLLIN), revents: 0)
+            #expect(runUntil(loop, mode: mode) { poll(&ready, 1, 0) > 0 })
+            // The port closed with the peer's packets unread: the peer's end reports a reset
+            // first; then the refusal.
+            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize + 1)
+            let first = buffer.withUnsafeMutableBytes { recv(peer, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            #expect(first == -1 && errno == ECONNRESET, "the first read got \(first) bytes: the port read all \(sent) packets")
+            let refusal = buffer.withUnsafeMutableBytes { recv(peer, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            #expect(refusal > 0)
+            let header = buffer.withUnsafeBytes { bytes in
+                refusal > 0 ? try? PortWire.header(of: UnsafeRawBufferPointer(rebasing: bytes[..<refusal])) : nil
+            }
+            #expect(header?.kind == .refused)
+        }
     }
 
     @Test("A name held by a process of another user is refused by a client, never trusted")

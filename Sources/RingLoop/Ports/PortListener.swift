@@ -19,6 +19,9 @@ import SystemPackage
 /// socket), and senders are held back by the kernel, not by this process's memory.
 final class PortListener: Sendable {
     static let logger = Logger(label: "RingLoop.MessagePort")
+    /// The most packets read (and dropped) from a refused peer before its connection is
+    /// closed.
+    static let refusedPacketsRead = 16
     /// A failed accept (out of descriptors or memory) is tried again after this long.
     static let acceptBackoff: Duration = .milliseconds(100)
 
@@ -148,9 +151,11 @@ final class PortListener: Sendable {
             PortWire.Header(msgid: refusal.rawValue, kind: .refused, sequence: 0, total: UInt64(limit)))
         _ = packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
         // Unread packets of the peer's would make its end see a reset before the refusal:
-        // they are read (and dropped) first.
+        // what a peer sends before it reads its answer (a hello, a request of a few
+        // packets) is read and dropped first — but no more than that, so a refused peer
+        // that keeps sending cannot keep the port's loop reading.
         shutdown(descriptor, Int32(SHUT_WR))
-        PortWire.drainQueued(descriptor) { _ in }
+        PortWire.drainQueued(descriptor, atMost: Self.refusedPacketsRead) { _ in }
         Glibc.close(descriptor)
         let first = state.withLock { state -> Bool in
             guard state.loggedRefusals.count < 64 else { return false }

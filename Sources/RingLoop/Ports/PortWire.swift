@@ -183,14 +183,16 @@ package enum PortWire {
     }
 
     /// Reads the packets still queued on `socket` without waiting, calling `body` with
-    /// each, until none is left or the stream ended. For a receive that ended with
+    /// each, until none is left, the stream ended or `limit` were read. For a receive that ended with
     /// `ECONNRESET`: the kernel reports a peer that closed with data of ours unread
     /// before the packets it sent us, and those packets still matter (the last one-way
     /// messages of a peer that sent and closed; a refusal).
-    static func drainQueued(_ socket: Int32, _ body: (UnsafeRawBufferPointer) -> Void) {
+    static func drainQueued(_ socket: Int32, atMost limit: Int = .max, _ body: (UnsafeRawBufferPointer) -> Void) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: packetSize + 1, alignment: 8)
         defer { buffer.deallocate() }
-        while true {
+        var read = 0
+        while read < limit {
+            read += 1
             let count = recv(socket, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
             if count < 0, errno == EINTR || errno == ECONNRESET { continue }
             guard count > 0 else { return }

@@ -73,9 +73,11 @@ final class ProcessPortConnection: Sendable {
     /// Connects to the port named `name` in another process and checks who holds it.
     /// - Throws: ``MessagePortError/notFound(_:)`` when no process has a port of that name,
     ///   ``MessagePortError/untrustedPort(_:owner:)`` when its holder is not in `trusting`,
-    ///   ``MessagePortError/sendTimeout(_:)`` when its backlog stays full for a second.
+    ///   ``MessagePortError/sendTimeout(_:)`` when its backlog stays full for
+    ///   `connectTimeout`.
     init(
-        name: String, namespace: MessagePortNamespace, trusting: PeerPolicy, maximumReplySize: Int
+        name: String, namespace: MessagePortNamespace, trusting: PeerPolicy, maximumReplySize: Int,
+        connectTimeout: Duration = .seconds(1)
     )
         throws(MessagePortError)
     {
@@ -84,7 +86,7 @@ final class ProcessPortConnection: Sendable {
         guard descriptor >= 0 else { throw .notFound(name) }
         // A listener whose backlog is full refuses a non-blocking connect with EAGAIN (a
         // Unix socket has no pending connect to wait for): try again for a while.
-        let giveUp = MonotonicInstant.now.advanced(by: .seconds(1))
+        let giveUp = MonotonicInstant.now.advanced(by: max(.zero, connectTimeout))
         while true {
             let flags = fcntl(descriptor, F_GETFL)
             _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)

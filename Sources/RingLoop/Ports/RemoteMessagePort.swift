@@ -32,15 +32,19 @@ public final class RemoteMessagePort: Sendable {
     ///   - trusting: The users (and groups) a port of another process may run as.
     ///   - maximumReplySize: The largest reply taken from a port of another process; a
     ///     larger one fails its request with ``MessagePortError/tooLarge(size:limit:)``.
+    ///   - connectTimeout: How long to keep trying while the port's process leaves
+    ///     connections waiting (its backlog full); `.zero`: one try. A loop thread that
+    ///     must not wait on another process (a server connecting back to a client) passes
+    ///     `.zero`.
     /// - Throws: ``MessagePortError/notFound(_:)``, ``MessagePortError/invalidName(_:)``,
     ///   ``MessagePortError/untrustedPort(_:owner:)``, and
-    ///   ``MessagePortError/sendTimeout(_:)`` when the port's process has left
-    ///   connections waiting (its backlog full) for a second;
+    ///   ``MessagePortError/sendTimeout(_:)`` when the port's backlog stayed full for
+    ///   `connectTimeout`;
     ///   ``MessagePortError/accessDenied(_:)`` when a directory namespace's socket file
     ///   does not let this process connect.
     public init(
         name: String, namespace: MessagePortNamespace = .abstract, trusting: PeerPolicy = .sameUserOrRoot,
-        maximumReplySize: Int = RemoteMessagePort.defaultMaximumReplySize
+        maximumReplySize: Int = RemoteMessagePort.defaultMaximumReplySize, connectTimeout: Duration = .seconds(1)
     ) throws(MessagePortError) {
         guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else { throw .invalidName(name) }
         self.name = name
@@ -50,7 +54,8 @@ public final class RemoteMessagePort: Sendable {
             core.addWatcher(self)
         } else {
             let connection = try ProcessPortConnection(
-                name: name, namespace: namespace, trusting: trusting, maximumReplySize: max(0, maximumReplySize))
+                name: name, namespace: namespace, trusting: trusting, maximumReplySize: max(0, maximumReplySize),
+                connectTimeout: connectTimeout)
             target = .process(connection)
             owner = connection.owner
             connection.watch(self)
