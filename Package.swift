@@ -166,7 +166,8 @@ let package = Package(
 
         // Test helpers shared by the test targets: child processes without Foundation's
         // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.
-        .target(name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
+        .target(
+            name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopHID", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
         // `ringloop-fixtures`: programs the command tests run as children (a host that reads
         // its own FUSE node and is killed in every way; the soak). Not a product.
         .executableTarget(
@@ -188,7 +189,8 @@ let package = Package(
             name: "RingLoopDifferentialTests",
             dependencies: ["RingLoop", .product(name: "SystemPackage", package: "swift-system")]),
         // The `ringloop` command, run as a subprocess.
-        .testTarget(name: "RingLoopCommandTests", dependencies: ["RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
+        .testTarget(
+            name: "RingLoopCommandTests", dependencies: ["RingLoopHID", "RingLoopDevices", "RingLoopEvdev", "RingLoopTestSupport"]),
         .testTarget(
             name: "RingLoopHIDTests",
             dependencies: [

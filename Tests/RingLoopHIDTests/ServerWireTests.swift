@@ -93,6 +93,19 @@ struct ServerWireTests {
         var flag = hello.encoded
         flag[flag.count - 1] = 2
         #expect(throws: ServerWire.Violation.self) { try ServerWire.Hello(decoding: flag) }
+        // The names a client chose end up in the server's log and on its terminal: a line
+        // break (a forged log line), an escape (colours) or a NUL is refused.
+        for (port, name, field) in [
+            ("panel\n.client", "kiosk", "hello port"), ("panel.client", "x\ndetached client 1: FORGED", "hello name"),
+            ("panel.client", "\u{1B}[31mred", "hello name"), ("panel.client\u{0}", "kiosk", "hello port"),
+            ("panel.client", "del\u{7F}", "hello name"), ("panel.client", "c1\u{85}", "hello name"),
+        ] {
+            let bad = ServerWire.Hello(token: 1, port: port, name: name, kinds: [], deviceClasses: [], wantsFocus: false)
+            #expect(throws: ServerWire.Violation.controlCharacter(field: field)) { try ServerWire.Hello(decoding: bad.encoded) }
+        }
+        let unicode = ServerWire.Hello(
+            token: 1, port: "panneau.client", name: "kiosque ★ café", kinds: [], deviceClasses: [], wantsFocus: false)
+        #expect(try ServerWire.Hello(decoding: unicode.encoded) == unicode)
         let ack = ServerWire.Ack(token: 5, sequence: 99)
         #expect(try ServerWire.Ack(decoding: ack.encoded) == ack)
         for welcome in [ServerWire.Welcome(focused: true, window: 256), ServerWire.Welcome(focused: false, window: 1, refusal: "no")] {

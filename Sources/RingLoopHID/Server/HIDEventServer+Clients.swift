@@ -56,7 +56,10 @@ extension HIDEventServer {
         guard byToken[hello.token] == nil else { return refuse("another client has its token") }
         let remote: RemoteMessagePort
         do {
-            remote = try RemoteMessagePort(name: hello.port, namespace: configuration.namespace, trusting: .users([sender.uid]))
+            // One try: the server's loop never waits on a client (a port whose backlog is
+            // full is the client's problem, and its hello is refused at once).
+            remote = try RemoteMessagePort(
+                name: hello.port, namespace: configuration.namespace, trusting: .users([sender.uid]), connectTimeout: .zero)
         } catch {
             return refuse("its port '\(hello.port)': \(error)")
         }

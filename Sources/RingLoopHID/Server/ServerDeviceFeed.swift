@@ -54,6 +54,8 @@ final class ServerDeviceFeed: DeviceFeed {
     private var attachments = 0
     private(set) var isFocused = false
     private(set) var eventsRead = 0
+    /// Events the server sent for devices it had not described (or had removed): dropped.
+    private(set) var unknownDeviceEvents = 0
 
     final class FeedHandle: @unchecked Sendable {
         // @unchecked: set and read on the client's loop thread only.
@@ -76,7 +78,8 @@ final class ServerDeviceFeed: DeviceFeed {
     /// failure — refused, untrusted — is thrown.
     func start() throws(HIDError) {
         running = true
-        do throws(MessagePortError) { try attach() } catch {
+        let refusal: String?
+        do throws(MessagePortError) { refusal = try attach() } catch {
             if case .notFound = error {
                 Self.logger.notice("event server '\(attachment.name)' is not there yet; attaching when it comes")
                 scheduleReattach()
@@ -85,7 +88,13 @@ final class ServerDeviceFeed: DeviceFeed {
             running = false
             throw .server(name: attachment.name, reason: error.description)
         }
+        if let refusal {
+            running = false
+            throw .server(name: attachment.name, reason: Self.refused(refusal))
+        }
     }
+
+    private static func refused(_ reason: String) -> String { "it refused this client: \(reason)" }
 
     func stop() {
         guard running else { return }
@@ -106,12 +115,14 @@ final class ServerDeviceFeed: DeviceFeed {
 
     // MARK: Attaching
 
-    private func attach() throws(MessagePortError) {
+    /// Attaches, or returns the server's reason for refusing this client.
+    private func attach() throws(MessagePortError) -> String? {
         let server = try RemoteMessagePort(
             name: attachment.name, namespace: attachment.namespace, trusting: attachment.trusting)
         let token = UInt64.random(in: 1...UInt64.max)
         attachments += 1
-        let portName = "\(attachment.name).client.\(getpid()).\(token % 1_000_000_000).\(attachments)"
+        let portName = Self.clientPortName(
+            server: attachment.name, suffix: ".client.\(getpid()).\(token % 1_000_000_000).\(attachments)")
         let owner = server.owner
         let handle = handle
         // Only the server's user may connect; only the server's process is listened to.
@@ -129,7 +140,7 @@ final class ServerDeviceFeed: DeviceFeed {
         }
         loop.add(own.source, to: .common)
         let hello = ServerWire.Hello(
-            token: token, port: portName, name: attachment.clientName, kinds: attachment.subscribedKinds,
+            token: token, port: portName, name: Self.printable(attachment.clientName), kinds: attachment.subscribedKinds,
             deviceClasses: attachment.subscribedDeviceClasses, wantsFocus: attachment.requestsFocus)
         let welcome: ServerWire.Welcome
         do throws(MessagePortError) {
@@ -145,7 +156,7 @@ final class ServerDeviceFeed: DeviceFeed {
         }
         if let refusal = welcome.refusal {
             own.invalidate()
-            throw .transportError(attachment.name, reason: "the server refused this client: \(refusal)")
+            return refusal
         }
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         isFocused = welcome.focused
@@ -160,6 +171,25 @@ final class ServerDeviceFeed: DeviceFeed {
             loop.wakeUp()
         }
         Self.logger.debug("attached to event server '\(attachment.name)' (\(owner))")
+        return nil
+    }
+
+    /// The client's port: the server's name, shortened by whole characters where the whole
+    /// would pass a port name's length, then `suffix` (which makes it unique).
+    static func clientPortName(server: String, suffix: String) -> String {
+        var prefix = Substring(server)
+        while prefix.utf8.count + suffix.utf8.count > LocalMessagePort.maximumNameLength, !prefix.isEmpty {
+            prefix = prefix.dropLast()
+        }
+        return prefix + suffix
+    }
+
+    /// The client's name as the server takes it: no control characters (each becomes `?`),
+    /// at most the protocol's length (shortened by whole characters).
+    static func printable(_ name: String) -> String {
+        var text = String(String.UnicodeScalarView(name.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : $0 }))
+        while text.utf8.count > ServerWire.maximumClientNameLength { text.removeLast() }
+        return text
     }
 
     /// The server's process ended or invalidated its port: release and remove every
@@ -184,7 +214,13 @@ final class ServerDeviceFeed: DeviceFeed {
     private func tryReattach() {
         reattach = nil
         guard running, attached == nil else { return }
-        do throws(MessagePortError) { try attach() } catch {
+        do throws(MessagePortError) {
+            if let refusal = try attach() {
+                // The server is there but will not have this client (yet: it may be full).
+                onError(.server(name: attachment.name, reason: Self.refused(refusal)))
+                scheduleReattach()
+            }
+        } catch {
             switch error {
             case .notFound, .invalidated, .becameInvalid, .sendTimeout, .replyTimeout:
                 scheduleReattach()
@@ -226,7 +262,15 @@ final class ServerDeviceFeed: DeviceFeed {
                 devices[device.id] = device
             case .batch:
                 let batch = try ServerWire.Batch(decoding: message.data)
+                let unknownBefore = unknownDeviceEvents
                 for event in batch.events { take(event) }
+                if unknownDeviceEvents > unknownBefore {
+                    onError(
+                        .server(
+                            name: attachment.name,
+                            reason:
+                                "it sent \(unknownDeviceEvents - unknownBefore) events of devices it has not described; they are dropped"))
+                }
                 lastSequence = max(lastSequence, batch.sequence)
             case .focus:
                 isFocused = try ServerWire.decodeFocus(message.data)
@@ -249,8 +293,15 @@ final class ServerDeviceFeed: DeviceFeed {
         case .deviceRemoved:
             guard devices.removeValue(forKey: event.device) != nil else { return }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
-        default:
+        case .eventsDropped:
             break
+        default:
+            // Handlers only see events of devices the server described and has not
+            // removed (a server that breaks that is reported, once a batch, by the caller).
+            guard devices[event.device] != nil else {
+                unknownDeviceEvents += 1
+                return
+            }
         }
         seen.apply(event)
         sink(event)

@@ -31,6 +31,7 @@ package enum ServerWire {
         case unknown(field: String, value: UInt64)
         case trailingBytes(what: String, count: Int)
         case notCanonical(field: String)
+        case controlCharacter(field: String)
 
         package var description: String {
             switch self {
@@ -41,6 +42,7 @@ package enum ServerWire {
             case .unknown(let field, let value): "\(field) has the unknown value \(value)"
             case .trailingBytes(let what, let count): "\(count) bytes follow the \(what)"
             case .notCanonical(let field): "\(field) repeats or is out of order"
+            case .controlCharacter(let field): "\(field) holds a control character"
             }
         }
     }

@@ -78,9 +78,9 @@ extension ServerWire {
             let version = try input.u16("hello version")
             guard version == ServerWire.version else { throw .unknown(field: "hello version", value: UInt64(version)) }
             token = try input.u64("hello token")
-            port = try input.string("hello port", maximum: LocalMessagePort.maximumNameLength)
+            port = try input.printableString("hello port", maximum: LocalMessagePort.maximumNameLength)
             guard !port.isEmpty else { throw .outOfRange(field: "hello port", value: 0) }
-            name = try input.string("hello name", maximum: maximumClientNameLength)
+            name = try input.printableString("hello name", maximum: maximumClientNameLength)
             let kindBits = try input.u32("hello kinds")
             guard kindBits >> UInt32(kinds_.count) == 0 else { throw .unknown(field: "hello kinds", value: UInt64(kindBits)) }
             kinds = Set(kinds_.indices.filter { kindBits & 1 << UInt32($0) != 0 }.map { kinds_[$0] })

@@ -105,6 +105,16 @@ struct WireReader {
         return text
     }
 
+    /// A string as ``string(_:maximum:)`` reads it, with no control character (no line
+    /// break, escape or NUL): a name another process chose, that logs and terminals show.
+    mutating func printableString(_ field: StaticString, maximum: Int) throws(ServerWire.Violation) -> String {
+        let text = try string(field, maximum: maximum)
+        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .controlCharacter(field: "\(field)")
+        }
+        return text
+    }
+
     /// Fails unless every byte was read.
     func expectEnd(_ what: StaticString) throws(ServerWire.Violation) {
         guard isAtEnd else { throw .trailingBytes(what: "\(what)", count: remaining) }

@@ -1,0 +1,112 @@
+import Glibc
+import RingLoopEvdev
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoop
+@testable import RingLoopHID
+
+/// The event server and its clients against peers that do not play by the rules: found by
+/// probing `ringloop serve` and `monitor --server` as a neighbour would.
+@Suite("The event server against careless and hostile peers")
+struct ServerHostilePeerTests {
+    static func key(_ device: UInt32, _ code: UInt16, down: Bool) -> HIDEvent {
+        HIDEvent(
+            device: HIDDeviceID(rawValue: device), timestamp: .now,
+            payload: .key(KeyEvent(usage: nil, code: code, state: down ? .down : .up, modifiers: [])))
+    }
+
+    static func lifecycle(_ device: UInt32, added: Bool) -> HIDEvent {
+        HIDEvent(device: HIDDeviceID(rawValue: device), timestamp: .now, payload: added ? .deviceAdded : .deviceRemoved)
+    }
+
+    @Test("events of a device the server never described, or has removed, reach no handler of the client, which reports them")
+    func undescribedDevices() throws {
+        let name = ServerFocusTests.uniqueName("undescribed")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "client")
+            #expect(server.waitForClient())
+            var keyboard = try ServerTestDevices.keyboard()
+            keyboard.id = HIDDeviceID(rawValue: 1)
+            var second = keyboard
+            second.id = HIDDeviceID(rawValue: 2)
+            try server.describe(keyboard)
+            try server.send([Self.lifecycle(1, added: true)])
+            try server.send([Self.key(777, Evdev.KEY_A, down: true)])
+            try server.send([Self.key(1, Evdev.KEY_B, down: true), Self.key(1, Evdev.KEY_B, down: false)])
+            try server.send([Self.lifecycle(1, added: false)])
+            try server.send([Self.key(1, Evdev.KEY_C, down: true)])
+            // Messages of one sender arrive in order: once the second device is in, every
+            // batch before it has been taken.
+            try server.describe(second)
+            try server.send([Self.lifecycle(2, added: true)])
+            #expect(runUntil(loop) { client.events.contains { $0.kind == .deviceAdded && $0.device.rawValue == 2 } })
+            let seen = client.events.map { event -> String in
+                if case .key(let key) = event.payload { return "\(event.device.rawValue) key \(key.code) \(key.state)" }
+                return "\(event.device.rawValue) \(event.kind.rawValue)"
+            }
+            #expect(
+                seen == ["1 deviceAdded", "1 key \(Evdev.KEY_B) down", "1 key \(Evdev.KEY_B) up", "1 deviceRemoved", "2 deviceAdded"],
+                "\(seen)")
+            let reports = client.system.problems.map(\.description).filter { $0.contains("has not described") }
+            #expect(reports.count == 2, "\(client.system.problems)")
+            client.system.stop()
+        }
+    }
+
+    @Test(
+        "a server's name as long as a port's name may be is still one a client can attach to; a client's name loses its control characters")
+    func longNameAndControlCharacters() throws {
+        let base = ServerFocusTests.uniqueName("long") + "."
+        let name = base + String(repeating: "n", count: LocalMessagePort.maximumNameLength - base.utf8.count)
+        #expect(name.utf8.count == LocalMessagePort.maximumNameLength)
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "evil\u{1B}[31m\nname\u{0}")
+            #expect(runUntil(loop) { client.count(.deviceAdded) == 1 })
+            server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
+            #expect(runUntil(loop) { client.keys(Evdev.KEY_A) == ["down"] })
+            #expect(try server.sync { $0.clients.map(\.name) } == ["evil?[31m?name?"])
+            client.system.stop()
+        }
+    }
+
+    @Test("a hello naming a port whose backlog is full is refused at once: the server's loop does not wait on a client")
+    func helloWithFullBacklog() throws {
+        let name = ServerFocusTests.uniqueName("backlog")
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
+        defer { server.stop() }
+        // A port of this process's user that never accepts, its backlog filled.
+        let portName = name + ".full"
+        let address = try MessagePortNamespace.abstract.address(of: portName)
+        let listener = try address.makeListeningSocket(type: .sequencedPacket, backlog: 0).rawValue
+        defer { close(listener) }
+        var waiting: [Int32] = []
+        defer { for socket in waiting { close(socket) } }
+        while waiting.count < 64 {
+            let socket = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+            guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else {
+                #expect(errno == EAGAIN)
+                close(socket)
+                break
+            }
+            waiting.append(socket)
+        }
+        let remote = try RemoteMessagePort(name: name)
+        let hello = ServerWire.Hello(token: 7, port: portName, name: "full", kinds: [], deviceClasses: [], wantsFocus: true)
+        let started = MonotonicInstant.now
+        let reply = try remote.sendRequest(msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
+        let took = MonotonicInstant.now - started
+        let welcome = try ServerWire.Welcome(decoding: reply)
+        #expect(welcome.refusal?.contains(portName) == true, "\(welcome)")
+        // It used to try the connection again for a second, with the loop stopped.
+        #expect(took < .milliseconds(500), "the refusal took \(took)")
+        #expect(try server.sync { $0.clients.isEmpty })
+    }
+}
