@@ -21,7 +21,8 @@ enum Failure: Error, Equatable {
     case wrongKind(path: String, found: String, expected: String)
     /// An input whose content is wrong: a malformed recording, with its line (65, EX_DATAERR).
     case malformed(String)
-    /// Something the machine lacks: no uinput or FUSE, a mount refused (69, EX_UNAVAILABLE).
+    /// Something the machine lacks: no uinput or FUSE, a mount refused, an event server
+    /// that refuses (69, EX_UNAVAILABLE).
     case unavailable(String)
     /// An output (a file, the folder to mount) that cannot be made (73, EX_CANTCREAT).
     case cannotCreate(String)
@@ -129,9 +130,10 @@ enum Failure: Error, Equatable {
     static let table = """
         Exit status: 0 done; 1 another failure; 64 a bad option or value; 65 an input
         of the wrong kind or malformed; 66 an input missing or unreadable; 69 no
-        uinput or FUSE, or a mount refused; 73 an output that cannot be made; 74 a
-        write that failed; 75 readers that did not come; 141 standard output closed by
-        its reader (the command stops at the first failed write, as cat does).
+        uinput or FUSE, a mount refused, or an event server that refuses; 73 an
+        output that cannot be made; 74 a write that failed; 75 readers that did not
+        come; 141 standard output closed by its reader (the command stops at the
+        first failed write, as cat does).
         """
 }
 

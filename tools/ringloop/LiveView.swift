@@ -78,9 +78,17 @@ final class LiveView {
         let device = event.device.rawValue == 0 ? "event system" : name(event.device)
         switch event.kind {
         case .deviceAdded: added += 1
-        case .deviceRemoved: removed += 1
+        case .deviceRemoved:
+            removed += 1
+            // Its id may come back for another device (a server started again numbers its
+            // devices from 1).
+            names[event.device] = nil
         case .eventsDropped:
-            if case .eventsDropped(let count) = event.payload { dropped += max(count, 1) }
+            // (The count is another process's word when the events come from a server.)
+            if case .eventsDropped(let count) = event.payload {
+                let (sum, overflow) = dropped.addingReportingOverflow(max(count, 1))
+                dropped = overflow ? .max : sum
+            }
         default:
             latencies.append(latency)
             latenciesByDevice[device, default: []].append(latency)

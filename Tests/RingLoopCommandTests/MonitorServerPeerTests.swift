@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import RingLoopEvdev
+import RingLoopHID
+import RingLoopTestSupport
+import Testing
+
+/// `ringloop monitor --server` against a server that sends what it likes: a server of the
+/// user's own is trusted to be there, not to be right.
+@Suite("ringloop monitor --server against what a server sends")
+struct MonitorServerPeerTests {
+    static func uniqueName(_ base: String) -> String { "test.monitor.\(base).\(getpid()).\(UInt32.random(in: 0...UInt32.max))" }
+
+    static func device(_ id: UInt32, _ name: String) -> HIDDeviceInfo {
+        .describing(
+            id: HIDDeviceID(rawValue: id), name: name, codes: [Evdev.EV_KEY: [Evdev.KEY_A, Evdev.KEY_B]], axes: [:],
+            properties: [])
+    }
+
+    static func event(_ device: UInt32, _ payload: HIDEvent.Payload) -> HIDEvent {
+        HIDEvent(device: HIDDeviceID(rawValue: device), timestamp: .now, payload: payload)
+    }
+
+    @Test("loss counts that add up past Int.max are summed without a trap")
+    func hugeLossCounts() throws {
+        let name = Self.uniqueName("dropped")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(server.waitForClient(), "\(monitor.error)")
+        try server.send([Self.event(0, .eventsDropped(count: .max))])
+        try server.send([Self.event(0, .eventsDropped(count: 1))])
+        // A device's addition after them says both were taken.
+        try server.describe(Self.device(1, "Marker Keyboard"))
+        try server.send([Self.event(1, .deviceAdded)])
+        #expect(
+            waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 1 },
+            "\(monitor.output)\n\(monitor.error)")
+        #expect(jsonLines(monitor.output, kind: "eventsDropped").map { $0["count"] as? Int } == [.max, 1])
+        monitor.signal(SIGTERM)
+        #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
+    }
+
+    @Test("a device of a server that came back is named as that server describes it, not as the device its id had before")
+    func namesAfterTheServerComesBack() throws {
+        let name = Self.uniqueName("names")
+        var server = try FakeEventServer(name: name)
+        let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(server.waitForClient(), "\(monitor.error)")
+        try server.describe(Self.device(1, "Alpha Keyboard"))
+        try server.send([Self.event(1, .deviceAdded)])
+        #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 1 }, "\(monitor.output)")
+        // The server goes (the monitor removes its device) and another takes the name; its
+        // devices are numbered from 1 again.
+        server.stop()
+        #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceRemoved").count == 1 }, "\(monitor.output)")
+        server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        #expect(server.waitForClient(), "\(monitor.error)")
+        try server.describe(Self.device(1, "Beta Keypad"))
+        try server.send([Self.event(1, .deviceAdded)])
+        #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 2 }, "\(monitor.output)")
+        let names = jsonLines(monitor.output).compactMap { $0["device"] as? String }
+        #expect(names.first?.hasPrefix("Alpha Keyboard") == true && names.last?.hasPrefix("Beta Keypad") == true, "\(names)")
+        monitor.signal(SIGTERM)
+        #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
+    }
+}
