@@ -165,7 +165,8 @@ let package = Package(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev"], path: "Fuzz/DeviceNode"),
 
         // Test helpers shared by the test targets: child processes without Foundation's
-        // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness.
+        // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness,
+        // an event server that speaks the protocol by hand.
         .target(
             name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopHID", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
         // `ringloop-fixtures`: programs the command tests run as children (a host that reads

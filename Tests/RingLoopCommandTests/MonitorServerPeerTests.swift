@@ -41,6 +41,22 @@ struct MonitorServerPeerTests {
         #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
     }
 
+    @Test("a device name with control characters is shown escaped: it cannot colour the terminal or forge a line")
+    func controlCharactersInNames() throws {
+        let name = Self.uniqueName("escape")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        let monitor = try Spawned(ringloop, ["monitor", "--server", name], directory: repository)
+        #expect(server.waitForClient(), "\(monitor.error)")
+        try server.describe(Self.device(1, "Evil\u{1B}[31m\nremoved"))
+        try server.send([Self.event(1, .deviceAdded)])
+        #expect(waitUntil(timeout: .seconds(30)) { monitor.output.contains("added") }, "\(monitor.output)\n\(monitor.error)")
+        monitor.signal(SIGTERM)
+        #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
+        #expect(monitor.output.contains("Evil\\u{1B}[31m\\u{A}removed"), "\(monitor.output)")
+        #expect(!monitor.output.contains("\u{1B}"))
+    }
+
     @Test("a device of a server that came back is named as that server describes it, not as the device its id had before")
     func namesAfterTheServerComesBack() throws {
         let name = Self.uniqueName("names")

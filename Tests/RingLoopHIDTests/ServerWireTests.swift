@@ -103,6 +103,9 @@ struct ServerWireTests {
             let bad = ServerWire.Hello(token: 1, port: port, name: name, kinds: [], deviceClasses: [], wantsFocus: false)
             #expect(throws: ServerWire.Violation.controlCharacter(field: field)) { try ServerWire.Hello(decoding: bad.encoded) }
         }
+        #expect(throws: ServerWire.Violation.controlCharacter(field: "welcome refusal")) {
+            try ServerWire.Welcome(decoding: ServerWire.Welcome(focused: false, window: 1, refusal: "full\u{1B}[2J").encoded)
+        }
         let unicode = ServerWire.Hello(
             token: 1, port: "panneau.client", name: "kiosque ★ café", kinds: [], deviceClasses: [], wantsFocus: false)
         #expect(try ServerWire.Hello(decoding: unicode.encoded) == unicode)

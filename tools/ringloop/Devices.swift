@@ -97,7 +97,7 @@ struct Devices: ParsableCommand {
         let capabilities = description.codes.keys.filter { $0 != 0 }.sorted().map { type -> String in
             "\(Evdev.shownName(ofType: type)) (\(description.codes[type]!.count))"
         }
-        var lines = [path, "  name        \(description.name)"]
+        var lines = [Format.shown(path), "  name        \(Format.shown(description.name))"]
         lines.append(
             "  ids         bus \(id(description.busType)) vendor \(id(description.vendor)) product \(id(description.product))"
                 + " version \(id(description.version))")

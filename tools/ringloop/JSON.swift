@@ -85,6 +85,22 @@ enum JSON: Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, E
 
 /// Number formats without Foundation's `String(format:)`.
 enum Format {
+    /// `text` (a name another program chose: a device's, a client's) as a terminal may
+    /// show it: each control character (line break, escape, NUL…) written `\u{1B}`, so
+    /// no name can move the cursor, colour the screen or forge a line.
+    static func shown(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
+    }
+
     /// `value` in lowercase hexadecimal, zero-padded to `digits`.
     static func hex(_ value: some BinaryInteger, digits: Int) -> String {
         pad(String(value, radix: 16), digits, "0")

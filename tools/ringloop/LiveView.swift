@@ -66,7 +66,7 @@ final class LiveView {
 
     func name(_ id: HIDDeviceID) -> String {
         if let name = names[id] { return name }
-        let name = system?.device(id).map { "\($0.name) [\($0.deviceClass.rawValue)]" } ?? "\(id)"
+        let name = system?.device(id).map { "\(Format.shown($0.name)) [\($0.deviceClass.rawValue)]" } ?? "\(id)"
         if id.rawValue != 0 { names[id] = name }
         return name
     }

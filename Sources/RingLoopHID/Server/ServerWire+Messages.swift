@@ -171,7 +171,7 @@ extension ServerWire {
             window = try input.u32("welcome window")
             guard window > 0 else { throw .outOfRange(field: "welcome window", value: 0) }
             let refused = try input.bool("welcome refusal flag")
-            let reason = try input.string("welcome refusal", maximum: 1024)
+            let reason = try input.printableString("welcome refusal", maximum: 1024)
             guard refused || reason.isEmpty else { throw .notCanonical(field: "welcome refusal") }
             refusal = refused ? reason : nil
             try input.expectEnd("welcome")
