@@ -61,6 +61,7 @@ struct MonitorServerPeerTests {
     func namesAfterTheServerComesBack() throws {
         let name = Self.uniqueName("names")
         var server = try FakeEventServer(name: name)
+        defer { server.stop() }
         let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
         #expect(server.waitForClient(), "\(monitor.error)")
         try server.describe(Self.device(1, "Alpha Keyboard"))
@@ -71,7 +72,6 @@ struct MonitorServerPeerTests {
         server.stop()
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceRemoved").count == 1 }, "\(monitor.output)")
         server = try FakeEventServer(name: name)
-        defer { server.stop() }
         #expect(server.waitForClient(), "\(monitor.error)")
         try server.describe(Self.device(1, "Beta Keypad"))
         try server.send([Self.event(1, .deviceAdded)])

@@ -37,6 +37,7 @@ struct ServerHostilePeerTests {
             try server.describe(keyboard)
             try server.send([Self.lifecycle(1, added: true)])
             try server.send([Self.key(777, Evdev.KEY_A, down: true)])
+            try server.send([Self.lifecycle(555, added: false)])
             try server.send([Self.key(1, Evdev.KEY_B, down: true), Self.key(1, Evdev.KEY_B, down: false)])
             try server.send([Self.lifecycle(1, added: false)])
             try server.send([Self.key(1, Evdev.KEY_C, down: true)])
@@ -52,8 +53,11 @@ struct ServerHostilePeerTests {
             #expect(
                 seen == ["1 deviceAdded", "1 key \(Evdev.KEY_B) down", "1 key \(Evdev.KEY_B) up", "1 deviceRemoved", "2 deviceAdded"],
                 "\(seen)")
+            // Reported once (a server that keeps doing it cannot fill the client's problems),
+            // counted every time.
             let reports = client.system.problems.map(\.description).filter { $0.contains("has not described") }
-            #expect(reports.count == 2, "\(client.system.problems)")
+            #expect(reports.count == 1, "\(client.system.problems)")
+            #expect((client.system.feed as? ServerDeviceFeed)?.unknownDeviceEvents == 3)
             client.system.stop()
         }
     }
@@ -98,6 +102,7 @@ struct ServerHostilePeerTests {
             }
             waiting.append(socket)
         }
+        #expect(waiting.count < 64, "the backlog never filled")
         let remote = try RemoteMessagePort(name: name)
         let hello = ServerWire.Hello(token: 7, port: portName, name: "full", kinds: [], deviceClasses: [], wantsFocus: true)
         let started = MonotonicInstant.now
@@ -105,8 +110,9 @@ struct ServerHostilePeerTests {
         let took = MonotonicInstant.now - started
         let welcome = try ServerWire.Welcome(decoding: reply)
         #expect(welcome.refusal?.contains(portName) == true, "\(welcome)")
-        // It used to try the connection again for a second, with the loop stopped.
-        #expect(took < .milliseconds(500), "the refusal took \(took)")
+        // It used to try the connection again for a whole second, its loop held meanwhile
+        // (the bound leaves a slow sanitizer run most of that second).
+        #expect(took < .milliseconds(900), "the refusal took \(took)")
         #expect(try server.sync { $0.clients.isEmpty })
     }
 }

@@ -53,7 +53,11 @@ struct Devices: ParsableCommand {
             guard fd >= 0 else {
                 failures += 1
                 let failure = Failure.input(path, errno: .init(rawValue: errno))
-                if json { rows.append(["path": .string(path), "error": .string(failure.message)]) } else { writeLine(failure.message) }
+                if json {
+                    rows.append(["path": .string(path), "error": .string(failure.message)])
+                } else {
+                    writeLine(Format.shown(failure.message))
+                }
                 continue
             }
             defer { close(fd) }
@@ -62,7 +66,7 @@ struct Devices: ParsableCommand {
                 if json {
                     rows.append(["path": .string(path), "error": "not an evdev device"])
                 } else {
-                    writeLine("\(path): not an evdev device")
+                    writeLine("\(Format.shown(path)): not an evdev device")
                 }
                 continue
             }

@@ -1,3 +1,5 @@
+import RingLoopHID
+
 /// A JSON value and its text, without Foundation: keys sorted, slashes and non-ASCII
 /// characters left as they are (JSON needs neither escaped), non-finite numbers as `null`.
 enum JSON: Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
@@ -86,14 +88,18 @@ enum JSON: Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, E
 /// Number formats without Foundation's `String(format:)`.
 enum Format {
     /// `text` (a name another program chose: a device's, a client's) as a terminal may
-    /// show it: each control character (line break, escape, NUL…) written `\u{1B}`, so
-    /// no name can move the cursor, colour the screen or forge a line.
+    /// show it: each character that controls layout (line break, escape, NUL,
+    /// bidirectional override…: `isLayoutControl`) written `\u{1B}`, and a backslash
+    /// `\\` (so a name cannot spell an escape it does not hold): no name can move the
+    /// cursor, colour the screen or forge a line.
     static func shown(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        guard text.unicodeScalars.contains(where: { $0.isLayoutControl || $0 == "\\" }) else { return text }
         var shown = ""
         for scalar in text.unicodeScalars {
-            if scalar.properties.generalCategory == .control {
+            if scalar.isLayoutControl {
                 shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else if scalar == "\\" {
+                shown += "\\\\"
             } else {
                 shown.unicodeScalars.append(scalar)
             }

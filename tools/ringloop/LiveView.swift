@@ -64,10 +64,14 @@ final class LiveView {
         }
     }
 
+    /// A device's name and class as its description says (for text, through
+    /// `Format.shown`); its id while the system does not know it (not remembered: a device
+    /// may be described later under that id).
     func name(_ id: HIDDeviceID) -> String {
         if let name = names[id] { return name }
-        let name = system?.device(id).map { "\(Format.shown($0.name)) [\($0.deviceClass.rawValue)]" } ?? "\(id)"
-        if id.rawValue != 0 { names[id] = name }
+        guard id.rawValue != 0, let device = system?.device(id) else { return "\(id)" }
+        let name = "\(device.name) [\(device.deviceClass.rawValue)]"
+        names[id] = name
         return name
     }
 
@@ -100,7 +104,7 @@ final class LiveView {
         } else {
             let time = Format.pad(Format.fixed(Double(event.timestamp.nanoseconds) / 1e9, 6), 12)
             let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : "  (\(Format.fixed(latency, 0)) µs)"
-            writeLine("\(time)  \(EventFormat.text(event, device: device))\(lag)")
+            writeLine("\(time)  \(EventFormat.text(event, device: Format.shown(device)))\(lag)")
         }
     }
 
@@ -123,12 +127,16 @@ final class LiveView {
     private func handle(_ event: ShakeRecognizer.Event) {
         if event.phase == .ended { gestureCounts?["shake", default: 0] += 1 }
         guard !quiet else { return }
-        print(EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: name(event.device)), event.timestamp)
+        print(
+            EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: Format.shown(name(event.device))),
+            event.timestamp)
     }
 
     private func handle(_ event: OrientationRecognizer.Event) {
         guard !quiet else { return }
-        print(EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: name(event.device)), event.timestamp)
+        print(
+            EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: Format.shown(name(event.device))),
+            event.timestamp)
     }
 
     /// One line, JSON or text, for a recognizer's report.
@@ -148,7 +156,7 @@ final class LiveView {
             writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device)))
         } else {
             let time = Format.pad(Format.fixed(Double(event.timestamp.nanoseconds) / 1e9, 6), 12)
-            writeLine("\(time)  \(EventFormat.text(event, device: device))")
+            writeLine("\(time)  \(EventFormat.text(event, device: Format.shown(device)))")
         }
     }
 
@@ -168,10 +176,10 @@ final class LiveView {
         var lines: [String] = []
         lines.append("")
         lines.append("Summary")
-        let width = max(20, counts.keys.map(\.count).max() ?? 20)
+        let width = max(20, counts.keys.map { Format.shown($0).count }.max() ?? 20)
         for device in counts.keys.sorted() {
             let kinds = counts[device]!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            lines.append("  " + Format.padRight(device, width) + "  " + kinds)
+            lines.append("  " + Format.padRight(Format.shown(device), width) + "  " + kinds)
         }
         let total = counts.values.reduce(0) { $0 + $1.values.reduce(0, +) }
         lines.append("  events: \(total) delivered, devices: \(added) added, \(removed) removed")

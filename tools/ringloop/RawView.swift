@@ -21,7 +21,7 @@ enum RawView {
         var out = "Input driver version is \(version >> 16).\((version >> 8) & 0xff).\(version & 0xff)\n"
         out +=
             "Input device ID: bus 0x\(hex(device.busType)) vendor 0x\(hex(device.vendor)) product 0x\(hex(device.product)) version 0x\(hex(device.version))\n"
-        out += "Input device name: \"\(device.name)\"\n"
+        out += "Input device name: \"\(Format.shown(device.name))\"\n"
         out += "Supported events:\n"
         for type in (device.codes[Evdev.EV_SYN] ?? []).union([Evdev.EV_SYN]).sorted() where type != Evdev.EV_REP {
             out += "  Event type \(type) (\(Evdev.name(ofType: type) ?? "?"))\n"
@@ -121,7 +121,7 @@ enum RawView {
         } else {
             StandardOutput.write(header(fileDescriptor: fd, device))
         }
-        let name = "\(device.name) [\(HIDDeviceInfo.classify(codes: device.codes, properties: device.properties).rawValue)]"
+        let name = "\(Format.shown(device.name)) [\(HIDDeviceInfo.classify(codes: device.codes, properties: device.properties).rawValue)]"
         let removed = Atomic<Int32>(0)
         let buffer = LoopBound([UInt8](repeating: 0, count: InputEvent.size * 64), loop: loop)
         let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: fd)) { events in

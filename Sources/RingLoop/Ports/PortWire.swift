@@ -183,7 +183,7 @@ package enum PortWire {
     }
 
     /// Reads the packets still queued on `socket` without waiting, calling `body` with
-    /// each, until none is left, the stream ended or `limit` were read. For a receive that ended with
+    /// each, until none is left, the stream ended or `limit` reads were tried. For a receive that ended with
     /// `ECONNRESET`: the kernel reports a peer that closed with data of ours unread
     /// before the packets it sent us, and those packets still matter (the last one-way
     /// messages of a peer that sent and closed; a refusal).

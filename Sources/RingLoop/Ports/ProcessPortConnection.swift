@@ -92,7 +92,9 @@ final class ProcessPortConnection: Sendable {
             _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
             if address.withSockaddr({ Glibc.connect(descriptor, $0, $1) }) == 0 { break }
             let failure = errno
-            guard failure == EAGAIN || failure == EINTR, MonotonicInstant.now < giveUp else {
+            // (An interrupted connect is tried again whatever the timeout, `.zero` included.)
+            if failure == EINTR { continue }
+            guard failure == EAGAIN, MonotonicInstant.now < giveUp else {
                 Glibc.close(descriptor)
                 // A socket file the kernel does not let this process connect to.
                 if failure == EACCES || failure == EPERM { throw .accessDenied(name) }

@@ -56,6 +56,10 @@ final class ServerDeviceFeed: DeviceFeed {
     private(set) var eventsRead = 0
     /// Events the server sent for devices it had not described (or had removed): dropped.
     private(set) var unknownDeviceEvents = 0
+    /// `unknownDeviceEvents` when this attachment began.
+    private var unknownAtAttach = 0
+    /// The last refusal reported (a refused client tries again, and says so once a reason).
+    private var lastRefusal: String?
 
     final class FeedHandle: @unchecked Sendable {
         // @unchecked: set and read on the client's loop thread only.
@@ -140,7 +144,7 @@ final class ServerDeviceFeed: DeviceFeed {
         }
         loop.add(own.source, to: .common)
         let hello = ServerWire.Hello(
-            token: token, port: portName, name: Self.printable(attachment.clientName), kinds: attachment.subscribedKinds,
+            token: token, port: portName, name: Self.sanitizedClientName(attachment.clientName), kinds: attachment.subscribedKinds,
             deviceClasses: attachment.subscribedDeviceClasses, wantsFocus: attachment.requestsFocus)
         let welcome: ServerWire.Welcome
         do throws(MessagePortError) {
@@ -159,6 +163,8 @@ final class ServerDeviceFeed: DeviceFeed {
             return refusal
         }
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
+        unknownAtAttach = unknownDeviceEvents
+        lastRefusal = nil
         isFocused = welcome.focused
         acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
         lastSequence = 0
@@ -184,10 +190,11 @@ final class ServerDeviceFeed: DeviceFeed {
         return prefix + suffix
     }
 
-    /// The client's name as the server takes it: no control characters (each becomes `?`),
-    /// at most the protocol's length (shortened by whole characters).
-    static func printable(_ name: String) -> String {
-        var text = String(String.UnicodeScalarView(name.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : $0 }))
+    /// The client's name as the server takes it: each character that controls layout
+    /// (`isLayoutControl`) made `?`, at most the protocol's length (shortened by whole
+    /// characters).
+    static func sanitizedClientName(_ name: String) -> String {
+        var text = String(String.UnicodeScalarView(name.unicodeScalars.map { $0.isLayoutControl ? "?" : $0 }))
         while text.utf8.count > ServerWire.maximumClientNameLength { text.removeLast() }
         return text
     }
@@ -217,7 +224,8 @@ final class ServerDeviceFeed: DeviceFeed {
         do throws(MessagePortError) {
             if let refusal = try attach() {
                 // The server is there but will not have this client (yet: it may be full).
-                onError(.server(name: attachment.name, reason: Self.refused(refusal)))
+                if refusal != lastRefusal { onError(.server(name: attachment.name, reason: Self.refused(refusal))) }
+                lastRefusal = refusal
                 scheduleReattach()
             }
         } catch {
@@ -264,12 +272,15 @@ final class ServerDeviceFeed: DeviceFeed {
                 let batch = try ServerWire.Batch(decoding: message.data)
                 let unknownBefore = unknownDeviceEvents
                 for event in batch.events { take(event) }
-                if unknownDeviceEvents > unknownBefore {
+                // Reported once an attachment (the count goes on in `unknownDeviceEvents`):
+                // a server that keeps doing it cannot fill the client's problems or log.
+                if unknownBefore == unknownAtAttach, unknownDeviceEvents > unknownBefore {
                     onError(
                         .server(
                             name: attachment.name,
                             reason:
-                                "it sent \(unknownDeviceEvents - unknownBefore) events of devices it has not described; they are dropped"))
+                                "it sent events of devices it has not described (or has removed); they are dropped, and counted only from here"
+                        ))
                 }
                 lastSequence = max(lastSequence, batch.sequence)
             case .focus:
@@ -288,16 +299,22 @@ final class ServerDeviceFeed: DeviceFeed {
         case .deviceAdded:
             // Announced by its description first; the table changes before the event
             // reaches handlers, as for a device of this process.
-            guard devices[event.device] != nil else { return }
+            guard devices[event.device] != nil else {
+                unknownDeviceEvents += 1
+                return
+            }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .deviceRemoved:
-            guard devices.removeValue(forKey: event.device) != nil else { return }
+            guard devices.removeValue(forKey: event.device) != nil else {
+                unknownDeviceEvents += 1
+                return
+            }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .eventsDropped:
             break
         default:
             // Handlers only see events of devices the server described and has not
-            // removed (a server that breaks that is reported, once a batch, by the caller).
+            // removed (a server that breaks that is reported by the caller).
             guard devices[event.device] != nil else {
                 unknownDeviceEvents += 1
                 return

@@ -42,7 +42,7 @@ package enum ServerWire {
             case .unknown(let field, let value): "\(field) has the unknown value \(value)"
             case .trailingBytes(let what, let count): "\(count) bytes follow the \(what)"
             case .notCanonical(let field): "\(field) repeats or is out of order"
-            case .controlCharacter(let field): "\(field) holds a control character"
+            case .controlCharacter(let field): "\(field) holds a control or format character"
             }
         }
     }

@@ -105,11 +105,12 @@ struct WireReader {
         return text
     }
 
-    /// A string as ``string(_:maximum:)`` reads it, with no control character (no line
-    /// break, escape or NUL): a name another process chose, that logs and terminals show.
+    /// A string as ``string(_:maximum:)`` reads it, with no character that controls layout
+    /// (no line break, escape, NUL or bidirectional override: `isLayoutControl`): a name
+    /// another process chose, that logs and terminals show.
     mutating func printableString(_ field: StaticString, maximum: Int) throws(ServerWire.Violation) -> String {
         let text = try string(field, maximum: maximum)
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !text.unicodeScalars.contains(where: \.isLayoutControl) else {
             throw .controlCharacter(field: "\(field)")
         }
         return text
