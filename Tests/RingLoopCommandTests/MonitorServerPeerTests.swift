@@ -27,7 +27,7 @@ struct MonitorServerPeerTests {
         let server = try FakeEventServer(name: name)
         defer { server.stop() }
         let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
-        #expect(server.waitForClient(), "\(monitor.error)")
+        #expect(try server.waitForClient(), "\(monitor.error)")
         try server.send([Self.event(0, .eventsDropped(count: .max))])
         try server.send([Self.event(0, .eventsDropped(count: 1))])
         // A device's addition after them says both were taken.
@@ -47,7 +47,7 @@ struct MonitorServerPeerTests {
         let server = try FakeEventServer(name: name)
         defer { server.stop() }
         let monitor = try Spawned(ringloop, ["monitor", "--server", name], directory: repository)
-        #expect(server.waitForClient(), "\(monitor.error)")
+        #expect(try server.waitForClient(), "\(monitor.error)")
         try server.describe(Self.device(1, "Evil\u{1B}[31m\nremoved"))
         try server.send([Self.event(1, .deviceAdded)])
         #expect(waitUntil(timeout: .seconds(30)) { monitor.output.contains("added") }, "\(monitor.output)\n\(monitor.error)")
@@ -63,7 +63,7 @@ struct MonitorServerPeerTests {
         var server = try FakeEventServer(name: name)
         defer { server.stop() }
         let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
-        #expect(server.waitForClient(), "\(monitor.error)")
+        #expect(try server.waitForClient(), "\(monitor.error)")
         try server.describe(Self.device(1, "Alpha Keyboard"))
         try server.send([Self.event(1, .deviceAdded)])
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 1 }, "\(monitor.output)")
@@ -72,7 +72,7 @@ struct MonitorServerPeerTests {
         server.stop()
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceRemoved").count == 1 }, "\(monitor.output)")
         server = try FakeEventServer(name: name)
-        #expect(server.waitForClient(), "\(monitor.error)")
+        #expect(try server.waitForClient(), "\(monitor.error)")
         try server.describe(Self.device(1, "Beta Keypad"))
         try server.send([Self.event(1, .deviceAdded)])
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 2 }, "\(monitor.output)")

@@ -29,7 +29,7 @@ struct ServerHostilePeerTests {
         try onFreshThread {
             let loop = RingRunLoop.current
             let client = try RecordingClient(server: name, name: "client")
-            #expect(server.waitForClient())
+            #expect(try server.waitForClient())
             var keyboard = try ServerTestDevices.keyboard()
             keyboard.id = HIDDeviceID(rawValue: 1)
             var second = keyboard
@@ -62,6 +62,44 @@ struct ServerHostilePeerTests {
         }
     }
 
+    @Test("a server that describes more devices than a client keeps is refused past the limit, reported once")
+    func tooManyDevices() throws {
+        let name = ServerFocusTests.uniqueName("devices")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "client")
+            #expect(try server.waitForClient())
+            let keyboard = try ServerTestDevices.keyboard()
+            let extra = 10
+            // From another thread: the client's loop (this thread) takes them meanwhile.
+            let failure = ThreadLock<(any Error)?>(nil)
+            let sender = PosixThread.start(name: "describer") {
+                do {
+                    var device = keyboard
+                    for id in 1...(ServerWire.maximumDevices + extra) {
+                        device.id = HIDDeviceID(rawValue: UInt32(id))
+                        try server.describe(device)
+                    }
+                    // The first device can still be added (it was described within the
+                    // limit); its addition comes after every description.
+                    try server.send([Self.lifecycle(1, added: true)])
+                } catch {
+                    failure.withLock { $0 = error }
+                }
+            }
+            #expect(runUntil(loop) { client.count(.deviceAdded) == 1 || failure.withLock { $0 != nil } })
+            sender.join()
+            #expect(failure.withLock { $0 } == nil)
+            let feed = try #require(client.system.feed as? ServerDeviceFeed)
+            #expect(feed.protocolViolations == extra)
+            let reports = client.system.problems.map(\.description).filter { $0.contains("breaks the protocol") }
+            #expect(reports.count == 1, "\(client.system.problems.count) problems")
+            client.system.stop()
+        }
+    }
+
     @Test(
         "a server's name as long as a port's name may be is still one a client can attach to; a client's name loses its control characters")
     func longNameAndControlCharacters() throws {
@@ -78,6 +116,25 @@ struct ServerHostilePeerTests {
             #expect(runUntil(loop) { client.keys(Evdev.KEY_A) == ["down"] })
             #expect(try server.sync { $0.clients.map(\.name) } == ["evil?[31m?name?"])
             client.system.stop()
+        }
+    }
+
+    @Test("a hello naming a port another client already has is refused: one process's port cannot fill the server's slots")
+    func helloWithTakenPort() throws {
+        let name = ServerFocusTests.uniqueName("taken")
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let first = try SilentClient(server: name, portName: name + ".silent", loop: loop)
+            #expect(first.welcome.refusal == nil)
+            let again = ServerWire.Hello(
+                token: first.token &+ 1, port: name + ".silent", name: "again", kinds: [], deviceClasses: [], wantsFocus: false)
+            let reply = try first.server.sendRequest(
+                msgid: ServerWire.MessageID.hello.rawValue, data: again.encoded, replyTimeout: .seconds(10))
+            let welcome = try ServerWire.Welcome(decoding: reply)
+            #expect(welcome.refusal?.contains("is another client's") == true, "\(welcome)")
+            #expect(try server.sync { $0.clients.count } == 1)
         }
     }
 

@@ -42,10 +42,14 @@ public final class FakeEventServer: Sendable {
         self.port.withLock { $0 = port }
     }
 
-    /// Waits (bounded) for a client's hello; then messages go to its port.
-    public func waitForClient() -> Bool {
-        guard waitUntil(timeout: .seconds(30), { helloPort.withLock { $0 != nil } }) else { return false }
-        guard let name = helloPort.withLock({ $0 }), let remote = try? RemoteMessagePort(name: name) else { return false }
+    /// Waits (bounded) for a client's hello, then connects to the port it named, where
+    /// messages go from then on. Returns whether a hello came; throws what connecting to
+    /// the client's port threw.
+    public func waitForClient() throws -> Bool {
+        guard waitUntil(timeout: .seconds(30), { helloPort.withLock { $0 != nil } }),
+            let name = helloPort.withLock({ $0 })
+        else { return false }
+        let remote = try RemoteMessagePort(name: name)
         client.withLock { $0 = remote }
         return true
     }

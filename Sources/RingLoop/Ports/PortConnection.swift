@@ -1,6 +1,7 @@
 import CLibURing
 import DequeModule
 import Glibc
+import Logging
 import SystemPackage
 
 /// One connection from another process to a local port, served on the port's loop.
@@ -102,8 +103,8 @@ final class PortConnection: @unchecked Sendable {
                         msgid: header.msgid, kind: .tooLarge, sequence: header.sequence, total: UInt64(core.limit))
                     write(PortWire.packet(answer))
                 } else {
-                    PortListener.logger.notice(
-                        "port '\(core.name)' drops a message of \(header.total) bytes from \(peer): its limit is \(core.limit)")
+                    listener.logAboutPeer(
+                        .notice, "port '\(core.name)' drops a message of \(header.total) bytes from \(peer): its limit is \(core.limit)")
                 }
             case .control(let header):
                 throw PortWire.Violation.unknownKind(header.kind.rawValue)
@@ -186,7 +187,7 @@ final class PortConnection: @unchecked Sendable {
     private func writeFailed(_ reason: String?) {
         guard !writingFailed else { return }
         writingFailed = true
-        if let reason { PortListener.logger.warning("port '\(core.name)' cannot reply to \(peer): \(reason)") }
+        if let reason { listener.logAboutPeer(.warning, "port '\(core.name)' cannot reply to \(peer): \(reason)") }
         outgoing.removeAll()
         outgoingBytes = 0
         sendInFlight = false
@@ -206,7 +207,7 @@ final class PortConnection: @unchecked Sendable {
     private func drop(because reason: String?) {
         guard !dropped else { return }
         dropped = true
-        if let reason { PortListener.logger.warning("port '\(core.name)' drops the connection of \(peer): \(reason)") }
+        if let reason { listener.logAboutPeer(.warning, "port '\(core.name)' drops the connection of \(peer): \(reason)") }
         outgoing.removeAll()
         outgoingBytes = 0
         listener.remove(self)

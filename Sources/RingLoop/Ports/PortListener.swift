@@ -43,6 +43,20 @@ final class PortListener: Sendable {
         var stopped = false
         /// Users whose refusal was logged (once each, up to 64).
         var loggedRefusals: Set<UInt32> = []
+        /// Lines about what a peer did (a connection dropped, a message too large).
+        var peerLines = LogBudget(burst: PortListener.peerLinesPerSecond)
+    }
+
+    /// The most lines about peers' doings logged a second, per port.
+    static let peerLinesPerSecond = 10
+
+    /// Logs a line about what a peer did, within the port's budget: a peer that breaks the
+    /// protocol on every connection cannot flood the log (the next line that goes out
+    /// says how many were held back).
+    func logAboutPeer(_ level: Logger.Level, _ line: @autoclosure () -> String) {
+        guard let held = state.withLock({ $0.peerLines.admit() }) else { return }
+        let note = held > 0 ? " (\(held) such lines held back before this one)" : ""
+        Self.logger.log(level: level, "\(line())\(note)")
     }
 
     /// Binds the port's name.

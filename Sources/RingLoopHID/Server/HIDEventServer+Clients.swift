@@ -1,3 +1,4 @@
+import Logging
 import RingLoop
 
 // Clients attaching, acknowledging, asking for the focus and going.
@@ -29,12 +30,19 @@ extension HIDEventServer {
             case .goodbye:
                 if let client = client(try ServerWire.decodeToken(message.data), sender) { detach(client) }
             default:
-                Self.logger.warning("event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
+                logAboutPeer(.warning, "event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
             }
         } catch {
-            Self.logger.warning("event server '\(configuration.name)': drops a message from \(sender): \(error)")
+            logAboutPeer(.warning, "event server '\(configuration.name)': drops a message from \(sender): \(error)")
         }
         return nil
+    }
+
+    /// Logs a line about what a client's process did, within `peerLines` (the next line
+    /// that goes out says how many were held back).
+    func logAboutPeer(_ level: Logger.Level, _ line: @autoclosure () -> String) {
+        guard let held = peerLines.admit() else { return }
+        Self.logger.log(level: level, "\(line())\(held > 0 ? " (\(held) such lines held back before this one)" : "")")
     }
 
     /// The client with `token`, if the message comes from its process.
@@ -47,13 +55,18 @@ extension HIDEventServer {
 
     func attach(_ hello: ServerWire.Hello, from sender: PeerCredentials) -> ServerWire.Welcome {
         func refuse(_ reason: String) -> ServerWire.Welcome {
-            Self.logger.notice("event server '\(configuration.name)' refuses \(hello.name) (\(sender)): \(reason)")
+            logAboutPeer(.notice, "event server '\(configuration.name)' refuses \(hello.name) (\(sender)): \(reason)")
             return ServerWire.Welcome(focused: false, window: 1, refusal: reason)
         }
         guard order.count < configuration.maximumClients else {
             return refuse("the server has \(order.count) clients, as many as it allows")
         }
         guard byToken[hello.token] == nil else { return refuse("another client has its token") }
+        // One port, one client: hellos naming a port already served would fill the
+        // server's client slots with one process's port.
+        guard !order.contains(where: { !$0.gone && $0.hello.port == hello.port }) else {
+            return refuse("its port '\(hello.port)' is another client's")
+        }
         let remote: RemoteMessagePort
         do {
             // One try: the server's loop never waits on a client (a port whose backlog is

@@ -131,6 +131,9 @@ public final class HIDEventServer {
     var observers: [(HIDServerClientEvent) -> Void] = []
     var flushObserver: LoopObserver?
     var watchTimer: LoopTimer?
+    /// Lines about what a client's process did (a refusal, a message dropped): a process
+    /// that does it in a loop cannot flood the log.
+    var peerLines = LogBudget(burst: 10)
     let handle = ServerHandle()
 
     /// A weak reference to the server for callbacks that may outlive it; used on its loop

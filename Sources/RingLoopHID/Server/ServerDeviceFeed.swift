@@ -58,6 +58,10 @@ final class ServerDeviceFeed: DeviceFeed {
     private(set) var unknownDeviceEvents = 0
     /// `unknownDeviceEvents` when this attachment began.
     private var unknownAtAttach = 0
+    /// Messages of the server's that broke the protocol (dropped), and their count when
+    /// this attachment began.
+    private(set) var protocolViolations = 0
+    private var violationsAtAttach = 0
     /// The last refusal reported (a refused client tries again, and says so once a reason).
     private var lastRefusal: String?
 
@@ -164,6 +168,7 @@ final class ServerDeviceFeed: DeviceFeed {
         }
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         unknownAtAttach = unknownDeviceEvents
+        violationsAtAttach = protocolViolations
         lastRefusal = nil
         isFocused = welcome.focused
         acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
@@ -267,6 +272,9 @@ final class ServerDeviceFeed: DeviceFeed {
             switch ServerWire.MessageID(rawValue: message.msgid) {
             case .device:
                 let device = try ServerWire.decodeDevice(message.data)
+                guard devices[device.id] != nil || devices.count < ServerWire.maximumDevices else {
+                    throw .outOfRange(field: "devices described", value: Int64(devices.count + 1))
+                }
                 devices[device.id] = device
             case .batch:
                 let batch = try ServerWire.Batch(decoding: message.data)
@@ -289,7 +297,14 @@ final class ServerDeviceFeed: DeviceFeed {
                 throw .unknown(field: "message id", value: UInt64(UInt32(bitPattern: message.msgid)))
             }
         } catch {
-            onError(.server(name: attachment.name, reason: "it sent a message that breaks the protocol: \(error)"))
+            // Reported once an attachment, as events of undescribed devices are.
+            if protocolViolations == violationsAtAttach {
+                onError(
+                    .server(
+                        name: attachment.name,
+                        reason: "it sent a message that breaks the protocol: \(error) (dropped; later ones are counted only)"))
+            }
+            protocolViolations += 1
         }
     }
 

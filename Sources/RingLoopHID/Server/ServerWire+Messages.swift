@@ -32,6 +32,10 @@ extension ServerWire {
     package static let maximumDeviceStringLength = 4096
     /// The most events in one batch: a frame's events, which fit a port packet.
     package static let maximumBatchEvents = 512
+    /// The most devices a client keeps described at once (a machine has tens; the kernel's
+    /// evdev minors are 32, more through dynamic ones): a server that describes more is
+    /// breaking the protocol, and cannot grow the client's memory without bound.
+    package static let maximumDevices = 1024
 
     /// A client's first message.
     package struct Hello: Sendable, Equatable {
