@@ -55,8 +55,7 @@ final class PortListener: Sendable {
     /// says how many were held back).
     func logAboutPeer(_ level: Logger.Level, _ line: @autoclosure () -> String) {
         guard let held = state.withLock({ $0.peerLines.admit() }) else { return }
-        let note = held > 0 ? " (\(held) such lines held back before this one)" : ""
-        Self.logger.log(level: level, "\(line())\(note)")
+        Self.logger.log(level: level, "\(LogBudget.line(line(), afterHolding: held))")
     }
 
     /// Binds the port's name.

@@ -29,4 +29,9 @@ package struct LogBudget {
         defer { held = 0 }
         return held
     }
+
+    /// `line` as it goes out after `held` lines were held back.
+    package static func line(_ line: String, afterHolding held: Int) -> String {
+        held > 0 ? "\(line) (\(held) such lines held back before this one)" : line
+    }
 }

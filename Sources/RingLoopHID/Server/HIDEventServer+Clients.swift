@@ -42,7 +42,7 @@ extension HIDEventServer {
     /// that goes out says how many were held back).
     func logAboutPeer(_ level: Logger.Level, _ line: @autoclosure () -> String) {
         guard let held = peerLines.admit() else { return }
-        Self.logger.log(level: level, "\(line())\(held > 0 ? " (\(held) such lines held back before this one)" : "")")
+        Self.logger.log(level: level, "\(LogBudget.line(line(), afterHolding: held))")
     }
 
     /// The client with `token`, if the message comes from its process.

@@ -56,12 +56,12 @@ final class ServerDeviceFeed: DeviceFeed {
     private(set) var eventsRead = 0
     /// Events the server sent for devices it had not described (or had removed): dropped.
     private(set) var unknownDeviceEvents = 0
-    /// `unknownDeviceEvents` when this attachment began.
-    private var unknownAtAttach = 0
-    /// Messages of the server's that broke the protocol (dropped), and their count when
-    /// this attachment began.
+    /// Messages of the server's that broke the protocol (dropped).
     private(set) var protocolViolations = 0
-    private var violationsAtAttach = 0
+    /// What the server did wrong, reported once an attachment (the counts go on): a server
+    /// that keeps doing it cannot fill the client's problems or log.
+    private enum Misdeed { case undescribedDevices, brokenProtocol }
+    private var reported: Set<Misdeed> = []
     /// The last refusal reported (a refused client tries again, and says so once a reason).
     private var lastRefusal: String?
 
@@ -167,8 +167,7 @@ final class ServerDeviceFeed: DeviceFeed {
             return refusal
         }
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
-        unknownAtAttach = unknownDeviceEvents
-        violationsAtAttach = protocolViolations
+        reported = []
         lastRefusal = nil
         isFocused = welcome.focused
         acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
@@ -278,18 +277,7 @@ final class ServerDeviceFeed: DeviceFeed {
                 devices[device.id] = device
             case .batch:
                 let batch = try ServerWire.Batch(decoding: message.data)
-                let unknownBefore = unknownDeviceEvents
                 for event in batch.events { take(event) }
-                // Reported once an attachment (the count goes on in `unknownDeviceEvents`):
-                // a server that keeps doing it cannot fill the client's problems or log.
-                if unknownBefore == unknownAtAttach, unknownDeviceEvents > unknownBefore {
-                    onError(
-                        .server(
-                            name: attachment.name,
-                            reason:
-                                "it sent events of devices it has not described (or has removed); they are dropped, and counted only from here"
-                        ))
-                }
                 lastSequence = max(lastSequence, batch.sequence)
             case .focus:
                 isFocused = try ServerWire.decodeFocus(message.data)
@@ -297,15 +285,22 @@ final class ServerDeviceFeed: DeviceFeed {
                 throw .unknown(field: "message id", value: UInt64(UInt32(bitPattern: message.msgid)))
             }
         } catch {
-            // Reported once an attachment, as events of undescribed devices are.
-            if protocolViolations == violationsAtAttach {
-                onError(
-                    .server(
-                        name: attachment.name,
-                        reason: "it sent a message that breaks the protocol: \(error) (dropped; later ones are counted only)"))
-            }
             protocolViolations += 1
+            report(.brokenProtocol, "it sent a message that breaks the protocol: \(error) (dropped; later ones are counted only)")
         }
+    }
+
+    private func report(_ misdeed: Misdeed, _ reason: @autoclosure () -> String) {
+        guard reported.insert(misdeed).inserted else { return }
+        onError(.server(name: attachment.name, reason: reason()))
+    }
+
+    /// An event of a device the server has not described (or has removed): dropped.
+    private func undescribed() {
+        unknownDeviceEvents += 1
+        report(
+            .undescribedDevices,
+            "it sent events of devices it has not described (or has removed); they are dropped, and counted only from here")
     }
 
     private func take(_ event: HIDEvent) {
@@ -314,26 +309,17 @@ final class ServerDeviceFeed: DeviceFeed {
         case .deviceAdded:
             // Announced by its description first; the table changes before the event
             // reaches handlers, as for a device of this process.
-            guard devices[event.device] != nil else {
-                unknownDeviceEvents += 1
-                return
-            }
+            guard devices[event.device] != nil else { return undescribed() }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .deviceRemoved:
-            guard devices.removeValue(forKey: event.device) != nil else {
-                unknownDeviceEvents += 1
-                return
-            }
+            guard devices.removeValue(forKey: event.device) != nil else { return undescribed() }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .eventsDropped:
             break
         default:
             // Handlers only see events of devices the server described and has not
-            // removed (a server that breaks that is reported by the caller).
-            guard devices[event.device] != nil else {
-                unknownDeviceEvents += 1
-                return
-            }
+            // removed.
+            guard devices[event.device] != nil else { return undescribed() }
         }
         seen.apply(event)
         sink(event)
