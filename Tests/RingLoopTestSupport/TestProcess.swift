@@ -37,12 +37,3 @@ public let runningUnderSanitizer: Bool = dlsym(nil, "__tsan_init") != nil || dls
 /// (up to 256 MiB) and whose LeakSanitizer sets the exit status of a process that ends
 /// holding memory: resident-memory bounds and exit tests of processes mean nothing there.
 public let runningUnderAddressSanitizer: Bool = dlsym(nil, "__asan_init") != nil
-
-/// Under LeakSanitizer, whether this process holds no leaked allocation now (it prints
-/// what it finds to standard error); `true` where LeakSanitizer is not linked in. For a
-/// child process that ends with `_exit`, whose at-exit leak check never runs.
-public func leakSanitizerFindsNoLeak() -> Bool {
-    guard let check = dlsym(nil, "__lsan_do_recoverable_leak_check") else { return true }
-    typealias Check = @convention(c) () -> Int32
-    return unsafeBitCast(check, to: Check.self)() == 0
-}
