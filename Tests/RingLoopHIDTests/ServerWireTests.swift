@@ -68,6 +68,36 @@ struct ServerWireTests {
         #expect(kinds == Set(HIDEvent.Kind.allCases), "kinds never seen: \(Set(HIDEvent.Kind.allCases).subtracting(kinds))")
     }
 
+    @Test("every event decoded from every bundled and real recording, made again with the public initializers, is equal")
+    func everyRecordedEventMadeByAnApp() throws {
+        var kinds = Set<HIDEvent.Kind>()
+        var total = 0
+        for (name, recording) in try everyRecording() {
+            var decoder = FrameDecoder(info: deviceInfo(of: recording))
+            var frame: [HIDEvent] = []
+            var differing: [(made: HIDEvent, decoded: HIDEvent)] = []
+            for event in recording.events {
+                decoder.feed(event, into: &frame)
+                guard event.isSynReport else { continue }
+                for decoded in frame {
+                    let made = madeByAnApp(decoded)
+                    if made != decoded { differing.append((made, decoded)) }
+                    kinds.insert(decoded.kind)
+                }
+                total += frame.count
+                frame.removeAll()
+            }
+            #expect(
+                differing.isEmpty,
+                "\(name): \(differing.count) events differ, the first made as \(differing.first!.made), decoded as \(differing.first!.decoded)"
+            )
+        }
+        #expect(total > 50_000, "\(total) events")
+        let lifecycle: Set<HIDEvent.Kind> = [.deviceAdded, .deviceRemoved, .eventsDropped]
+        #expect(
+            kinds.union(lifecycle) == Set(HIDEvent.Kind.allCases), "kinds never seen: \(Set(HIDEvent.Kind.allCases).subtracting(kinds))")
+    }
+
     @Test("every recording's device description reads back as the same HIDDeviceInfo (class and roles derived alike)")
     func everyDescription() throws {
         for (name, recording) in try everyRecording() {

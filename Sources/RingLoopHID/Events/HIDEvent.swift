@@ -91,6 +91,15 @@ public struct KeyEvent: Sendable, Hashable {
     public var state: State
     /// Modifiers held after this event.
     public var modifiers: KeyModifiers
+
+    /// A key event, as the decoder makes one (for an app's own tests of its handlers, or a
+    /// synthetic key): `usage` is what ``HIDUsage/forLinuxKey(_:)`` gives for `code`.
+    public init(usage: HIDUsage?, code: UInt16, state: State, modifiers: KeyModifiers = []) {
+        self.usage = usage
+        self.code = code
+        self.state = state
+        self.modifiers = modifiers
+    }
 }
 
 /// A pointer, touchpad or other button (`BTN_LEFT`…).
@@ -100,6 +109,14 @@ public struct ButtonEvent: Sendable, Hashable {
     /// 1 for the primary button, 2 secondary, 3 middle, then the rest in code order.
     public var number: Int
     public var isDown: Bool
+
+    /// A button event; `number` as the decoder numbers `code` (1 primary, 2 secondary,
+    /// 3 middle).
+    public init(code: UInt16, number: Int, isDown: Bool) {
+        self.code = code
+        self.number = number
+        self.isDown = isDown
+    }
 }
 
 /// Scrolling in detents (one notch of a wheel is 1.0); positive is up and right.
@@ -110,6 +127,13 @@ public struct ScrollEvent: Sendable, Hashable {
     public var horizontal: Double
     /// Whether the device reports hi-res (`REL_WHEEL_HI_RES`) steps.
     public var isHighResolution: Bool
+
+    /// Scrolling by `vertical` and `horizontal` detents.
+    public init(vertical: Double, horizontal: Double = 0, isHighResolution: Bool = false) {
+        self.vertical = vertical
+        self.horizontal = horizontal
+        self.isHighResolution = isHighResolution
+    }
 }
 
 /// An absolute position on a device without multitouch (a tablet, a single-touch screen).
@@ -118,6 +142,14 @@ public struct AbsolutePointerEvent: Sendable, Hashable {
     public var y: Int32
     public var normalizedX: Double
     public var normalizedY: Double
+
+    /// A position in device units, and the same over the axes' ranges (0…1).
+    public init(x: Int32, y: Int32, normalizedX: Double, normalizedY: Double) {
+        self.x = x
+        self.y = y
+        self.normalizedX = normalizedX
+        self.normalizedY = normalizedY
+    }
 }
 
 /// One contact of a digitizer frame.
@@ -149,6 +181,31 @@ public struct Contact: Sendable, Hashable {
     public var distance: Int32 = 0
     /// `ABS_MT_TOOL_TYPE`: 0 finger, 1 pen, 2 palm, 0x0a dial (0 when not reported).
     public var toolType: Int32 = 0
+
+    /// A contact; what is not given is what a device that does not report it gives
+    /// (append it to a ``DigitizerFrame`` to make a multitouch event).
+    public init(
+        slot: Int16 = 0, trackingID: Int32 = -1, phase: Phase = .moved, x: Int32 = 0, y: Int32 = 0,
+        normalizedX: Double = 0, normalizedY: Double = 0, millimetresX: Double? = nil, millimetresY: Double? = nil,
+        pressure: Int32 = 0, size: Int32 = 0, minor: Int32 = 0, orientation: Int32 = 0, distance: Int32 = 0,
+        toolType: Int32 = 0
+    ) {
+        self.slot = slot
+        self.trackingID = trackingID
+        self.phase = phase
+        self.x = x
+        self.y = y
+        self.normalizedX = normalizedX
+        self.normalizedY = normalizedY
+        self.millimetresX = millimetresX
+        self.millimetresY = millimetresY
+        self.pressure = pressure
+        self.size = size
+        self.minor = minor
+        self.orientation = orientation
+        self.distance = distance
+        self.toolType = toolType
+    }
 }
 
 /// All contacts of one multitouch frame.
@@ -250,12 +307,38 @@ public struct PenEvent: Sendable, Hashable {
     public var tiltY: Double
     /// Barrel buttons held (1 = BTN_STYLUS, 2 = BTN_STYLUS2, 4 = BTN_STYLUS3).
     public var barrelButtons: UInt8
+
+    /// A pen event; what is not given is what a pen that does not report it gives.
+    public init(
+        tool: Tool = .pen, inProximity: Bool, touching: Bool, x: Int32, y: Int32, normalizedX: Double,
+        normalizedY: Double, pressure: Double = 0, distance: Int32 = 0, tiltX: Double = 0, tiltY: Double = 0,
+        barrelButtons: UInt8 = 0
+    ) {
+        self.tool = tool
+        self.inProximity = inProximity
+        self.touching = touching
+        self.x = x
+        self.y = y
+        self.normalizedX = normalizedX
+        self.normalizedY = normalizedY
+        self.pressure = pressure
+        self.distance = distance
+        self.tiltX = tiltX
+        self.tiltY = tiltY
+        self.barrelButtons = barrelButtons
+    }
 }
 
 /// A gamepad button.
 public struct GamepadButtonEvent: Sendable, Hashable {
     public var code: UInt16
     public var isDown: Bool
+
+    /// A gamepad button (`BTN_SOUTH`…) going down or up.
+    public init(code: UInt16, isDown: Bool) {
+        self.code = code
+        self.isDown = isDown
+    }
 }
 
 /// A gamepad axis (sticks, triggers, d-pad hat).
@@ -264,6 +347,13 @@ public struct GamepadAxisEvent: Sendable, Hashable {
     public var value: Int32
     /// −1…1 for centred axes, 0…1 for triggers.
     public var normalized: Double
+
+    /// A gamepad axis's new `value` (device units) and the same over its range.
+    public init(code: UInt16, value: Int32, normalized: Double) {
+        self.code = code
+        self.value = value
+        self.normalized = normalized
+    }
 }
 
 /// An axis that no other event describes, so that nothing a device reports is lost:
@@ -280,10 +370,24 @@ public struct AxisEvent: Sendable, Hashable {
     public var value: Int32
     /// The value over the axis range, 0…1, for absolute axes with a range; `nil` otherwise.
     public var normalized: Double?
+
+    /// An axis's new value (``Source/absolute``) or change (``Source/relative``).
+    public init(source: Source, code: UInt16, value: Int32, normalized: Double? = nil) {
+        self.source = source
+        self.code = code
+        self.value = value
+        self.normalized = normalized
+    }
 }
 
 /// A switch (lid, tablet mode, headphone jack…).
 public struct SwitchEvent: Sendable, Hashable {
     public var code: UInt16
     public var isOn: Bool
+
+    /// A switch (`SW_LID`…) turning on or off.
+    public init(code: UInt16, isOn: Bool) {
+        self.code = code
+        self.isOn = isOn
+    }
 }
