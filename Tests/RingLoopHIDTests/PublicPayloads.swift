@@ -69,3 +69,15 @@ func madeByAnApp(_ event: HIDEvent) -> HIDEvent {
     }
     return HIDEvent(device: HIDDeviceID(rawValue: event.device.rawValue), timestamp: event.timestamp, payload: payload)
 }
+
+/// The input chain article's synthetic events, as the article shows them (a test checks
+/// that it still does, and that the key press is what a keyboard's decoder makes).
+func theArticlesSyntheticEvents() -> (press: HIDEvent, touch: HIDEvent) {
+    let press = HIDEvent(
+        device: HIDDeviceID(rawValue: 1), timestamp: .now,
+        payload: .key(KeyEvent(usage: HIDUsage.forLinuxKey(30), code: 30, state: .down)))
+    var frame = DigitizerFrame()
+    frame.append(Contact(slot: 0, trackingID: 7, phase: .began, x: 512, y: 300, normalizedX: 0.5, normalizedY: 0.4))
+    let touch = HIDEvent(device: HIDDeviceID(rawValue: 2), timestamp: .now, payload: .digitizer(frame))
+    return (press, touch)
+}

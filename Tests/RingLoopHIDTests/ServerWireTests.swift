@@ -1,6 +1,7 @@
 import Glibc
 import RingLoop
 import RingLoopEvdev
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopDevices
@@ -96,6 +97,33 @@ struct ServerWireTests {
         let lifecycle: Set<HIDEvent.Kind> = [.deviceAdded, .deviceRemoved, .eventsDropped]
         #expect(
             kinds.union(lifecycle) == Set(HIDEvent.Kind.allCases), "kinds never seen: \(Set(HIDEvent.Kind.allCases).subtracting(kinds))")
+    }
+
+    @Test(
+        "The input chain article's synthetic key press is what the decoder makes of a recorded one, and the article shows the code tested")
+    func articlesSyntheticEvents() throws {
+        let (press, touch) = theArticlesSyntheticEvents()
+        let recording = try loadRecording("keyboard")
+        var decoder = FrameDecoder(info: deviceInfo(of: recording))
+        var decoded: [HIDEvent] = []
+        for event in recording.events { decoder.feed(event, into: &decoded) }
+        let firstA = try #require(decoded.first { if case .key(let key) = $0.payload { key.code == 30 } else { false } })
+        #expect(firstA.payload == press.payload)
+        guard case .digitizer(let frame) = touch.payload else { Issue.record("\(touch)"); return }
+        #expect(frame.count == 1 && frame[0].trackingID == 7 && frame[0].phase == .began)
+
+        var root = #filePath
+        for _ in 0..<3 { root = String(root[..<root.lastIndex(of: "/")!]) }
+        let article = ReadmeExample.sourceLines(root + "/Sources/RingLoopHID/RingLoopHID.docc/TheInputChain.md")
+        let tested = ReadmeExample.sourceLines(root + "/Tests/RingLoopHIDTests/PublicPayloads.swift")
+        let shown = [
+            "let press = HIDEvent(", "payload: .key(KeyEvent(usage: HIDUsage.forLinuxKey(30), code: 30, state: .down)))",
+            "var frame = DigitizerFrame()",
+            "let touch = HIDEvent(device: HIDDeviceID(rawValue: 2), timestamp: .now, payload: .digitizer(frame))",
+        ]
+        for line in shown {
+            #expect(article.contains(line) && tested.contains(line), "not in both the article and the test: \(line)")
+        }
     }
 
     @Test("every recording's device description reads back as the same HIDDeviceInfo (class and roles derived alike)")
