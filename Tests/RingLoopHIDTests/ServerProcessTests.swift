@@ -17,7 +17,9 @@ struct ServerProcessTests {
         let name = ServerFocusTests.uniqueName("access")
         let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
         defer { server.stop() }
-        await #expect(processExitsWith: .success) { [name = name as String] in
+        let output1 = ChildOutput(label: "ServerProcessTests-1")
+        let result1 = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output1.path as String] in
+            ChildOutput.redirect(to: outputPath)
             guard setgid(65534) == 0, setuid(65534) == 0 else { exit(5) }
             let system = HIDEventSystem(configuration: .init(server: name, trusting: .users([0])))
             do throws(HIDError) {
@@ -31,8 +33,11 @@ struct ServerProcessTests {
                 exit(0)
             }
         }
+        output1.report(ifFailed: result1 == nil)
         #expect(try server.sync { $0.clients.isEmpty })
-        await #expect(processExitsWith: .success) { [name = name as String] in
+        let output2 = ChildOutput(label: "ServerProcessTests-2")
+        let result2 = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output2.path as String] in
+            ChildOutput.redirect(to: outputPath)
             let loop = RingRunLoop.current
             let system = HIDEventSystem(configuration: .init(server: name), loop: loop)
             var added = 0
@@ -48,6 +53,7 @@ struct ServerProcessTests {
             system.stop()
             exit(0)
         }
+        output2.report(ifFailed: result2 == nil)
         let seen = server.clientEvents.withLock { events in
             events.compactMap { event -> PeerCredentials? in
                 if case .attached(let client) = event { return client.credentials }
@@ -63,7 +69,9 @@ struct ServerProcessTests {
         let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
         defer { server.stop() }
         // The server is this process, of uid 0; the client trusts only uid 65534.
-        await #expect(processExitsWith: .success) { [name = name as String] in
+        let output3 = ChildOutput(label: "ServerProcessTests-3")
+        let result3 = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output3.path as String] in
+            ChildOutput.redirect(to: outputPath)
             let system = HIDEventSystem(configuration: .init(server: name, trusting: .users([65534])))
             do throws(HIDError) {
                 try system.start()
@@ -76,6 +84,7 @@ struct ServerProcessTests {
                 exit(system.isAttachedToServer || !system.devices.isEmpty ? 5 : 0)
             }
         }
+        output3.report(ifFailed: result3 == nil)
         // The client said nothing to the server.
         #expect(try server.sync { $0.clients.isEmpty })
         #expect(server.clientEvents.withLock { $0.isEmpty })

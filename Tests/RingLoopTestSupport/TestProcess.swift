@@ -37,3 +37,43 @@ public let runningUnderSanitizer: Bool = dlsym(nil, "__tsan_init") != nil || dls
 /// (up to 256 MiB) and whose LeakSanitizer sets the exit status of a process that ends
 /// holding memory: resident-memory bounds and exit tests of processes mean nothing there.
 public let runningUnderAddressSanitizer: Bool = dlsym(nil, "__asan_init") != nil
+
+/// A child process's standard output and error kept in a file, shown when its exit test
+/// fails: an exit test's child writes where nobody reads, so a sanitizer's report, a
+/// precondition's message or the child's own account of what went wrong was lost with
+/// the failure.
+public struct ChildOutput: Sendable {
+    /// The file, in /tmp, named after `label` and this (parent) process.
+    public let path: String
+
+    public init(label: String) {
+        path = "/tmp/ringloop-child-output-\(getpid())-\(label)"
+    }
+
+    /// In the child: sends its standard output and error to the file at `path` (an exit
+    /// test's closure captures the path, a `String`).
+    public static func redirect(to path: String) {
+        let file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard file >= 0 else { return }
+        fflush(nil)
+        dup2(file, 1)
+        dup2(file, 2)
+        close(file)
+    }
+
+    /// In the parent, after the exit test: prints what the child wrote when the test
+    /// failed (`result` is `nil`), and removes the file.
+    public func report(ifFailed failed: Bool) {
+        defer { unlink(path) }
+        guard failed, let file = fopen(path, "r") else { return }
+        defer { fclose(file) }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while text.count < 1 << 20 {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count == 0 { break }
+            text += chunk[..<count]
+        }
+        print("what the child wrote (\(path)):\n\(String(decoding: text, as: UTF8.self))")
+    }
+}

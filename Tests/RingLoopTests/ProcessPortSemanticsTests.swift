@@ -29,7 +29,9 @@ func withPortHost(
         body()
         stopPortHost(name)
     }
-    await #expect(processExitsWith: status) { [scenario, name = name as String] in
+    let childOutput = ChildOutput(label: name)
+    let result = await #expect(processExitsWith: status) { [scenario, name = name as String, outputPath = childOutput.path as String] in
+        ChildOutput.redirect(to: outputPath)
         // _exit, not exit: no at-exit handlers, so LeakSanitizer's check at exit does not
         // turn the host's status into 1 for what Foundation and the test library still
         // hold (under AddressSanitizer).
@@ -37,6 +39,7 @@ func withPortHost(
         fflush(nil)
         _exit(status)
     }
+    childOutput.report(ifFailed: result == nil)
     driver.join()
 }
 

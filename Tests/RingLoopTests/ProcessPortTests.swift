@@ -72,7 +72,10 @@ struct ProcessPortTests {
         mainThread.loop.add(myPort.source, to: .default)
         mainThread.loop.wakeUp()
 
-        await #expect(processExitsWith: .success) { [mainPortName = mainPortName as String] in
+        let output1 = ChildOutput(label: "ProcessPortTests-1")
+        let result1 = await #expect(processExitsWith: .success) {
+            [mainPortName = mainPortName as String, outputPath = output1.path as String] in
+            ChildOutput.redirect(to: outputPath)
             // ServerThreadEntryPoint: the remote port to the main process.
             let mainThreadPort = try RemoteMessagePort(name: mainPortName)
             // A port for the worker.
@@ -91,6 +94,7 @@ struct ProcessPortTests {
             myPort.invalidate()
             if result != .stopped { exit(2) }
         }
+        output1.report(ifFailed: result1 == nil)
         #expect(waitUntil { record.done.load(ordering: .acquiring) })
         spawned.withLock { $0 }?.join()
         #expect(record.errors.withLock { $0 }.isEmpty)
@@ -128,7 +132,9 @@ struct ProcessPortTests {
                 record.errors.withLock { $0.append(error) }
             }
         }
-        await #expect(processExitsWith: .signal(SIGKILL)) { [name = name as String] in
+        let output2 = ChildOutput(label: "ProcessPortTests-2")
+        let result2 = await #expect(processExitsWith: .signal(SIGKILL)) { [name = name as String, outputPath = output2.path as String] in
+            ChildOutput.redirect(to: outputPath)
             let loop = RingRunLoop.current
             let port = try LocalMessagePort(name: name, loop: loop) { msgid, _ in
                 // Killed while the request waits for its reply.
@@ -139,6 +145,7 @@ struct ProcessPortTests {
             _ = loop.run(mode: .default, for: .seconds(30))
             exit(3)
         }
+        output2.report(ifFailed: result2 == nil)
         requester.join()
         #expect(record.replies.withLock { $0 }.isEmpty)
         #expect(record.errors.withLock { $0 } == [.nameInUse(name), .becameInvalid(name)])
@@ -175,7 +182,9 @@ struct ProcessPortTests {
                 record.errors.withLock { $0.append(error) }
             }
         }
-        await #expect(processExitsWith: .success) { [name = name as String] in
+        let output3 = ChildOutput(label: "ProcessPortTests-3")
+        let result3 = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output3.path as String] in
+            ChildOutput.redirect(to: outputPath)
             let loop = RingRunLoop.current
             let port = try LocalMessagePort(name: name, loop: loop, maximumMessageSize: 64) { msgid, data in
                 switch msgid {
@@ -194,6 +203,7 @@ struct ProcessPortTests {
             port.invalidate()
             if result != .stopped { exit(2) }
         }
+        output3.report(ifFailed: result3 == nil)
         requester.join()
         #expect(record.errors.withLock { $0 } == [.tooLarge(size: 65, limit: 64), .replyTimeout(name)])
         #expect(record.replies.withLock { $0 } == ["on time: fast", "on time: fast"])
