@@ -361,13 +361,4 @@ extension FUSENodeTests {
 }
 
 /// The kernel's table of this process's mounts, as text.
-func mountTable() -> String {
-    guard let file = fopen("/proc/self/mountinfo", "r") else { return "" }
-    defer { fclose(file) }
-    var text = ""
-    var line: UnsafeMutablePointer<CChar>?
-    var capacity = 0
-    while getline(&line, &capacity, file) > 0 { text += String(cString: line!) }
-    free(line)
-    return text
-}
+func mountTable() -> String { textOfFile("/proc/self/mountinfo") ?? "" }

@@ -16,19 +16,6 @@ struct OutputFileTests {
         return path
     }
 
-    static func contents(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     static func entries(_ path: String) -> [String] {
         guard let folder = opendir(path) else { return [] }
         defer { closedir(folder) }
@@ -51,11 +38,11 @@ struct OutputFileTests {
         defer { Self.removeAll(folder) }
         let path = folder + "/out.evemu"
         try Recording.write("first\n", to: path)
-        #expect(Self.contents(path) == "first\n")
+        #expect(textOfFile(path) == "first\n")
         chmod(path, 0o640)
         let output = try Recording.write("second\n", to: path)
         #expect(output.kind == .regularFile && !output.followedLink)
-        #expect(Self.contents(path) == "second\n")
+        #expect(textOfFile(path) == "second\n")
         var info = stat()
         stat(path, &info)
         #expect(info.st_mode & 0o777 == 0o640)
@@ -79,7 +66,7 @@ struct OutputFileTests {
         try #require(mkfifo(path, 0o600) == 0)
         let read = ThreadLock<String?>(nil)
         let reader = LoopThread(name: "fifo-reader")
-        reader.perform { read.withLock { $0 = Self.contents(path) } }
+        reader.perform { read.withLock { $0 = textOfFile(path) } }
         let output = try Recording.write("through the pipe\n", to: path)
         #expect(output.kind == .fifo)
         reader.stopAndJoin()
@@ -109,7 +96,7 @@ struct OutputFileTests {
         symlink(target, link)
         let output = try Recording.write("new\n", to: link)
         #expect(output.followedLink && output.target == target)
-        #expect(Self.contents(target) == "new\n")
+        #expect(textOfFile(target) == "new\n")
         var info = stat()
         #expect(lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
     }
@@ -127,7 +114,7 @@ struct OutputFileTests {
         try Recording.write("old recording\n", to: path)
         let large = String(repeating: "E: 0.000000 0001 001e 0001\n", count: 10_000)
         #expect(throws: OutputFileError.write(path: path, errno: .noSpace)) { try Recording.write(large, to: path) }
-        #expect(Self.contents(path) == "old recording\n")
+        #expect(textOfFile(path) == "old recording\n")
         #expect(Self.entries(folder) == ["out.evemu"], "the partial file was left: \(Self.entries(folder))")
         // Full to the last byte: even a small write fails (it once exited 0 with an empty file).
         let filler = open(folder + "/filler", O_CREAT | O_WRONLY, 0o600)

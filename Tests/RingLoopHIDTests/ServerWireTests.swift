@@ -23,6 +23,28 @@ func everyRecording() throws -> [(name: String, recording: Recording)] {
     return all.sorted { $0.0 < $1.0 }
 }
 
+/// The events the decoder makes of `recording` (with its description), of its first
+/// `count` input events.
+func decodedEvents(of recording: Recording, first count: Int = .max) -> [HIDEvent] {
+    var decoder = FrameDecoder(info: deviceInfo(of: recording))
+    var events: [HIDEvent] = []
+    for event in recording.events.prefix(count) { decoder.feed(event, into: &events) }
+    return events
+}
+
+/// The events the decoder makes of `recording` (with its description), frame by frame:
+/// `body` gets the events of each `SYN_REPORT` that ends a frame with any.
+func forEachDecodedFrame(of recording: Recording, _ body: ([HIDEvent]) throws -> Void) rethrows {
+    var decoder = FrameDecoder(info: deviceInfo(of: recording))
+    var frame: [HIDEvent] = []
+    for event in recording.events {
+        decoder.feed(event, into: &frame)
+        guard event.isSynReport, !frame.isEmpty else { continue }
+        try body(frame)
+        frame.removeAll(keepingCapacity: true)
+    }
+}
+
 /// A batch's bytes read back.
 func roundTrip(_ events: [HIDEvent], sequence: UInt64 = 7) throws -> [HIDEvent] {
     let batch = ServerWire.Batch(sequence: sequence, events: events)
@@ -40,11 +62,7 @@ struct ServerWireTests {
         var total = 0
         var kinds = Set<HIDEvent.Kind>()
         for (name, recording) in recordings {
-            var decoder = FrameDecoder(info: deviceInfo(of: recording))
-            var frame: [HIDEvent] = []
-            for event in recording.events {
-                decoder.feed(event, into: &frame)
-                guard event.isSynReport, !frame.isEmpty else { continue }
+            try forEachDecodedFrame(of: recording) { frame in
                 for event in frame {
                     var writer = WireWriter()
                     ServerWire.encode(event, into: &writer)
@@ -54,7 +72,6 @@ struct ServerWireTests {
                 #expect(back == frame, "\(name): a frame of \(frame.count) events read back differently")
                 total += frame.count
                 kinds.formUnion(frame.map(\.kind))
-                frame.removeAll()
             }
         }
         // The lifecycle and loss events the chain makes itself, and a difference.
@@ -74,19 +91,14 @@ struct ServerWireTests {
         var kinds = Set<HIDEvent.Kind>()
         var total = 0
         for (name, recording) in try everyRecording() {
-            var decoder = FrameDecoder(info: deviceInfo(of: recording))
-            var frame: [HIDEvent] = []
             var differing: [(made: HIDEvent, decoded: HIDEvent)] = []
-            for event in recording.events {
-                decoder.feed(event, into: &frame)
-                guard event.isSynReport else { continue }
+            forEachDecodedFrame(of: recording) { frame in
                 for decoded in frame {
                     let made = madeByAnApp(decoded)
                     if made != decoded { differing.append((made, decoded)) }
                     kinds.insert(decoded.kind)
                 }
                 total += frame.count
-                frame.removeAll()
             }
             #expect(
                 differing.isEmpty,
@@ -104,9 +116,7 @@ struct ServerWireTests {
     func articlesSyntheticEvents() throws {
         let (press, touch) = theArticlesSyntheticEvents()
         let recording = try loadRecording("keyboard")
-        var decoder = FrameDecoder(info: deviceInfo(of: recording))
-        var decoded: [HIDEvent] = []
-        for event in recording.events { decoder.feed(event, into: &decoded) }
+        let decoded = decodedEvents(of: recording)
         let firstA = try #require(decoded.first { if case .key(let key) = $0.payload { key.code == 30 } else { false } })
         #expect(firstA.payload == press.payload)
         guard case .digitizer(let frame) = touch.payload else { Issue.record("\(touch)"); return }
@@ -179,9 +189,7 @@ struct ServerWireTests {
     @Test("every prefix of a batch is refused, naming the field it ends in; no byte string traps")
     func truncationsAndCorruption() throws {
         let recording = try loadRecording("touchscreen-multitouch")
-        var decoder = FrameDecoder(info: deviceInfo(of: recording))
-        var events: [HIDEvent] = []
-        for event in recording.events.prefix(200) { decoder.feed(event, into: &events) }
+        let events = decodedEvents(of: recording, first: 200)
         let bytes = ServerWire.Batch(sequence: 1, events: events).encoded
         for length in 0..<bytes.count {
             #expect(throws: ServerWire.Violation.self) { try ServerWire.Batch(decoding: Array(bytes.prefix(length))) }

@@ -37,9 +37,7 @@ struct StreamDeviceTests {
         arguments: HIDEventSystem.Shape.allCases, ["touchscreen-multitouch", "keyboard", "mouse-hires-wheel"])
     func pipeDevice(shape: HIDEventSystem.Shape, name: String) throws {
         let recording = try loadRecording(name)
-        var expected: [HIDEvent] = []
-        var decoder = FrameDecoder(info: deviceInfo(of: recording))
-        for event in recording.events { decoder.feed(event, into: &expected) }
+        let expected = decodedEvents(of: recording)
         let (events, path) = try onFreshThread { () throws -> ([HIDEvent], DeviceReadPath?) in
             let loop = RingRunLoop.current
             let system = HIDEventSystem(configuration: .init(deviceDirectory: "/tmp", shape: shape, nodeNames: []), loop: loop)

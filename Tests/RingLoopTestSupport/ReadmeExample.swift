@@ -10,7 +10,7 @@ package enum ReadmeExample {
     package static func lines(after heading: String, testFile: String = #filePath) -> [String]? {
         var root = testFile
         for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
-        guard let readme = contents(of: root + "/README.md"),
+        guard let readme = textOfFile(root + "/README.md"),
             let section = readme.components(after: heading),
             let block = section.components(after: "```")?.components(before: "```")
         else { return nil }
@@ -19,26 +19,13 @@ package enum ReadmeExample {
 
     /// The lines of a source file, normalized.
     package static func sourceLines(_ path: String) -> Set<String> {
-        Set((contents(of: path) ?? "").split(separator: "\n").map(normalized))
+        Set((textOfFile(path) ?? "").split(separator: "\n").map(normalized))
     }
 
     /// A line without its comment and with runs of spaces collapsed.
     package static func normalized(_ line: Substring) -> String {
         let code = line.firstRange(of: "//").map { line[..<$0.lowerBound] } ?? line
         return code.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-    }
-
-    private static func contents(of path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count == 0 { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

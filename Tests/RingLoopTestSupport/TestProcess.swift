@@ -65,15 +65,7 @@ public struct ChildOutput: Sendable {
     /// failed (`result` is `nil`), and removes the file.
     public func report(ifFailed failed: Bool) {
         defer { unlink(path) }
-        guard failed, let file = fopen(path, "r") else { return }
-        defer { fclose(file) }
-        var text: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while text.count < 1 << 20 {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count == 0 { break }
-            text += chunk[..<count]
-        }
-        print("what the child wrote (\(path)):\n\(String(decoding: text, as: UTF8.self))")
+        guard failed, let text = textOfFile(path, limit: 1 << 20) else { return }
+        print("what the child wrote (\(path)):\n\(text)")
     }
 }
