@@ -11,8 +11,9 @@ import RingLoop
 /// (``HIDEventSystem/ServerAttachment/trusting``), makes its own port — open to the server's
 /// user only, and taking messages from the server's process only — and says hello with a
 /// request, whose reply says whether the server took it in. After a drain of the queue it
-/// acknowledges the last batch its handlers took (at once past a quarter of the server's
-/// window, otherwise within 10 ms). When the server goes, every device is
+/// acknowledges the last batch its handlers took (in the same pass, after the pass's
+/// sources, past a quarter of the server's window or 10 ms after the last; otherwise
+/// within 10 ms). When the server goes, every device is
 /// released and removed (key-ups, touches cancelled, `deviceRemoved`), and the feed attaches
 /// again, with back-off, when a server of that name comes back.
 ///
@@ -46,6 +47,8 @@ final class ServerDeviceFeed: DeviceFeed {
     /// The acknowledgement waiting to go (a timer), or the retry of one that found the
     /// server's queue full.
     private var ackTimer: LoopTimer?
+    /// An acknowledgement waits in a block of the loop's (sent after the pass's sources).
+    private var acknowledgementQueued = false
     /// Batches after which an acknowledgement goes at once: a quarter of the server's window.
     private var acknowledgeEvery: UInt64 = 1
     private var reattach: LoopTimer?
@@ -309,7 +312,7 @@ final class ServerDeviceFeed: DeviceFeed {
         case .deviceAdded:
             // Announced by its description first; the table changes before the event
             // reaches handlers, as for a device of this process.
-            guard devices[event.device] != nil else { return undescribed() }
+            guard devices.index(forKey: event.device) != nil else { return undescribed() }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .deviceRemoved:
             guard devices.removeValue(forKey: event.device) != nil else { return undescribed() }
@@ -318,8 +321,8 @@ final class ServerDeviceFeed: DeviceFeed {
             break
         default:
             // Handlers only see events of devices the server described and has not
-            // removed.
-            guard devices[event.device] != nil else { return undescribed() }
+            // removed. (`index(forKey:)`: `devices[id] != nil` copied the description out.)
+            guard devices.index(forKey: event.device) != nil else { return undescribed() }
         }
         seen.apply(event)
         sink(event)
@@ -331,12 +334,23 @@ final class ServerDeviceFeed: DeviceFeed {
     /// up (one message for a burst of frames, not one per frame: each acknowledgement wakes
     /// the server). Under a steady stream the acknowledgement rides on a frame's wake-up
     /// instead of a timer's of its own, and reaches the server just after it sent.
+    ///
+    /// An acknowledgement due goes from a block of the loop's, which runs after every
+    /// source0 of the pass: the handlers of the other clients on this loop are not held
+    /// back by its `sendmsg`, which wakes the server.
     func acknowledge() {
         guard attached != nil, lastSequence > lastAcknowledged else { return }
         if lastSequence - lastAcknowledged >= acknowledgeEvery
             || lastAcknowledgementSent.map({ MonotonicInstant.now >= $0.advanced(by: Self.acknowledgementDelay) }) ?? true
         {
-            return sendAcknowledgement()
+            guard !acknowledgementQueued else { return }
+            acknowledgementQueued = true
+            let handle = handle
+            loop.perform(inModes: [.common]) {
+                handle.feed?.acknowledgementQueued = false
+                handle.feed?.sendAcknowledgement()
+            }
+            return
         }
         if ackTimer == nil { armAcknowledgementTimer() }
     }

@@ -96,15 +96,17 @@ extension HIDEventSystem {
         var index = 0
         while index < count {
             defer { index += 1 }
-            guard handlers[index].active,
+            // One copy of the entry: each `handlers[index].field` copied the whole tuple.
+            let handler = handlers[index]
+            guard handler.active,
                 matches(
-                    handlers[index].filter, event,
+                    handler.filter, event,
                     rolesOf: {
                         if deviceRoles == nil { deviceRoles = deviceTable.roles(event.device) }
                         return deviceRoles!
                     })
             else { continue }
-            if Self.callHandler(handlers[index].body, event) == .consumed { return }
+            if Self.callHandler(handler.body, event) == .consumed { return }
         }
         finalStage?(event)
     }
