@@ -51,10 +51,11 @@ let exitStatusEnvironment = ["ASAN_OPTIONS": "detect_leaks=0"]
 struct FaultTests {
     /// A process that serves a FUSE folder and reads its node, blocking, on another
     /// thread (the read waits in its own server), with no signal handling of its own: it
-    /// must end within 2 s whatever kills it, leave no mount, and nothing may hang on the
-    /// folder. Before the guardian and FOPEN_NOFLUSH it stayed for ever in the kernel.
+    /// must end within 2 s whatever kills it (a crash: once the runtime's backtrace is
+    /// printed), leave no mount, and nothing may hang on the folder. Before the guardian
+    /// and FOPEN_NOFLUSH it stayed for ever in the kernel.
     @Test(
-        "A host-and-reader killed by a signal with no handler, or crashing, ends within 2 s and leaves nothing",
+        "A host-and-reader killed by a signal with no handler ends within 2 s, or after its backtrace when it crashes, and leaves nothing",
         arguments: [("KILL", SIGKILL), ("HUP", SIGHUP), ("TERM", SIGTERM), ("crash", SIGUSR1)])
     func killedHost(_ name: String, _ signal: Int32) throws {
         let mount = "/tmp/ringloop-fault-\(getpid())-\(name)"
@@ -63,8 +64,18 @@ struct FaultTests {
         try #require(child.waitFor("ready"), "the host never got ready")
         #expect(isMounted(mount))
         child.signal(signal)  // SIGUSR1: it writes through a null pointer
-        #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
-        #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "\(name): the mount is left")
+        if signal == SIGUSR1 {
+            // A crash ends through the Swift runtime's backtracer, which symbolicates every
+            // thread before the process dies: 1.5 s on this machine idle, more beside the
+            // suite's parallel tests (a 2 s bound failed in CI). The crash handler detaches
+            // the folder before the backtracer runs, so the mount goes at once, and the
+            // process must still end (no thread left waiting on its own server).
+            #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "crash: the mount is left")
+            #expect(waitUntil { child.exited }, "crash: still running \(TestWait.bound) after the fault")
+        } else {
+            #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
+            #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "\(name): the mount is left")
+        }
         #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
         #expect(folderRemoved(mount), "\(name): the folder it created is left")
     }
