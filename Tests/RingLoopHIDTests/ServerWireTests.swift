@@ -23,28 +23,6 @@ func everyRecording() throws -> [(name: String, recording: Recording)] {
     return all.sorted { $0.0 < $1.0 }
 }
 
-/// The events the decoder makes of `recording` (with its description), of its first
-/// `count` input events.
-func decodedEvents(of recording: Recording, first count: Int = .max) -> [HIDEvent] {
-    var decoder = FrameDecoder(info: deviceInfo(of: recording))
-    var events: [HIDEvent] = []
-    for event in recording.events.prefix(count) { decoder.feed(event, into: &events) }
-    return events
-}
-
-/// The events the decoder makes of `recording` (with its description), frame by frame:
-/// `body` gets the events of each `SYN_REPORT` that ends a frame with any.
-func forEachDecodedFrame(of recording: Recording, _ body: ([HIDEvent]) throws -> Void) rethrows {
-    var decoder = FrameDecoder(info: deviceInfo(of: recording))
-    var frame: [HIDEvent] = []
-    for event in recording.events {
-        decoder.feed(event, into: &frame)
-        guard event.isSynReport, !frame.isEmpty else { continue }
-        try body(frame)
-        frame.removeAll(keepingCapacity: true)
-    }
-}
-
 /// A batch's bytes read back.
 func roundTrip(_ events: [HIDEvent], sequence: UInt64 = 7) throws -> [HIDEvent] {
     let batch = ServerWire.Batch(sequence: sequence, events: events)

@@ -7,18 +7,13 @@ public enum MountLeakCheck {
     public static let armed: Bool = {
         atexit {
             let pid = "-\(getpid())-"
-            guard let file = fopen("/proc/self/mountinfo", "r") else { return }
-            defer { fclose(file) }
             var leftovers: [String] = []
-            var line: UnsafeMutablePointer<CChar>?
-            var capacity = 0
-            while getline(&line, &capacity, file) > 0 {
-                let fields = String(cString: line!).split(separator: " ")
+            for line in (textOfFile("/proc/self/mountinfo") ?? "").split(separator: "\n") {
+                let fields = line.split(separator: " ")
                 if fields.count > 4, fields[4].hasPrefix("/tmp/ringloop-"), fields[4].contains(pid) {
                     leftovers.append(String(fields[4]))
                 }
             }
-            free(line)
             guard !leftovers.isEmpty else { return }
             let message = Array("test run left FUSE mounts behind: \(leftovers.joined(separator: ", "))\n".utf8)
             _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

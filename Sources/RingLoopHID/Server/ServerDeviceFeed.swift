@@ -12,7 +12,7 @@ import RingLoop
 /// user only, and taking messages from the server's process only — and says hello with a
 /// request, whose reply says whether the server took it in. After a drain of the queue it
 /// acknowledges the last batch its handlers took (in the same pass, after the pass's
-/// sources, past a quarter of the server's window or 10 ms after the last; otherwise
+/// sources0, past a quarter of the server's window or 10 ms after the last; otherwise
 /// within 10 ms). When the server goes, every device is
 /// released and removed (key-ups, touches cancelled, `deviceRemoved`), and the feed attaches
 /// again, with back-off, when a server of that name comes back.
@@ -274,7 +274,7 @@ final class ServerDeviceFeed: DeviceFeed {
             switch ServerWire.MessageID(rawValue: message.msgid) {
             case .device:
                 let device = try ServerWire.decodeDevice(message.data)
-                guard devices[device.id] != nil || devices.count < ServerWire.maximumDevices else {
+                guard devices.index(forKey: device.id) != nil || devices.count < ServerWire.maximumDevices else {
                     throw .outOfRange(field: "devices described", value: Int64(devices.count + 1))
                 }
                 devices[device.id] = device

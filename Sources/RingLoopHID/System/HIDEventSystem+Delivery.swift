@@ -20,10 +20,12 @@ extension HIDEventSystem {
 
     /// Source1 side: queue an event and signal the dispatch source0. An event that finds
     /// the queue full is counted and its device marked for resync; a lifecycle event is
-    /// kept aside instead (a removal is never lost).
-    func enqueue(_ event: HIDEvent) {
+    /// kept aside instead (a removal is never lost). Returns whether the queue took it.
+    @discardableResult
+    func enqueue(_ event: HIDEvent) -> Bool {
         produced.apply(event)
-        if !queue.push(event) {
+        let queued = queue.push(event)
+        if !queued {
             if event.kind == .deviceAdded || event.kind == .deviceRemoved {
                 lifecycleBacklog.append(event)
             } else {
@@ -31,6 +33,68 @@ extension HIDEventSystem {
             }
         }
         dispatchSource?.signal()
+        return queued
+    }
+
+    /// Puts an event the app made into this system's chain where the devices' events
+    /// enter — an on-screen keyboard's keys, a touch replayed by a test rig, a key press
+    /// for a test of the app's own handlers — as `IOHIDEventSystemClientDispatchEvent`
+    /// does for an app's event system client. The event waits in the queue behind the
+    /// events already there, and the same source0 hands it to the same handlers, in their
+    /// order, through key repeat, coalescing, gesture recognizers and the handlers'
+    /// filters.
+    ///
+    /// It stays in this process: a client of an event server does not send it to the
+    /// server, and the server's own system forwards it to clients only under the id of a
+    /// device it described.
+    ///
+    /// The event is filed under `event.device` and taken as that device's:
+    /// - A handler that filters by device class sees it, and the gesture recognizers see a
+    ///   touch frame, only when an attached device with that id has the class (a touch
+    ///   surface for the recognizers).
+    /// - Its timestamp is taken as the kernel's: statistics count it late, and gestures
+    ///   time it, by that instant. Stamp it `.now`.
+    /// - When the chain makes key repeats itself
+    ///   (``HIDEventSystem/Configuration/keyRepeat``), a posted key `.repeat` is dropped,
+    ///   as a device's are.
+    /// - What was posted is not what the device's reader knows: when a device goes, the
+    ///   chain releases what the device held, not what was posted under its id; and the
+    ///   repair after a loss brings the handlers to what the reader knows (in the
+    ///   dedicated-thread shape, whose reader keeps the state, that leaves out what was
+    ///   posted). Post the up of every down you post; an id no device uses keeps what
+    ///   was posted apart from every device's state.
+    ///
+    /// Make the payload with its public initializer:
+    ///
+    /// ```swift
+    /// let press = HIDEvent(
+    ///     device: keyboard.id, timestamp: .now,
+    ///     payload: .key(KeyEvent(usage: HIDUsage.forLinuxKey(30), code: 30, state: .down)))
+    /// try system.post(press)
+    /// ```
+    ///
+    /// - Returns: `false` when the queue was full: the event was dropped and counted, and
+    ///   the handlers get ``HIDEvent/Payload/eventsDropped(count:)`` and then the
+    ///   difference that brings the device's state up to date, as for a device's event.
+    /// - Throws: ``HIDError/configuration(_:)`` when the system is not started, or for an
+    ///   event of a kind only the chain makes (`deviceAdded`, `deviceRemoved`,
+    ///   `eventsDropped`).
+    ///
+    /// Client loop thread, as the system's other members.
+    @discardableResult
+    public func post(_ event: HIDEvent) throws(HIDError) -> Bool {
+        loop.preconditionOnLoopThread("HIDEventSystem.post")
+        guard dispatchSource != nil else {
+            throw .configuration("post(_:): the event system is not started (start() it first)")
+        }
+        switch event.kind {
+        case .deviceAdded, .deviceRemoved, .eventsDropped:
+            throw .configuration(
+                "post(_:): \(event.kind.rawValue) events are the chain's own; post an input event (keys, buttons, motion, touches…)"
+            )
+        default:
+            return enqueue(event)
+        }
     }
 
     /// Dedicated-thread shape: move forwarded events into the queue, and what the
