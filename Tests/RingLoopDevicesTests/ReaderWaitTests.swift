@@ -6,7 +6,7 @@ import Testing
 
 @testable import RingLoopDevices
 
-/// Waiting for readers before a replay: a FUSE node counts its opens; a kernel node's
+/// Waiting for readers before a replay: a FUSE node counts the opens that read or polled; a kernel node's
 /// readers are the descriptors `/proc` shows on it, woken by inotify.
 @Suite("Waiting for readers", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct ReaderWaitTests {
@@ -19,12 +19,16 @@ struct ReaderWaitTests {
             #expect(!devices.waitForReaders(1, timeout: .milliseconds(50)))
             let first = open(node.path, O_RDONLY | O_NONBLOCK)
             defer { close(first) }
+            #expect(node.readerCount == 0, "an open that has not read is not a reader yet")
+            #expect(readOnce(first) == EAGAIN)
             #expect(node.readerCount == 1)
-            // The second reader opens from another thread while the wait is under way.
+            // The second reader opens and reads from another thread while the wait is under way.
             let opened = Atomic<Int32>(-1)
             let opener = PosixThread.start {
                 usleep(30_000)
-                opened.store(open(node.path, O_RDONLY | O_NONBLOCK), ordering: .releasing)
+                let fd = open(node.path, O_RDONLY | O_NONBLOCK)
+                opened.store(fd, ordering: .releasing)
+                _ = readOnce(fd)
             }
             let started = MonotonicInstant.now
             let came = devices.waitForReaders(2, timeout: .seconds(10))
@@ -46,6 +50,7 @@ struct ReaderWaitTests {
             let nodes: [any VirtualInputDevice] = [try folder.addDevice(testMouse), try folder.addDevice(testMouse)]
             let reader = open(nodes[0].nodePath, O_RDONLY | O_NONBLOCK)
             defer { close(reader) }
+            #expect(readOnce(reader) == EAGAIN)
             var reports: [(MonotonicInstant, [(node: String, readers: Int)])] = []
             let started = MonotonicInstant.now
             #expect(!nodes.waitForReaders(1, timeout: .milliseconds(2500), progress: { reports.append((.now, $0)) }))
@@ -85,4 +90,10 @@ struct ReaderWaitTests {
         opener.join()
         #expect(MonotonicInstant.now - started < .seconds(4))
     }
+}
+
+/// Reads `fd` once (non-blocking, nothing queued): the errno it fails with.
+private func readOnce(_ fd: Int32) -> Int32 {
+    var bytes = [UInt8](repeating: 0, count: 24)
+    return read(fd, &bytes, bytes.count) < 0 ? errno : 0
 }

@@ -61,17 +61,39 @@ struct ReplaySessionTests {
         defer { close(first) }
         // One node of two has its reader: the session must still wait.
         let node = try #require(session.devices[0][0] as? FUSEEvdevNode)
-        let limit = MonotonicInstant.now + .seconds(10)
-        while node.clientCount < 1 && MonotonicInstant.now < limit { sched_yield() }
         var waiter = pollfd(fd: first, events: Int16(POLLIN), revents: 0)
         #expect(poll(&waiter, 1, 200) == 0, "a frame was sent before every node had a reader")
+        #expect(node.readerCount == 1, "the poll made the open a reader")
         let second = open(session.nodePaths[1], O_RDONLY | O_NONBLOCK)
         defer { close(second) }
+        var nothing = [UInt8](repeating: 0, count: 24)
+        #expect(read(second, &nothing, nothing.count) == -1 && errno == EAGAIN)
         let outcome = session.wait()
         #expect(outcome.framesSent == 6 && outcome.failures.isEmpty, "\(outcome)")
         #expect(readEvents(first).count == 6)
         let finished = started.load(ordering: .acquiring)
         #expect(finished)
+    }
+
+    @Test("A reader counts from its first read or poll, not its open: one that sets its clock first loses no frame")
+    func readerCountsFromItsFirstRead() throws {
+        // What `ringloop record` does: open, set the clock (which flushes what was queued
+        // into a SYN_DROPPED, as the kernel's evdev does), read the description, then wait.
+        let session = try ReplaySession(files: [[mouseRecording(frames: 3)]], configuration: sessionConfiguration(readers: 1))
+        defer { session.close() }
+        session.start()
+        let reader = open(session.nodePaths[0], O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        let node = try #require(session.devices[0][0] as? FUSEEvdevNode)
+        #expect(node.clientCount == 1 && node.readerCount == 0, "an open alone is not a reader")
+        try EvdevDevice(fileDescriptor: reader).setClock(CLOCK_MONOTONIC)
+        _ = try InputDeviceDescription(fileDescriptor: reader)
+        #expect(node.readerCount == 0)
+        var waiter = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&waiter, 1, Int32(TestWait.bound.components.seconds * 1000)) == 1, "the poll made it a reader and the replay began")
+        #expect(session.wait().framesSent == 3)
+        let events = readEvents(reader)
+        #expect(events.map(\.code) == [0, 0, 0, 0, 0, 0] && events.map(\.value) == [1, 0, 1, 0, 1, 0], "every frame, no SYN_DROPPED")
     }
 
     @Test("Readers that never come end the wait at its bound, with the failure")

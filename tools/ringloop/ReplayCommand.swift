@@ -14,9 +14,10 @@ struct ReplayCommand: ParsableCommand {
         discussion: """
             Prints each device's node first, one per line (so another program can open
             them), then replays and keeps the devices until the replay ends or Ctrl-C.
-            With --wait-for-readers N the replay starts once N readers hold each node
-            (FUSE nodes count their opens; --wait then bounds the wait); otherwise after
-            --wait seconds. Progress goes to standard error at most once a second.
+            With --wait-for-readers N the replay starts once N readers read each node
+            (FUSE nodes count the opens that have read or polled; --wait then bounds
+            the wait); otherwise after --wait seconds. Progress goes to standard error
+            at most once a second.
 
             Every device of a file is hosted and replayed on the file's clock (a libinput
             record of several devices, an evemu file of several descriptions); several
@@ -59,7 +60,7 @@ struct ReplayCommand: ParsableCommand {
     @Option(help: "The FUSE folder to mount (default: /tmp/ringloop-replay-PID).", completion: .directory)
     var mount: String?
 
-    @Option(help: "Start once this many readers hold each node (FUSE nodes only).")
+    @Option(help: "Start once this many readers read each node (FUSE nodes only).")
     var waitForReaders: Int?
 
     @Option(help: "Seconds to wait before replaying (default 1); with --wait-for-readers, the most to wait for them.")

@@ -93,6 +93,9 @@ extension FUSEEvdevNode {
         var pollHandle: OpaquePointer?
         var pendingReads: [(request: fuse_req_t, size: Int)] = []
         var revoked = false
+        /// Whether the reader has read or polled the node: it is set up (its clock, its
+        /// description read) and waits for events (``FUSEEvdevNode/readerCount``).
+        var hasAskedForEvents = false
 
         /// Takes up to `maximumBytes` of complete events, as `read(2)` returns them.
         mutating func takeEvents(maximumBytes: Int) -> [UInt8] {

@@ -97,6 +97,14 @@ public final class FUSEEvdevNode: @unchecked Sendable {
         _ = Glibc.write(openings.write, &byte, 1)
     }
 
+    /// Marks the reader at `index` as one that asked for events, waking a wait for readers
+    /// the first time.
+    fileprivate func noteAsked(_ node: inout NodeState, at index: Dictionary<UInt64, Client>.Index) {
+        guard !node.clients.values[index].hasAskedForEvents else { return }
+        node.clients.values[index].hasAskedForEvents = true
+        signalOpening()
+    }
+
     // MARK: Sending events
 
     /// Sends one event through the device, as its driver would: the input core's filter
@@ -158,6 +166,12 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// Open files on the node.
     public var clientCount: Int { guarded.withLock { $0.clients.count } }
 
+    /// Open files on the node whose readers have asked for events (read or polled it) —
+    /// the readers a replay waits for. A reader counts from its first read or poll, not
+    /// its open: between the two it sets its clock, which flushes what it had queued into
+    /// a `SYN_DROPPED` (as the kernel's evdev does), and reads the description.
+    public var readerCount: Int { guarded.withLock { $0.clients.values.count(where: \.hasAskedForEvents) } }
+
     /// Events each open file has not read yet, one count per file in no particular order
     /// (a test waits for another program's reader to have taken everything).
     package var unreadEventCounts: [Int] { guarded.withLock { $0.clients.values.map(\.buffer.unreadCount) } }
@@ -218,6 +232,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             node.served.reads += 1
             // A reader that is gone (its file released) has no buffer: EBADF.
             guard let index = node.clients.index(forKey: id) else { return replies.append(.error(req, EBADF)) }
+            noteAsked(&node, at: index)
             if node.removed || node.clients.values[index].revoked { return replies.append(.error(req, ENODEV)) }
             if size < InputEvent.size { return replies.append(.error(req, EINVAL)) }
             if node.clients.values[index].buffer.hasReadableEvents {
@@ -266,6 +281,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
                 if let handle { fuse_pollhandle_destroy(handle) }
                 return UInt32(POLLERR | POLLHUP)
             }
+            noteAsked(&node, at: index)
             let hungUp = node.removed || node.clients.values[index].revoked
             if let handle {
                 if hungUp {

@@ -42,7 +42,8 @@ public final class ReplaySession: Sendable {
         public var bufferSize: Int?
         /// Recorded pace, scaled, or as fast as possible.
         public var speed: ReplaySpeed
-        /// Readers each node must have open before the first frame is sent (0: none).
+        /// Readers each node must have before the first frame is sent (0: none): on FUSE
+        /// nodes, opens that have read or polled (``FUSEEvdevNode/readerCount``).
         public var readers: Int
         /// How long to wait for ``readers`` (`nil`: until cancelled).
         public var readersTimeout: Duration?
@@ -310,11 +311,11 @@ public final class ReplaySession: Sendable {
         return nil
     }
 
-    /// How many readers hold `device`'s node open, where the backend can tell: a FUSE
-    /// node counts its opens; the kernel does not say how many have a uinput device's
-    /// node open (`nil`).
+    /// How many readers read `device`'s node, where the backend can tell: a FUSE node
+    /// counts the opens that have read or polled it; the kernel does not say how many
+    /// have a uinput device's node open (`nil`).
     static func readerCount(of device: any VirtualInputDevice) -> Int? {
-        (device as? FUSEEvdevNode)?.clientCount
+        (device as? FUSEEvdevNode)?.readerCount
     }
 }
 

@@ -18,8 +18,9 @@ public protocol VirtualInputDevice: AnyObject, Sendable {
     func send(_ events: [(type: UInt16, code: UInt16, value: Int32)]) throws(VirtualDeviceError)
     /// Removes the device; readers get `ENODEV`.
     func remove()
-    /// Readers holding the node now: the open files a FUSE node serves (exact), or the
-    /// descriptors open on a uinput device's node (see ``UInputDevice/readerCount``).
+    /// Readers holding the node now: the open files a FUSE node serves that have read or
+    /// polled it (exact, see ``FUSEEvdevNode/readerCount``), or the descriptors open on a
+    /// uinput device's node (see ``UInputDevice/readerCount``).
     var readerCount: Int { get }
     /// Returns when a reader may have come or gone, or after `timeout`, whichever is
     /// first (``waitForReaders(_:timeout:shouldStop:)`` waits with it).
@@ -28,9 +29,6 @@ public protocol VirtualInputDevice: AnyObject, Sendable {
 
 extension FUSEEvdevNode: VirtualInputDevice {
     public var nodePath: String { path }
-
-    /// The node's open files (its server sees every open and release).
-    public var readerCount: Int { clientCount }
 
     public func waitForReaderChange(timeout: Duration) {
         let bound = min(timeout, .milliseconds(100))
