@@ -359,6 +359,3 @@ extension FUSENodeTests {
         #expect(read(fd, &event, MemoryLayout<input_event>.size) == -1, "the open node answers with an error")
     }
 }
-
-/// The kernel's table of this process's mounts, as text.
-func mountTable() -> String { textOfFile("/proc/self/mountinfo") ?? "" }

@@ -8,7 +8,7 @@ public enum MountLeakCheck {
         atexit {
             let pid = "-\(getpid())-"
             var leftovers: [String] = []
-            for line in (textOfFile("/proc/self/mountinfo") ?? "").split(separator: "\n") {
+            for line in mountTable().split(separator: "\n") {
                 let fields = line.split(separator: " ")
                 if fields.count > 4, fields[4].hasPrefix("/tmp/ringloop-"), fields[4].contains(pid) {
                     leftovers.append(String(fields[4]))

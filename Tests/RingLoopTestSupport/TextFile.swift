@@ -17,3 +17,6 @@ package func textOfFile(_ path: String, limit: Int = .max) -> String? {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
+
+/// The kernel's table of this process's mounts (`/proc/self/mountinfo`), as text.
+package func mountTable() -> String { textOfFile("/proc/self/mountinfo") ?? "" }
