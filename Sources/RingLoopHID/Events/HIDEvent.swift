@@ -78,6 +78,10 @@ public struct HIDEvent: Sendable, Equatable {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
         case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped
+
+        /// Whether the event says a device came or went: a full queue never drops one (it
+        /// waits aside until there is room), and an app cannot post one.
+        var isDeviceLifecycle: Bool { self == .deviceAdded || self == .deviceRemoved }
     }
 }
 

@@ -64,7 +64,7 @@ final class ServedClient {
     /// gathered, or counted while it lags.
     func take(_ event: HIDEvent, server: HIDEventServer) {
         shadow.apply(event)
-        let isLifecycle = event.kind == .deviceAdded || event.kind == .deviceRemoved
+        let isLifecycle = event.kind.isDeviceLifecycle
         if lagging {
             if isLifecycle { lifecycleBacklog.append(event) } else { droppedSinceLag += 1 }
             return
@@ -152,7 +152,7 @@ final class ServedClient {
         }
         lagging = true
         for event in events {
-            if event.kind == .deviceAdded || event.kind == .deviceRemoved {
+            if event.kind.isDeviceLifecycle {
                 lifecycleBacklog.append(event)
             } else {
                 droppedSinceLag += 1

@@ -274,7 +274,7 @@ final class ServerDeviceFeed: DeviceFeed {
             switch ServerWire.MessageID(rawValue: message.msgid) {
             case .device:
                 let device = try ServerWire.decodeDevice(message.data)
-                guard devices.index(forKey: device.id) != nil || devices.count < ServerWire.maximumDevices else {
+                guard isDescribed(device.id) || devices.count < ServerWire.maximumDevices else {
                     throw .outOfRange(field: "devices described", value: Int64(devices.count + 1))
                 }
                 devices[device.id] = device
@@ -298,6 +298,10 @@ final class ServerDeviceFeed: DeviceFeed {
         onError(.server(name: attachment.name, reason: reason()))
     }
 
+    /// Whether the server has described `device` and not removed it. (`index(forKey:)`:
+    /// `devices[id] != nil` copies the whole description out of the table.)
+    private func isDescribed(_ device: HIDDeviceID) -> Bool { devices.index(forKey: device) != nil }
+
     /// An event of a device the server has not described (or has removed): dropped.
     private func undescribed() {
         unknownDeviceEvents += 1
@@ -312,7 +316,7 @@ final class ServerDeviceFeed: DeviceFeed {
         case .deviceAdded:
             // Announced by its description first; the table changes before the event
             // reaches handlers, as for a device of this process.
-            guard devices.index(forKey: event.device) != nil else { return undescribed() }
+            guard isDescribed(event.device) else { return undescribed() }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .deviceRemoved:
             guard devices.removeValue(forKey: event.device) != nil else { return undescribed() }
@@ -321,8 +325,8 @@ final class ServerDeviceFeed: DeviceFeed {
             break
         default:
             // Handlers only see events of devices the server described and has not
-            // removed. (`index(forKey:)`: `devices[id] != nil` copied the description out.)
-            guard devices.index(forKey: event.device) != nil else { return undescribed() }
+            // removed.
+            guard isDescribed(event.device) else { return undescribed() }
         }
         seen.apply(event)
         sink(event)

@@ -54,7 +54,7 @@ final class Forwarder: @unchecked Sendable {
             if shared.events.count < capacity {
                 shared.events.append(event)
             } else {
-                if event.kind == .deviceAdded || event.kind == .deviceRemoved {
+                if event.kind.isDeviceLifecycle {
                     shared.taken.lifecycle.append(event)
                 } else {
                     shared.taken.dropped += 1

@@ -26,7 +26,7 @@ extension HIDEventSystem {
         produced.apply(event)
         let queued = queue.push(event)
         if !queued {
-            if event.kind == .deviceAdded || event.kind == .deviceRemoved {
+            if event.kind.isDeviceLifecycle {
                 lifecycleBacklog.append(event)
             } else {
                 lost.insert(event.device)
