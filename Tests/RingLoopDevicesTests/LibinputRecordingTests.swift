@@ -140,22 +140,16 @@ struct LibinputToolTests {
             ]
             let ours = nodes.map { open($0.path, O_RDONLY | O_NONBLOCK) }
             defer { ours.forEach { close($0) } }
+            // Our readers read once (nothing yet), so the nodes count them as readers.
+            var nothing = [UInt8](repeating: 0, count: 24)
+            for fd in ours { #expect(read(fd, &nothing, nothing.count) == -1 && errno == EAGAIN) }
             // Spawned with default signal actions: libinput record's signalfd must see SIGINT.
             let process = try Spawned(Self.tool, ["record", "--show-keycodes", "-o", output] + nodes.map(\.path))
-            // Replay once libinput has both nodes open (each has our reader and its), and
-            // keeps them: it opens each node more than once while it starts.
-            let deadline = MonotonicInstant.now + .seconds(10)
-            var steadySince: MonotonicInstant?
-            while MonotonicInstant.now < deadline {
-                if nodes.allSatisfy({ $0.clientCount >= 2 }) {
-                    if steadySince == nil { steadySince = .now }
-                    if MonotonicInstant.now - steadySince! > .milliseconds(300) { break }
-                } else {
-                    steadySince = nil
-                }
-                usleep(10_000)
-            }
-            try #require(nodes.allSatisfy { $0.clientCount >= 2 }, "libinput record never opened the nodes: \(nodes.map(\.clientCount))")
+            // Replay once libinput record polls both nodes (each then has two readers): it
+            // opens each node more than once while it starts, and reads only from its loop.
+            try #require(
+                waitUntil { nodes.allSatisfy { $0.readerCount >= 2 } },
+                "libinput record never read the nodes: \(nodes.map(\.readerCount)) readers, \(nodes.map(\.clientCount)) opens")
             try Replay.play([(touchpad, nodes[0]), (keyboard, nodes[1])], timeline: .eachFromItsStart, speed: .scaled(4))
             // libinput record has read every event (its file has nothing left unread, ours
             // everything); it writes what it read before it handles the signal, which its
