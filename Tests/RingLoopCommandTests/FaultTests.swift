@@ -28,17 +28,24 @@ func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
     return done
 }
 
-/// The processes `pid` started that still run (`/proc/PID/task/*/children`): a
-/// backtracer the Swift runtime spawned, for one.
+/// The Swift runtime's backtracers among the processes `pid` started that still run
+/// (`/proc/PID/task/*/children`, then each one's `comm`); not its other children (the
+/// FUSE guardian, which must be left to clean up).
+///
 /// Read with `opendir` and `fread`: Foundation's `String(contentsOfFile:)` leaked its
 /// buffer (LeakSanitizer, CI) when a task ended mid-read.
-func childProcesses(of pid: pid_t) -> [pid_t] {
+func backtracers(of pid: pid_t) -> [pid_t] {
     var children: [pid_t] = []
     for task in directoryEntries("/proc/\(pid)/task") ?? [] {
         let text = textOfFile("/proc/\(pid)/task/\(task.name)/children") ?? ""
         children += text.split(separator: " ").compactMap { pid_t($0) }
     }
-    return children
+    return children.filter(isBacktracer)
+}
+
+/// Whether the process `pid` is a Swift backtracer now (its `comm`).
+func isBacktracer(_ pid: pid_t) -> Bool {
+    textOfFile("/proc/\(pid)/comm")?.hasPrefix("swift-backtrace") == true
 }
 
 /// Whether the folder at `path` is gone within 2 s: a process removes the mount folder it
@@ -147,8 +154,8 @@ struct FaultTests {
         // The backtracer the runtime started (a child of the host) stays while the host
         // runs; orphaned by the SIGKILL below it waited for ever on a socket whose other
         // end it holds itself (the Swift runtime's, not this package's): it is ended too.
-        let backtracers = childProcesses(of: child.pid)
-        defer { for pid in backtracers { kill(pid, SIGKILL) } }
+        let orphans = backtracers(of: child.pid)
+        defer { for pid in orphans where isBacktracer(pid) { kill(pid, SIGKILL) } }
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
         child.signal(SIGKILL)
         #expect(waitUntil(timeout: .seconds(2)) { child.exited })

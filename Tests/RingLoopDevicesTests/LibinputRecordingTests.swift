@@ -145,11 +145,13 @@ struct LibinputToolTests {
             for fd in ours { #expect(read(fd, &nothing, nothing.count) == -1 && errno == EAGAIN) }
             // Spawned with default signal actions: libinput record's signalfd must see SIGINT.
             let process = try Spawned(Self.tool, ["record", "--show-keycodes", "-o", output] + nodes.map(\.path))
-            // Replay once libinput record polls both nodes (each then has two readers): it
-            // opens each node more than once while it starts, and reads only from its loop.
+            // Replay once libinput record polls both nodes (each then has two readers) and
+            // has taken its clock's origin, which it says ("Recording to"): a frame before
+            // the origin would have a negative time. (Its epoll may be armed before.)
             try #require(
                 waitUntil { nodes.allSatisfy { $0.readerCount >= 2 } },
                 "libinput record never read the nodes: \(nodes.map(\.readerCount)) readers, \(nodes.map(\.clientCount)) opens")
+            try #require(process.waitFor("Recording to", inError: true), "libinput record never started: \(process.error)")
             try Replay.play([(touchpad, nodes[0]), (keyboard, nodes[1])], timeline: .eachFromItsStart, speed: .scaled(4))
             // libinput record has read every event (its file has nothing left unread, ours
             // everything); it writes what it read before it handles the signal, which its

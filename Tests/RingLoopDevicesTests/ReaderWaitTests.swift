@@ -10,7 +10,7 @@ import Testing
 /// readers are the descriptors `/proc` shows on it, woken by inotify.
 @Suite("Waiting for readers", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct ReaderWaitTests {
-    @Test("A FUSE node: the wait ends when the second reader opens, not before; a timeout is false")
+    @Test("A FUSE node: the wait ends when the second reader reads, not before; a timeout is false")
     func fuseNode() throws {
         try withDeviceFolder { folder in
             let node = try folder.addDevice(testMouse)
@@ -20,8 +20,15 @@ struct ReaderWaitTests {
             let first = open(node.path, O_RDONLY | O_NONBLOCK)
             defer { close(first) }
             #expect(node.readerCount == 0, "an open that has not read is not a reader yet")
+            // The first read wakes a wait for readers (a byte in the node's pipe); a second
+            // read does not.
+            drain(node.openings.read)
             #expect(readOnce(first) == EAGAIN)
             #expect(node.readerCount == 1)
+            #expect(hasByte(node.openings.read), "the first read woke no wait")
+            drain(node.openings.read)
+            #expect(readOnce(first) == EAGAIN)
+            #expect(!hasByte(node.openings.read), "a second read woke the wait again")
             // The second reader opens and reads from another thread while the wait is under way.
             let opened = Atomic<Int32>(-1)
             let opener = PosixThread.start {
@@ -37,7 +44,7 @@ struct ReaderWaitTests {
             defer { close(opened.load(ordering: .acquiring)) }
             #expect(came)
             #expect(opened.load(ordering: .acquiring) >= 0)
-            #expect(waited < .seconds(5), "woken by the open, not by the timeout")
+            #expect(waited < .seconds(5), "woken by the read, not by the timeout")
             #expect(node.readerCount == 2)
             // A stop request ends the wait at once.
             #expect(!node.waitForReaders(3, timeout: .seconds(10), shouldStop: { true }))
@@ -96,4 +103,16 @@ struct ReaderWaitTests {
 private func readOnce(_ fd: Int32) -> Int32 {
     var bytes = [UInt8](repeating: 0, count: 24)
     return read(fd, &bytes, bytes.count) < 0 ? errno : 0
+}
+
+/// Whether the pipe `fd` has a byte to read now.
+private func hasByte(_ fd: Int32) -> Bool {
+    var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&entry, 1, 0) == 1
+}
+
+/// Reads everything waiting in the non-blocking pipe `fd`.
+private func drain(_ fd: Int32) {
+    var bytes = [UInt8](repeating: 0, count: 64)
+    while read(fd, &bytes, bytes.count) > 0 {}
 }

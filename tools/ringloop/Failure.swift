@@ -180,8 +180,8 @@ enum InputPath: Equatable {
     /// Checks, without opening it, that `path` may be an evdev node (a character device,
     /// or a regular file: a FUSE node); whether it is a character device. A reader that
     /// is about to open the node once must not open it twice: a replay waiting for
-    /// readers (`--wait-for-readers`) would start at the first open and send its first
-    /// frames before the second.
+    /// readers (`--wait-for-readers`) could start once the first open reads or polls and
+    /// send its first frames before the second.
     static func requireNodeWithoutOpening(_ path: String, expected: String) throws(Failure) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .input(path, errno: Errno(rawValue: errno)) }

@@ -79,7 +79,7 @@ struct ReplayCommand: ParsableCommand {
         }
         if waitForReaders != nil, backend == .uinput {
             throw ValidationError(
-                "--wait-for-readers counts the opens of FUSE nodes; the kernel does not say who has a uinput node open (use --wait SECONDS)"
+                "--wait-for-readers counts the readers of FUSE nodes (opens that read or polled); the kernel does not say who has a uinput node open (use --wait SECONDS)"
             )
         }
     }

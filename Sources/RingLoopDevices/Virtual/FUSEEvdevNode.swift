@@ -26,8 +26,8 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// `Mutex`, for ThreadSanitizer's sake: see ``ThreadLock``).
     let guarded: ThreadLock<NodeState>
     let bufferSize: Int
-    /// A pipe written at every open and close (a byte, never blocking), read by
-    /// ``waitForReaderChange(timeout:)``.
+    /// A pipe written at every open and close and at a reader's first read or poll (a
+    /// byte, never blocking), read by ``waitForReaderChange(timeout:)``.
     let openings: (read: Int32, write: Int32) = {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return (-1, -1) }
@@ -169,8 +169,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// Open files on the node whose readers have asked for events (read or polled it) —
     /// the readers a replay waits for. A reader counts from its first read or poll, not
     /// its open: between the two it sets its clock, which flushes what it had queued into
-    /// a `SYN_DROPPED` (as the kernel's evdev does), and reads the description.
-    public var readerCount: Int { guarded.withLock { $0.clients.values.count(where: \.hasAskedForEvents) } }
+    /// a `SYN_DROPPED` (as the kernel's evdev does), and reads the description. (A reader
+    /// that polls first and sets its clock after can still lose what came between.)
+    /// A file revoked (`EVIOCREVOKE`) is not counted: it gets no more events.
+    public var readerCount: Int { guarded.withLock { $0.clients.values.count { $0.hasAskedForEvents && !$0.revoked } } }
 
     /// Events each open file has not read yet, one count per file in no particular order
     /// (a test waits for another program's reader to have taken everything).
