@@ -145,6 +145,10 @@ struct LibinputToolTests {
             for fd in ours { #expect(read(fd, &nothing, nothing.count) == -1 && errno == EAGAIN) }
             // Spawned with default signal actions: libinput record's signalfd must see SIGINT.
             let process = try Spawned(Self.tool, ["record", "--show-keycodes", "-o", output] + nodes.map(\.path))
+            // Ended whatever happens below: a failed requirement left it running for ever
+            // (Spawned's reading threads keep it alive while the child holds its pipes), and
+            // spinning once the folder was gone.
+            defer { process.finish(timeout: .zero) }
             // Replay once libinput record polls both nodes (each then has two readers) and
             // has taken its clock's origin, which it says ("Recording to"): a frame before
             // the origin would have a negative time. (Its epoll may be armed before.)
