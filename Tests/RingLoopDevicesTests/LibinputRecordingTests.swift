@@ -141,8 +141,7 @@ struct LibinputToolTests {
             let ours = nodes.map { open($0.path, O_RDONLY | O_NONBLOCK) }
             defer { ours.forEach { close($0) } }
             // Our readers read once (nothing yet), so the nodes count them as readers.
-            var nothing = [UInt8](repeating: 0, count: 24)
-            for fd in ours { #expect(read(fd, &nothing, nothing.count) == -1 && errno == EAGAIN) }
+            for fd in ours { #expect(readOnce(fd) == EAGAIN) }
             // Spawned with default signal actions: libinput record's signalfd must see SIGINT.
             let process = try Spawned(Self.tool, ["record", "--show-keycodes", "-o", output] + nodes.map(\.path))
             // Ended whatever happens below: a failed requirement left it running for ever

@@ -99,8 +99,9 @@ struct ReaderWaitTests {
     }
 }
 
-/// Reads `fd` once (non-blocking, nothing queued): the errno it fails with.
-private func readOnce(_ fd: Int32) -> Int32 {
+/// Reads `fd` once (non-blocking, nothing queued): the errno it fails with. A FUSE node
+/// counts the file as a reader from then on.
+func readOnce(_ fd: Int32) -> Int32 {
     var bytes = [UInt8](repeating: 0, count: 24)
     return read(fd, &bytes, bytes.count) < 0 ? errno : 0
 }
