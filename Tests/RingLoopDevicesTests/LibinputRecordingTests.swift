@@ -144,9 +144,8 @@ struct LibinputToolTests {
             for fd in ours { #expect(readOnce(fd) == EAGAIN) }
             // Spawned with default signal actions: libinput record's signalfd must see SIGINT.
             let process = try Spawned(Self.tool, ["record", "--show-keycodes", "-o", output] + nodes.map(\.path))
-            // Ended whatever happens below: a failed requirement left it running for ever
-            // (Spawned's reading threads keep it alive while the child holds its pipes), and
-            // spinning once the folder was gone.
+            // Ended with its output read whatever happens below (a libinput record left
+            // running spins once the folder is gone).
             defer { process.finish(timeout: .zero) }
             // Replay once libinput record polls both nodes (each then has two readers) and
             // has taken its clock's origin, which it says ("Recording to"): a frame before

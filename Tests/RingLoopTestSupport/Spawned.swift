@@ -7,18 +7,28 @@ import Synchronization
 /// with SIGINT ignored), standard output and error read as they come, nothing leaked
 /// (Foundation's `Process` leaks inside itself, which AddressSanitizer reports).
 public final class Spawned: @unchecked Sendable {
-    // @unchecked: `output` and `error` are appended by the reading threads and read
-    // under `lock`; the rest is set once.
+    // @unchecked: what the reading threads touch is in `pipes` (locked or atomic); the
+    // rest is set once, or only by the thread that owns this object.
     public let pid: pid_t
-    // A pthread mutex (ThreadLock), not Synchronization's Mutex: ThreadSanitizer cannot see
-    // Mutex's contended path and reported a race between a reader and `output`.
-    private let lock = ThreadLock<(output: [UInt8], error: [UInt8], status: Int32?)>(([], [], nil))
+    /// What the reading threads share with this object. They hold it, not this object: a
+    /// test that stops early (a failed requirement) drops its `Spawned`, whose `deinit`
+    /// ends the child, even while the child still holds its pipes.
+    private let pipes = PipeState()
     private var readers: [pthread_t] = []
-    /// Set when the child has ended and its pipes stayed open for a while after: some
-    /// process it started (a backtracer, say) holds them; what came so far is kept.
-    fileprivate let abandonPipes = Atomic<Bool>(false)
-    /// Reading threads that reached their pipe's end (or gave up).
-    fileprivate let readersDone = Atomic<Int>(0)
+
+    /// The child's output as the reading threads gather it.
+    private final class PipeState: @unchecked Sendable {
+        // @unchecked: `lock` guards the bytes and the status; the rest is atomic.
+        // A pthread mutex (ThreadLock), not Synchronization's Mutex: ThreadSanitizer
+        // cannot see Mutex's contended path and reported a race between a reader and
+        // the output.
+        let lock = ThreadLock<(output: [UInt8], error: [UInt8], status: Int32?)>(([], [], nil))
+        /// Set when the child has ended and its pipes stayed open for a while after: some
+        /// process it started (a backtracer, say) holds them; what came so far is kept.
+        let abandonPipes = Atomic<Bool>(false)
+        /// Reading threads that reached their pipe's end (or gave up).
+        let readersDone = Atomic<Int>(0)
+    }
     private static let spawnLock = SpawnLock()
 
     final class SpawnLock: @unchecked Sendable {
@@ -91,21 +101,22 @@ public final class Spawned: @unchecked Sendable {
 
     private func startReader(_ fd: Int32, error: Bool) -> pthread_t {
         final class Context {
-            let spawned: Spawned
+            let pipes: PipeState
             let fd: Int32
             let error: Bool
-            init(_ spawned: Spawned, _ fd: Int32, _ error: Bool) {
-                self.spawned = spawned
+            init(_ pipes: PipeState, _ fd: Int32, _ error: Bool) {
+                self.pipes = pipes
                 self.fd = fd
                 self.error = error
             }
         }
         var thread = pthread_t()
-        let context = Unmanaged.passRetained(Context(self, fd, error)).toOpaque()
+        let context = Unmanaged.passRetained(Context(pipes, fd, error)).toOpaque()
         pthread_create(
             &thread, nil,
             { raw in
                 let context = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Context
+                let pipes = context.pipes
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while true {
                     // Polled, so a reader can give up on a pipe that a descendant of the child
@@ -113,37 +124,37 @@ public final class Spawned: @unchecked Sendable {
                     var entry = pollfd(fd: context.fd, events: Int16(POLLIN), revents: 0)
                     let ready = poll(&entry, 1, 100)
                     if ready == 0 {
-                        if context.spawned.abandonPipes.load(ordering: .acquiring) { break }
+                        if pipes.abandonPipes.load(ordering: .acquiring) { break }
                         continue
                     }
                     if ready < 0 && errno == EINTR { continue }
                     let count = read(context.fd, &buffer, buffer.count)
                     if count < 0 && errno == EINTR { continue }
                     if count <= 0 { break }
-                    context.spawned.lock.withLock { state in
+                    pipes.lock.withLock { state in
                         if context.error { state.error += buffer[0..<count] } else { state.output += buffer[0..<count] }
                     }
                 }
                 close(context.fd)
-                context.spawned.readersDone.add(1, ordering: .releasing)
+                pipes.readersDone.add(1, ordering: .releasing)
                 return nil
             }, context)
         return thread
     }
 
     /// Standard output so far.
-    public var output: String { lock.withLock { String(decoding: $0.output, as: UTF8.self) } }
+    public var output: String { pipes.lock.withLock { String(decoding: $0.output, as: UTF8.self) } }
     /// Standard error so far.
-    public var error: String { lock.withLock { String(decoding: $0.error, as: UTF8.self) } }
+    public var error: String { pipes.lock.withLock { String(decoding: $0.error, as: UTF8.self) } }
 
     /// The exit status (`WEXITSTATUS`, or 128 + the signal that killed it) once it ended,
     /// without waiting; `nil` while it runs.
     public var status: Int32? {
-        if let status = lock.withLock({ $0.status }) { return status }
+        if let status = pipes.lock.withLock({ $0.status }) { return status }
         var raw: Int32 = 0
         guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
         let status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-        lock.withLock { $0.status = status }
+        pipes.lock.withLock { $0.status = status }
         return status
     }
 
@@ -181,14 +192,9 @@ public final class Spawned: @unchecked Sendable {
     private func joinReaders() {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(5)
-        while readersDone.load(ordering: .acquiring) < readers.count && clock.now < deadline { usleep(5_000) }
-        abandonPipes.store(true, ordering: .releasing)
-        // The last reference can go on a reader thread itself (its context holds this
-        // object): that thread cannot join itself, so it is detached instead (ThreadSanitizer
-        // reported it as a leaked thread).
-        for reader in readers {
-            if pthread_equal(reader, pthread_self()) != 0 { pthread_detach(reader) } else { pthread_join(reader, nil) }
-        }
+        while pipes.readersDone.load(ordering: .acquiring) < readers.count && clock.now < deadline { usleep(5_000) }
+        pipes.abandonPipes.store(true, ordering: .releasing)
+        for reader in readers { pthread_join(reader, nil) }
         readers = []
     }
 
@@ -206,7 +212,7 @@ public final class Spawned: @unchecked Sendable {
     }
 
     deinit {
-        if lock.withLock({ $0.status }) == nil {
+        if pipes.lock.withLock({ $0.status }) == nil {
             kill(pid, SIGKILL)
             var raw: Int32 = 0
             waitpid(pid, &raw, 0)
