@@ -230,6 +230,16 @@ let scenarios: [Scenario] = [
         d.perform("c", modes: ["common"], action: nil)
         _ = d.run(milliseconds: 1000)
     },
+    Scenario(
+        "a block in the common modes runs in a mode that existed before it was marked common",
+        contains: ["block c", "run late → timedOut"]
+    ) { d in
+        d.add(d.source("keep"), "late")
+        _ = d.run("late", milliseconds: 10)
+        d.addCommonMode("late")
+        d.perform("c", modes: ["common"], action: nil)
+        _ = d.run("late", milliseconds: 30)
+    },
     Scenario("a block enqueued by a block runs at the next blocks phase", contains: ["block b2", "run default → timedOut"]) { d in
         d.add(d.source("keep"), "default")
         d.add(d.observer("o", [.beforeWaiting, .afterWaiting]), "default")

@@ -170,5 +170,22 @@ struct InvariantTests {
         }
         #expect(stopped(result, saying: "listed at 0, indexed 1"))
     }
+
+    @Test("A mode flagged common that the loop's common modes do not list stops the process")
+    func commonFlag() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onFreshLoopThread {
+                let loop = RingRunLoop.current
+                loop.add(LoopSource {}, to: .default)
+                loop.add(LoopSource {}, to: .tracking)
+                loop.addCommonMode(.tracking)
+                loop.checkInvariants()
+                loop.commonModeSet.remove(.tracking)
+                loop.checkInvariants()
+            }
+            exit(0)
+        }
+        #expect(stopped(result, saying: "flagged common against the loop's common modes"))
+    }
 }
 #endif

@@ -225,9 +225,10 @@ enum LoopBench {
     // MARK: Same-thread throughput
 
     /// Signal → perform cycles per second of one source that re-signals itself, and the
-    /// kernel entries per pass it took.
-    static func oursSource0(count: Int) -> (perSecond: Double, entersPerPass: Double) {
-        onFreshThread {
+    /// kernel entries per pass it took; on the main thread (`onMain`) the loop is the
+    /// main loop, which also serves the main dispatch queue, as an app's does.
+    static func oursSource0(count: Int, onMain: Bool = false) -> (perSecond: Double, entersPerPass: Double) {
+        onThread(main: onMain) {
             let loop = RingRunLoop.current
             // The same unchecked box as Foundation's side below, so both callbacks cost
             // the same and the figure measures the loops (a LoopBound would add its
@@ -326,16 +327,20 @@ enum LoopBench {
         var foundation: [Double] = []
         var oursBlocks: [Double] = []
         var foundationBlocks: [Double] = []
+        var oursMain: [Double] = []
         for _ in 0..<rounds {
             let result = oursSource0(count: count)
             ours.append(result.perSecond)
             enters.append(result.entersPerPass)
             foundation.append(foundationSource0(count: count))
+            oursMain.append(oursSource0(count: count, onMain: true).perSecond)
             oursBlocks.append(Self.oursBlocks(count: count))
             foundationBlocks.append(Self.foundationBlocks(count: count))
         }
         return [
             BenchResult("source0.per_s", "1/s", ours: median(ours), foundation: median(foundation)),
+            // (Foundation's main loop, run the same way, never performed the source.)
+            BenchResult("source0.main.per_s", "1/s", ours: median(oursMain)),
             BenchResult("blocks.per_s", "1/s", ours: median(oursBlocks), foundation: median(foundationBlocks)),
             BenchResult("enter.per_pass.source0", "calls", ours: median(enters)),
         ]

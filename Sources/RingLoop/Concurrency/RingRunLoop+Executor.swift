@@ -63,8 +63,8 @@ extension RingRunLoop: TaskExecutor {
 
     /// Whether a job of `target` may run while the loop runs in `state`'s mode.
     func runs(_ target: JobQueue.Target, in state: ModeState) -> Bool {
-        guard let modes = target.modes else { return commonModeSet.contains(state.mode) }
-        return modes.contains(state.mode) || (modes.contains(.common) && commonModeSet.contains(state.mode))
+        guard let modes = target.modes else { return state.isCommon }
+        return modes.contains(state.mode) || (modes.contains(.common) && state.isCommon)
     }
 
     /// Whether a job waits, in any mode (loop thread; two loads, for every pass's checks).
@@ -79,7 +79,7 @@ extension RingRunLoop: TaskExecutor {
             for entry in localJobs[before...] where entry.target.modes != nil { localModedJobs += 1 }
         }
         guard !localJobs.isEmpty else { return false }
-        if localModedJobs == 0 { return commonModeSet.contains(state.mode) }
+        if localModedJobs == 0 { return state.isCommon }
         return localJobs.contains { runs($0.target, in: state) }
     }
 

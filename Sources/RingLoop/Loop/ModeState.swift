@@ -5,6 +5,9 @@ final class ModeState {
     /// Index in the loop's mode table; the bit items keep in their `modeMask`.
     let index: Int
     var bit: UInt64 { 1 << UInt64(index) }
+    /// Whether the mode is one of the loop's common modes (kept with the loop's set, so a
+    /// pass asks without hashing the mode's name).
+    var isCommon = false
 
     /// Version-0 sources, in no particular order (the sources phase orders the signalled
     /// ones by `order` and signal time). Changed only through ``insertSource0(_:)`` and

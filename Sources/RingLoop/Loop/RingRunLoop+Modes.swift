@@ -19,6 +19,7 @@ extension RingRunLoop {
             return nil
         }
         let state = ModeState(mode: mode, index: modeList.count)
+        state.isCommon = commonModeSet.contains(mode)
         modeTable[mode] = state
         modeList.append(state)
         return state
@@ -51,6 +52,7 @@ extension RingRunLoop {
         }
         guard mode != .common, !commonModeSet.contains(mode), modeState(mode, create: true) != nil else { return }
         commonModeSet.insert(mode)
+        modeTable[mode]?.isCommon = true
         for item in commonItems.values { addItem(item, toConcrete: mode) }
     }
 
@@ -67,7 +69,8 @@ extension RingRunLoop {
 extension RingRunLoop {
     /// Traps unless the mode table and every mode's state are consistent (debug builds
     /// only; tests call it after operations): each mode's state is listed at its index
-    /// and found by its name, and holds its own invariants (``ModeState/checkInvariants()``).
+    /// and found by its name, flagged common exactly when the loop's common modes list it,
+    /// and holds its own invariants (``ModeState/checkInvariants()``).
     /// Loop thread.
     func checkInvariants() {
         preconditionOnLoopThread("checkInvariants()")
@@ -75,6 +78,9 @@ extension RingRunLoop {
         for (index, state) in modeList.enumerated() {
             precondition(state.index == index, "RingRunLoop: mode '\(state.mode)' listed at \(index), indexed \(state.index)")
             precondition(modeTable[state.mode] === state, "RingRunLoop: mode '\(state.mode)' named for another state")
+            precondition(
+                state.isCommon == commonModeSet.contains(state.mode),
+                "RingRunLoop: mode '\(state.mode)' flagged \(state.isCommon ? "" : "not ")common against the loop's common modes")
             state.checkInvariants()
         }
     }

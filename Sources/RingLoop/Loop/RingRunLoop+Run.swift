@@ -88,7 +88,7 @@ extension RingRunLoop {
     /// deadline; polls without sleeping when `poll`.
     private func waitForEvents(_ state: ModeState, poll: Bool, deadline: MonotonicInstant) {
         guard let core = waitCore() else { return }
-        if servesMainQueueHere, commonModeSet.contains(state.mode) { armMainQueue(core) }
+        if servesMainQueueHere, state.isCommon { armMainQueue(core) }
         do {
             if poll {
                 try core.poll()
@@ -301,7 +301,7 @@ extension RingRunLoop {
         case .readiness(let source), .message(let source, _), .completion(let source, _):
             return source.membership.modeMask & state.bit != 0
         case .mainQueue:
-            return servesMainQueueHere && commonModeSet.contains(state.mode)
+            return servesMainQueueHere && state.isCommon
         }
     }
 

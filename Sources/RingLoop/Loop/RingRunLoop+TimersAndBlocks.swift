@@ -69,10 +69,10 @@ extension RingRunLoop {
         return timer
     }
 
-    func blockMatches(_ item: BlockItem, _ mode: Mode) -> Bool {
+    func blockMatches(_ item: BlockItem, _ state: ModeState) -> Bool {
         for candidate in item.modes {
-            if candidate == mode { return true }
-            if candidate == .common, commonModeSet.contains(mode) { return true }
+            if candidate == state.mode { return true }
+            if candidate == .common, state.isCommon { return true }
         }
         return false
     }
@@ -86,7 +86,7 @@ extension RingRunLoop {
         var kept: Deque<BlockItem> = []
         var did = false
         while let item = taken.popFirst() {
-            if blockMatches(item, state.mode) {
+            if blockMatches(item, state) {
                 Callout.tracked(calloutProbe, .block, nil) { Callout.toBlock(item.block) }
                 did = true
             } else {

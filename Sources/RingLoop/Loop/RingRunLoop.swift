@@ -351,9 +351,9 @@ public final class RingRunLoop: @unchecked Sendable {
     }
 
     func isEmpty(_ state: ModeState) -> Bool {
-        if servesMainQueueHere, commonModeSet.contains(state.mode) { return false }
+        if servesMainQueueHere, state.isCommon { return false }
         if state.hasSourcesOrTimers { return false }
-        for item in blocks where blockMatches(item, state.mode) { return false }
+        for item in blocks where blockMatches(item, state) { return false }
         if hasRunnableJobs(state) { return false }
         return true
     }
