@@ -339,7 +339,8 @@ enum LoopBench {
         }
         return [
             BenchResult("source0.per_s", "1/s", ours: median(ours), foundation: median(foundation)),
-            // (Foundation's main loop, run the same way, never performed the source.)
+            // Ours only: Foundation's side, run the same way on the main thread, waited
+            // without performing the source (not looked into).
             BenchResult("source0.main.per_s", "1/s", ours: median(oursMain)),
             BenchResult("blocks.per_s", "1/s", ours: median(oursBlocks), foundation: median(foundationBlocks)),
             BenchResult("enter.per_pass.source0", "calls", ours: median(enters)),
