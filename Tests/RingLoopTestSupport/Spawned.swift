@@ -17,8 +17,7 @@ public final class Spawned: @unchecked Sendable {
     private var readers: [pthread_t] = []
 
     /// The child's output as the reading threads gather it.
-    private final class PipeState: @unchecked Sendable {
-        // @unchecked: `lock` guards the bytes and the status; the rest is atomic.
+    private final class PipeState: Sendable {
         // A pthread mutex (ThreadLock), not Synchronization's Mutex: ThreadSanitizer
         // cannot see Mutex's contended path and reported a race between a reader and
         // the output.
@@ -118,15 +117,12 @@ public final class Spawned: @unchecked Sendable {
                 let context = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Context
                 let pipes = context.pipes
                 var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    // Polled, so a reader can give up on a pipe that a descendant of the child
-                    // still holds open after the child itself has ended.
+                // Polled, so a reader can give up on a pipe that a descendant of the child
+                // still holds open (and may still write to) after the child itself has ended.
+                while !pipes.abandonPipes.load(ordering: .acquiring) {
                     var entry = pollfd(fd: context.fd, events: Int16(POLLIN), revents: 0)
                     let ready = poll(&entry, 1, 100)
-                    if ready == 0 {
-                        if pipes.abandonPipes.load(ordering: .acquiring) { break }
-                        continue
-                    }
+                    if ready == 0 { continue }
                     if ready < 0 && errno == EINTR { continue }
                     let count = read(context.fd, &buffer, buffer.count)
                     if count < 0 && errno == EINTR { continue }
@@ -176,15 +172,25 @@ public final class Spawned: @unchecked Sendable {
         return status
     }
 
-    /// Waits for it to end and for its output to be read (SIGKILL after `timeout`).
+    /// Waits for it to end and for its output to be read (SIGKILL after `timeout`). From
+    /// the thread that owns this object (as `deinit`, it joins the reading threads).
+    ///
+    /// A child that SIGKILL does not end within 10 s (one in uninterruptible sleep, say on
+    /// a FUSE folder whose server is gone) stops the test process with a message rather
+    /// than hang it.
     @discardableResult
     public func finish(timeout: Duration = .seconds(60)) -> Int32 {
-        if wait(timeout: timeout) == nil {
-            kill(pid, SIGKILL)
-            while status == nil { usleep(5_000) }
-        }
+        if wait(timeout: timeout) == nil { killAndReap() }
         joinReaders()
         return status!
+    }
+
+    /// Sends SIGKILL and waits for the child to end (at most 10 s).
+    private func killAndReap() {
+        kill(pid, SIGKILL)
+        guard wait(timeout: .seconds(10)) != nil else {
+            fatalError("Spawned: child \(pid) did not end 10 s after SIGKILL (uninterruptible sleep?)")
+        }
     }
 
     /// Joins the reading threads once the child has ended: at the pipes' end, or after 5 s
@@ -212,11 +218,7 @@ public final class Spawned: @unchecked Sendable {
     }
 
     deinit {
-        if pipes.lock.withLock({ $0.status }) == nil {
-            kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            waitpid(pid, &raw, 0)
-        }
+        if status == nil { killAndReap() }
         joinReaders()
     }
 }

@@ -198,12 +198,13 @@ final class ThreadHandoff<T>: @unchecked Sendable {
     var value: T?
 }
 
-/// Runs `body` on a new thread (so it gets a fresh loop of each kind) and returns its value.
 /// Runs `body` on this (the main) thread when `main`, else on a fresh thread.
 func onThread<T>(main: Bool, _ body: @escaping () -> T) -> T {
-    main ? body() : onFreshThread(body)
+    precondition(!main || Thread.isMainThread, "onThread(main: true) off the main thread")
+    return main ? body() : onFreshThread(body)
 }
 
+/// Runs `body` on a new thread (so it gets a fresh loop of each kind) and returns its value.
 func onFreshThread<T>(_ body: @escaping () -> T) -> T {
     let handoff = ThreadHandoff<T>()
     handoff.body = body

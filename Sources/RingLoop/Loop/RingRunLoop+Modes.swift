@@ -50,9 +50,9 @@ extension RingRunLoop {
             onLoopThread { $0.addCommonMode(mode) }
             return
         }
-        guard mode != .common, !commonModeSet.contains(mode), modeState(mode, create: true) != nil else { return }
+        guard mode != .common, !commonModeSet.contains(mode), let state = modeState(mode, create: true) else { return }
         commonModeSet.insert(mode)
-        modeTable[mode]?.isCommon = true
+        state.isCommon = true
         for item in commonItems.values { addItem(item, toConcrete: mode) }
     }
 
@@ -80,7 +80,7 @@ extension RingRunLoop {
             precondition(modeTable[state.mode] === state, "RingRunLoop: mode '\(state.mode)' named for another state")
             precondition(
                 state.isCommon == commonModeSet.contains(state.mode),
-                "RingRunLoop: mode '\(state.mode)' flagged \(state.isCommon ? "" : "not ")common against the loop's common modes")
+                "RingRunLoop: mode '\(state.mode)' \(state.isCommon ? "flagged" : "not flagged") common against the loop's common modes")
             state.checkInvariants()
         }
     }

@@ -101,6 +101,7 @@ public final class RingRunLoop: @unchecked Sendable {
     var waitError: RingError?
     var modeTable: [Mode: ModeState] = [:]
     var modeList: [ModeState] = []
+    /// The common modes; each mode's state mirrors its membership (``ModeState/isCommon``).
     var commonModeSet: Set<Mode> = [.default]
     /// Items added to the common modes (a set, as CFRunLoop's `_commonModeItems`).
     var commonItems: [ObjectIdentifier: LoopItem] = [:]
