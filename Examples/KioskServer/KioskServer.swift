@@ -68,9 +68,7 @@ do {
 func runApp(title: String, server: String) throws {
     let loop = RingRunLoop.current
     let signals = try loop.signals([SIGINT, SIGTERM])
-    // The system lives on the loop; the observer below reaches it through a LoopBound.
-    let app = LoopBound(HIDEventSystem(configuration: .init(server: server, clientName: title), loop: loop), loop: loop)
-    let system = app.value
+    let system = HIDEventSystem(configuration: .init(server: server, clientName: title), loop: loop)
     let typed = LoopBound("", loop: loop)
     system.addHandler(kinds: [.key]) { event in
         guard case .key(let key) = event.payload, key.state == .down,
@@ -89,15 +87,8 @@ func runApp(title: String, server: String) throws {
         say("\(title): tap at (\(Int(location.x)), \(Int(location.y))) mm")
     }
     system.addGestureRecognizer(tap)
-    // The focus as the loop sees it before each sleep: an observer, as an app's would be.
-    let wasFocused = LoopBound(false, loop: loop)
-    let focusWatch = LoopObserver(activities: [.beforeWaiting]) { _, _ in
-        let focused = app.value.isFocused
-        guard focused != wasFocused.value else { return }
-        wasFocused.value = focused
-        say("\(title): \(focused ? "in front" : "in the back")")
-    }
-    loop.add(focusWatch, to: .common)
+    // The focus as it comes and goes, in order with the keys and touches.
+    system.onFocusChange { focused in say("\(title): \(focused ? "in front" : "in the back")") }
     try system.start()
     say("\(title): attached to \(server)")
     Task(executorPreference: loop) {
@@ -107,7 +98,6 @@ func runApp(title: String, server: String) throws {
         }
     }
     loop.run()
-    focusWatch.invalidate()
     system.stop()
     say("\(title): typed \"\(typed.value)\"")
 }

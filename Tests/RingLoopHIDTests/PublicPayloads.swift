@@ -66,6 +66,8 @@ func madeByAnApp(_ event: HIDEvent) -> HIDEvent {
         payload = .deviceRemoved
     case .eventsDropped(let count):
         payload = .eventsDropped(count: count)
+    case .focusChanged(let isFocused):
+        payload = .focusChanged(isFocused: isFocused)
     }
     return HIDEvent(device: HIDDeviceID(rawValue: event.device.rawValue), timestamp: event.timestamp, payload: payload)
 }

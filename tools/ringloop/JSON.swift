@@ -108,28 +108,13 @@ enum Format {
     }
 
     /// `value` in lowercase hexadecimal, zero-padded to `digits`.
-    static func hex(_ value: some BinaryInteger, digits: Int) -> String {
-        pad(String(value, radix: 16), digits, "0")
-    }
+    static func hex(_ value: some BinaryInteger, digits: Int) -> String { TextFormat.hex(value, digits: digits) }
 
     /// `value` with `decimals` digits after the point, rounded half away from zero.
-    static func fixed(_ value: Double, _ decimals: Int) -> String {
-        guard value.isFinite else { return value.isNaN ? "nan" : (value < 0 ? "-inf" : "inf") }
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
-        guard scaled < 9e18 else { return value.description }
-        let whole = UInt64(scaled)
-        let integer = whole / UInt64(scale)
-        let sign = value < 0 && whole != 0 ? "-" : ""
-        guard decimals > 0 else { return sign + String(integer) }
-        return sign + String(integer) + "." + pad(String(whole % UInt64(scale)), decimals, "0")
-    }
+    static func fixed(_ value: Double, _ decimals: Int) -> String { TextFormat.fixed(value, decimals) }
 
     /// `text` padded on the left with `fill` to `width` characters.
-    static func pad(_ text: String, _ width: Int, _ fill: Character = " ") -> String {
-        text.count >= width ? text : String(repeating: fill, count: width - text.count) + text
-    }
+    static func pad(_ text: String, _ width: Int, _ fill: Character = " ") -> String { TextFormat.pad(text, width, fill) }
 
     /// `text` padded on the right with spaces to `width` characters.
     static func padRight(_ text: String, _ width: Int) -> String {

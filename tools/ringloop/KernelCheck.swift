@@ -110,7 +110,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
     case gamepadAxis(GamepadAxisEvent), switchChanged(SwitchEvent), dial(Int32), axis(AxisEvent)
     case motionSample(MotionEvent)
     case digitizer(contacts: [Contact], fingers: Int, boundingBox: Bool, button: Bool)
-    case added, removed, dropped(Int)
+    case added, removed, dropped(Int), focus(Bool)
 
     init(_ payload: HIDEvent.Payload) {
         switch payload {
@@ -132,6 +132,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .deviceAdded: self = .added
         case .deviceRemoved: self = .removed
         case .eventsDropped(let count): self = .dropped(count)
+        case .focusChanged(let isFocused): self = .focus(isFocused)
         }
     }
 
@@ -140,8 +141,23 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .digitizer(let contacts, let fingers, let boundingBox, let button):
             let list = contacts.map { "#\($0.trackingID)@\($0.slot) \($0.phase) \($0.x),\($0.y) p\($0.pressure) s\($0.size)" }
             return "digitizer fingers \(fingers) bbox \(boundingBox) button \(button) " + list.joined(separator: "; ")
-        default:
-            return String(describing: self)
+        // (String(describing: self) would call this description again.)
+        case .key(let event): return "\(event)"
+        case .button(let event): return "\(event)"
+        case .motion(let dx, let dy): return "motion \(dx) \(dy)"
+        case .scroll(let event): return "scroll \(event)"
+        case .absolutePointer(let event): return "absolute \(event)"
+        case .pen(let event): return "\(event)"
+        case .gamepadButton(let event): return "gamepad \(event)"
+        case .gamepadAxis(let event): return "gamepad axis \(event)"
+        case .switchChanged(let event): return "switch \(event)"
+        case .dial(let steps): return "dial \(steps)"
+        case .axis(let event): return "\(event)"
+        case .motionSample(let event): return "\(event)"
+        case .added: return "added"
+        case .removed: return "removed"
+        case .dropped(let count): return "dropped \(count)"
+        case .focus(let isFocused): return isFocused ? "focus gained" : "focus lost"
         }
     }
 }

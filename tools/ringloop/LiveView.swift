@@ -93,6 +93,7 @@ final class LiveView {
                 let (sum, overflow) = dropped.addingReportingOverflow(max(count, 1))
                 dropped = overflow ? .max : sum
             }
+        case .focusChanged: break
         default:
             latencies.append(latency)
             latenciesByDevice[device, default: []].append(latency)
@@ -103,7 +104,7 @@ final class LiveView {
             writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
         } else {
             let time = Format.pad(Format.fixed(Double(event.timestamp.nanoseconds) / 1e9, 6), 12)
-            let lag = event.kind == .deviceAdded || event.kind == .deviceRemoved ? "" : "  (\(Format.fixed(latency, 0)) µs)"
+            let lag = event.kind.isTimeless ? "" : "  (\(Format.fixed(latency, 0)) µs)"
             writeLine("\(time)  \(EventFormat.text(event, device: Format.shown(device)))\(lag)")
         }
     }
@@ -161,7 +162,7 @@ final class LiveView {
     }
 
     private func admits(_ event: HIDEvent) -> Bool {
-        if event.kind == .deviceAdded || event.kind == .deviceRemoved { return true }
+        if event.kind.isTimeless { return true }
         if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
         if let classes = filter.classes {
             guard let deviceClass = system?.device(event.device)?.deviceClass, classes.contains(deviceClass) else {
@@ -205,4 +206,10 @@ final class LiveView {
         let sorted = values.sorted()
         return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
     }
+}
+
+extension HIDEvent.Kind {
+    /// Device arrivals and removals and a client's focus changes: always printed, without
+    /// a latency (the chain made them; no device stamped them).
+    fileprivate var isTimeless: Bool { self == .deviceAdded || self == .deviceRemoved || self == .focusChanged }
 }

@@ -26,48 +26,7 @@ extension LoopSignalSource {
 
 /// Readable lines and JSON objects for HID events.
 enum EventFormat {
-    static func text(_ event: HIDEvent, device: String) -> String {
-        let body: String
-        switch event.payload {
-        case .key(let key):
-            let usage = key.usage.map { " usage \($0)" } ?? ""
-            let modifiers = key.modifiers.isEmpty ? "" : " modifiers 0x" + Format.hex(key.modifiers.rawValue, digits: 2)
-            body = "key \(Evdev.shownName(ofCode: key.code, type: Evdev.EV_KEY)) \(key.state)\(usage)\(modifiers)"
-        case .button(let button):
-            body = "button \(button.number) (\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY))) \(button.isDown ? "down" : "up")"
-        case .pointerMotion(let dx, let dy): body = "motion \(dx) \(dy)"
-        case .scroll(let scroll):
-            body = "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
-        case .absolutePointer(let pointer): body = "absolute \(pointer.x) \(pointer.y)"
-        case .digitizer(let frame):
-            let contacts = frame.contacts.map { "#\($0.trackingID)@\($0.slot) \($0.phase) \($0.x),\($0.y)" }.joined(separator: ", ")
-            body = "touch \(frame.fingerCount) finger(s)\(frame.isBoundingBox ? " (bounding box)" : ""): \(contacts)"
-        case .pen(let pen):
-            body =
-                "pen \(pen.tool) \(pen.inProximity ? (pen.touching ? "touching" : "hovering") : "out") \(pen.x),\(pen.y) pressure \(Format.fixed(Double(pen.pressure), 2)) tilt \(Format.fixed(Double(pen.tiltX), 0))°,\(Format.fixed(Double(pen.tiltY), 0))° buttons \(pen.barrelButtons)"
-        case .gamepadButton(let button):
-            body = "gamepad \(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)) \(button.isDown ? "down" : "up")"
-        case .gamepadAxis(let axis):
-            body =
-                "axis \(Evdev.shownName(ofCode: axis.code, type: Evdev.EV_ABS)) \(axis.value) (\(Format.fixed(Double(axis.normalized), 2)))"
-        case .switchChanged(let change):
-            body = "switch \(Evdev.shownName(ofCode: change.code, type: Evdev.EV_SW)) \(change.isOn ? "on" : "off")"
-        case .dial(let steps): body = "dial \(steps)"
-        case .motion(let motion):
-            let unit = motion.isCalibrated ? ("g", "°/s") : ("units", "units")
-            let clock = motion.sensorTime.map { ", sensor time \($0) µs" } ?? ""
-            body =
-                "motion acceleration \(motion.acceleration) \(unit.0), rotation rate \(motion.rotationRate) \(unit.1)\(clock)"
-                + ", \(Format.fixed(Double(motion.sampleRate), 0)) Hz"
-        case .axis(let axis):
-            let name = Evdev.shownName(ofCode: axis.code, type: axis.source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
-            body = "axis \(name) \(axis.value)" + (axis.normalized.map { " (\(Format.fixed(Double($0), 2)))" } ?? "")
-        case .deviceAdded: body = "added"
-        case .deviceRemoved: body = "removed"
-        case .eventsDropped(let count): body = "EVENTS DROPPED (\(count))"
-        }
-        return "\(device): \(body)"
-    }
+    static func text(_ event: HIDEvent, device: String) -> String { "\(device): \(event.payload)" }
 
     /// One JSON object with the fixed names README documents.
     static func json(_ event: HIDEvent, device: String, latencyMicroseconds: Double) -> [String: Any] {
@@ -135,6 +94,7 @@ enum EventFormat {
             object["value"] = Int(axis.value)
             object["normalized"] = axis.normalized.map { $0 as Any } ?? JSON.null
         case .eventsDropped(let count): object["count"] = count
+        case .focusChanged(let isFocused): object["focused"] = isFocused
         case .deviceAdded, .deviceRemoved: break
         }
         return object
@@ -184,22 +144,7 @@ enum EventFormat {
     }
 
     /// A gesture's state change as one line of text.
-    static func text(_ event: GestureEvent, device: String) -> String {
-        let values = event.values
-        let unit = values.unit == .millimetres ? "mm" : "units"
-        var text = "\(device): gesture \(event.gesture)"
-        if let direction = event.direction { text += " \(direction)" }
-        text += " \(event.state.rawValue), \(values.fingers) finger(s) at \(values.location) \(unit)"
-        switch event.gesture {
-        case .pinch, .touchpadPinch:
-            text += ", scale \(Format.fixed(Double(values.scale), 2))"
-            if event.gesture == .touchpadPinch { text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°" }
-        case .rotation: text += ", rotation \(Format.fixed(Double(values.rotation) * 180 / .pi, 1))°"
-        case .tap, .doubleTap, .tripleTap, .longPress, .hold: break
-        default: text += ", translation \(values.translation), velocity \(values.velocity) \(unit)/s"
-        }
-        return text
-    }
+    static func text(_ event: GestureEvent, device: String) -> String { "\(device): \(event.summary)" }
 
     static func jsonLine(_ object: [String: Any]) -> String { JSON(any: object).text() }
 }

@@ -50,6 +50,10 @@ public struct HIDEvent: Sendable, Equatable {
         /// The queue or the kernel dropped events; `count` when known (0 when the
         /// kernel's `SYN_DROPPED` does not say). A state resync follows.
         case eventsDropped(count: Int)
+        /// A client of an event server gained (`true`) or lost the focus: from here keys
+        /// and touches come to it, or no more. In order with the events around it (the
+        /// key-ups of keys held when the focus went come first). Device 0.
+        case focusChanged(isFocused: Bool)
     }
 
     /// The event's kind, for routing to handlers.
@@ -71,17 +75,18 @@ public struct HIDEvent: Sendable, Equatable {
         case .deviceAdded: .deviceAdded
         case .deviceRemoved: .deviceRemoved
         case .eventsDropped: .eventsDropped
+        case .focusChanged: .focusChanged
         }
     }
 
     /// Kinds of events, for handler registration.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
-        case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped
+        case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped, focusChanged
 
-        /// Whether the event says a device came or went: a full queue never drops one (it
-        /// waits aside until there is room), and an app cannot post one.
-        var isDeviceLifecycle: Bool { self == .deviceAdded || self == .deviceRemoved }
+        /// Whether the event says a device came or went, or the focus did: a full queue
+        /// never drops one (it waits aside until there is room), and an app cannot post one.
+        var isDeviceLifecycle: Bool { self == .deviceAdded || self == .deviceRemoved || self == .focusChanged }
     }
 }
 

@@ -129,7 +129,6 @@ public final class HIDEventServer {
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
     var observers: [(HIDServerClientEvent) -> Void] = []
-    var flushObserver: LoopObserver?
     var watchTimer: LoopTimer?
     /// Lines about what a client's process did (a refusal, a message dropped): a process
     /// that does it in a loop cannot flood the log.
@@ -174,13 +173,7 @@ public final class HIDEventServer {
             throw .server(name: configuration.name, reason: error.description)
         }
         self.port = port
-        system.finalStage = { event in handle.server?.route(event) }
-        system.afterDrain = { handle.server?.flushAll() }
-        let observer = LoopObserver(activities: [.beforeWaiting, .exit], order: 1_000_000, label: "HIDEventServer flush") { _, _ in
-            handle.server?.flushAll()
-        }
-        flushObserver = observer
-        loop.add(observer, to: .common)
+        system.setRouting(RoutingStage(handle: handle))
         do throws(HIDError) { try system.start() } catch {
             stop()
             throw error
@@ -197,8 +190,6 @@ public final class HIDEventServer {
         flushAll()
         port?.invalidate()
         port = nil
-        flushObserver?.invalidate()
-        flushObserver = nil
         watchTimer?.invalidate()
         watchTimer = nil
         for client in order { client.gone = true }
@@ -206,8 +197,6 @@ public final class HIDEventServer {
         served = [:]
         byToken = [:]
         focused = nil
-        system.finalStage = nil
-        system.afterDrain = nil
     }
 
     /// The clients attached, in the order they attached.

@@ -77,6 +77,20 @@ extension HIDEventSystem {
         return (feed as? ServerDeviceFeed)?.isFocused ?? false
     }
 
+    /// Calls `body` each time this client of an event server gains (`true`) or loses the
+    /// focus, in order with its events: the key-ups of the keys held when the focus went
+    /// come before the loss. The same change reaches handlers of
+    /// ``HIDEvent/Kind/focusChanged`` and the ``events(kinds:deviceClasses:buffer:)``
+    /// sequences; this is a handler of that kind. A system that reads its own devices
+    /// always has the focus and never calls it. Client loop thread.
+    @discardableResult
+    public func onFocusChange(_ body: @escaping (_ isFocused: Bool) -> Void) -> HIDHandlerToken {
+        addHandler(kinds: [.focusChanged]) { event in
+            if case .focusChanged(let isFocused) = event.payload { body(isFocused) }
+            return .pass
+        }
+    }
+
     /// Whether this client is attached to its event server now (it re-attaches by itself
     /// when the server comes back). Client loop thread.
     public var isAttachedToServer: Bool { (feed as? ServerDeviceFeed)?.isAttached ?? false }

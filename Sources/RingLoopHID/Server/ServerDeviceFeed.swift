@@ -172,7 +172,7 @@ final class ServerDeviceFeed: DeviceFeed {
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         reported = []
         lastRefusal = nil
-        isFocused = welcome.focused
+        setFocused(welcome.focused)
         acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
         lastSequence = 0
         lastAcknowledged = 0
@@ -263,7 +263,15 @@ final class ServerDeviceFeed: DeviceFeed {
             attached.own.invalidate()
             self.attached = nil
         }
-        isFocused = false
+        setFocused(false)
+    }
+
+    /// Takes the focus the server says this client has, and puts its change in the queue,
+    /// after the events the server sent before it.
+    private func setFocused(_ focused: Bool) {
+        guard focused != isFocused else { return }
+        isFocused = focused
+        sink(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .focusChanged(isFocused: focused)))
     }
 
     // MARK: Messages from the server
@@ -283,7 +291,7 @@ final class ServerDeviceFeed: DeviceFeed {
                 for event in batch.events { take(event) }
                 lastSequence = max(lastSequence, batch.sequence)
             case .focus:
-                isFocused = try ServerWire.decodeFocus(message.data)
+                setFocused(try ServerWire.decodeFocus(message.data))
             default:
                 throw .unknown(field: "message id", value: UInt64(UInt32(bitPattern: message.msgid)))
             }
@@ -342,6 +350,8 @@ final class ServerDeviceFeed: DeviceFeed {
     /// An acknowledgement due goes from a block of the loop's, which runs after every
     /// source0 of the pass: the handlers of the other clients on this loop are not held
     /// back by its `sendmsg`, which wakes the server.
+    func drained() { acknowledge() }
+
     func acknowledge() {
         guard attached != nil, lastSequence > lastAcknowledged else { return }
         if lastSequence - lastAcknowledged >= acknowledgeEvery

@@ -131,7 +131,7 @@ package enum ServerWire {
             out.i32(axis.value)
             out.bool(axis.normalized != nil)
             out.f64(axis.normalized ?? 0)
-        case .deviceAdded, .deviceRemoved:
+        case .deviceAdded, .deviceRemoved, .focusChanged:
             break
         case .eventsDropped(let count):
             out.u64(UInt64(max(0, count)))
@@ -154,7 +154,7 @@ package enum ServerWire {
         case .dial: payload = 4
         case .motion: payload = 71
         case .axis: payload = 16
-        case .deviceAdded, .deviceRemoved: payload = 0
+        case .deviceAdded, .deviceRemoved, .focusChanged: payload = 0
         case .eventsDropped: payload = 8
         }
         return 13 + payload
@@ -259,6 +259,9 @@ package enum ServerWire {
             let count = try input.u64("dropped count")
             guard count <= UInt64(Int.max) else { throw .outOfRange(field: "dropped count", value: -1) }
             payload = .eventsDropped(count: Int(count))
+        case .focusChanged:
+            // A client makes its own from the server's focus messages: never in a batch.
+            throw .unknown(field: "event kind", value: UInt64(kindIndex))
         }
         return HIDEvent(device: device, timestamp: MonotonicInstant(nanoseconds: time), payload: payload)
     }

@@ -21,6 +21,13 @@ protocol DeviceFeed: AnyObject {
     func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID?
     /// How each device is read.
     func readPaths() -> [HIDDeviceID: DeviceReadPath]
+    /// Called each time the client's queue has been drained (a server's client
+    /// acknowledges the batches its handlers took).
+    func drained()
+}
+
+extension DeviceFeed {
+    func drained() {}
 }
 
 /// The `.clientLoop` shape: devices are read on the client's own loop, and decoded events

@@ -23,13 +23,13 @@ extension HIDEventSystem {
     /// kept aside instead (a removal is never lost). Returns whether the queue took it.
     @discardableResult
     func enqueue(_ event: HIDEvent) -> Bool {
-        produced.apply(event)
+        ledgers.produced.apply(event)
         let queued = queue.push(event)
         if !queued {
             if event.kind.isDeviceLifecycle {
-                lifecycleBacklog.append(event)
+                ledgers.lifecycleBacklog.append(event)
             } else {
-                lost.insert(event.device)
+                ledgers.lost.insert(event.device)
             }
         }
         dispatchSource?.signal()
@@ -88,7 +88,7 @@ extension HIDEventSystem {
             throw .configuration("post(_:): the event system is not started (start() it first)")
         }
         switch event.kind {
-        case .deviceAdded, .deviceRemoved, .eventsDropped:
+        case .deviceAdded, .deviceRemoved, .eventsDropped, .focusChanged:
             throw .configuration(
                 "post(_:): \(event.kind.rawValue) events are the chain's own; post an input event (keys, buttons, motion, touches…)"
             )
@@ -104,42 +104,68 @@ extension HIDEventSystem {
         guard let forwarder = (feed as? ThreadedDeviceFeed)?.forwarder else { return }
         let taken = forwarder.drain { enqueue($0) }
         if taken.dropped > 0 || !taken.lifecycle.isEmpty {
-            forwardedDrops += taken.dropped
+            ledgers.forwardedDrops += taken.dropped
             for event in taken.lifecycle {
-                produced.apply(event)
-                lifecycleBacklog.append(event)
+                ledgers.produced.apply(event)
+                ledgers.lifecycleBacklog.append(event)
             }
             for (device, state) in taken.snapshots {
-                produced.set(state, for: device)
-                lost.insert(device)
+                ledgers.produced.set(state, for: device)
+                ledgers.lost.insert(device)
             }
             dispatchSource?.signal()
         }
         for problem in taken.problems { report(problem) }
     }
 
-    /// Source0: deliver every queued event to the handlers, then, after a loss, the
-    /// notice and the difference that brings each affected device's view up to date.
+    /// Source0: hand every queued event to the stages, then, after a loss, the notice and
+    /// the difference that brings each affected device's view up to date.
     func drainQueue() {
-        defer { afterDrain?() }
+        defer {
+            pipeline.drained()
+            feed?.drained()
+        }
         let dropped = queue.takeDroppedCount()
-        while let event = queue.pop() { deliver(event) }
-        let total = dropped + forwardedDrops
-        guard total > 0 || !lost.isEmpty || !lifecycleBacklog.isEmpty else { return }
-        forwardedDrops = 0
+        while let event = queue.pop() { take(event) }
+        let total = dropped + ledgers.forwardedDrops
+        guard total > 0 || !ledgers.lost.isEmpty || !ledgers.lifecycleBacklog.isEmpty else { return }
+        ledgers.forwardedDrops = 0
         statistics.dropped += total
         if total > 0 {
-            deliver(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .eventsDropped(count: total)))
+            pipeline.run(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: .now, payload: .eventsDropped(count: total)))
         }
-        let backlog = lifecycleBacklog
-        let devices = lost.sorted { $0.rawValue < $1.rawValue }
-        lifecycleBacklog = []
-        lost = []
-        for event in backlog where event.kind == .deviceAdded { deliver(event) }
+        let backlog = ledgers.lifecycleBacklog
+        let devices = ledgers.lost.sorted { $0.rawValue < $1.rawValue }
+        ledgers.lifecycleBacklog = []
+        ledgers.lost = []
+        for event in backlog where event.kind == .deviceAdded { take(event) }
         let now = MonotonicInstant.now
         for device in devices {
-            for event in delivered[device].difference(to: produced[device], device: device, at: now) { deliver(event) }
+            let repair = ledgers.delivered[device].difference(to: ledgers.produced[device], device: device, at: now)
+            for event in repair { pipeline.run(event) }
         }
-        for event in backlog where event.kind != .deviceAdded { deliver(event) }
+        for event in backlog where event.kind != .deviceAdded { take(event) }
     }
+
+    /// Hands one event from the queue to the stages; a change of focus tells every stage
+    /// first (a stage that holds state for the focused client lets it go).
+    @inline(__always)
+    private func take(_ event: HIDEvent) {
+        if case .focusChanged(let isFocused) = event.payload { pipeline.focusChanged(isFocused: isFocused) }
+        pipeline.run(event)
+    }
+}
+
+/// What the chain knows of each device at its boundaries: what the events taken in say
+/// (`produced`: the decoder drops nothing, so this is the truth) and what the handlers
+/// were given (`delivered`); and, since the last repair, the devices whose events were
+/// lost and the lifecycle events that found the queue full (those are never dropped).
+/// After a loss the difference between the two views is what the handlers get. Client
+/// loop thread.
+struct DeliveryLedgers {
+    var produced = VisibleStates()
+    var delivered = VisibleStates()
+    var lost = Set<HIDDeviceID>()
+    var lifecycleBacklog: [HIDEvent] = []
+    var forwardedDrops = 0
 }

@@ -141,16 +141,21 @@ public final class HIDEventSystem {
 
     let loop: RingRunLoop
     var queue: HIDEventQueue
+    /// The source0 that drains the queue into the stages.
     var dispatchSource: LoopSource?
-    var handlers: [(token: HIDHandlerToken, filter: Filter, body: (HIDEvent) -> HIDHandlerResult, active: Bool)] = []
-    var nextToken: UInt64 = 1
+    /// The drain's stages (``stageOrder``), the handlers among them.
+    var pipeline: HIDEventPipeline!
     /// Finishes each stream made by ``events(kinds:deviceClasses:buffer:)`` (at stop).
     var streamFinishers: [() -> Void] = []
-    var dispatching = false
-    var lastLateLog = MonotonicInstant(nanoseconds: 0)
     let deviceTable = DeviceTable()
     /// The readers' `read(2)` calls (the ring path makes none), on any thread.
     let readCalls = ReadCallCounter()
+    /// What the chain knows of each device at its boundaries, and what was lost since the
+    /// last repair.
+    var ledgers = DeliveryLedgers()
+    /// Where devices are read (``Shape``), while started.
+    var feed: (any DeviceFeed)?
+
     /// `read(2)` calls made to take events off devices so far: 0 on the ring path. Any thread.
     package var readSystemCalls: Int { readCalls.count.load(ordering: .relaxed) }
     /// Raw events read from every device so far, by either shape. Safe from any thread
@@ -158,50 +163,12 @@ public final class HIDEventSystem {
     package var rawEventsReadAnyThread: Int { readCalls.events.load(ordering: .relaxed) }
     static let logger = Logger(label: "RingLoop.HID")
 
-    // Resync after a loss: what the events taken in say about each device (the truth:
-    // the decoder drops nothing), what the handlers were given, and since the last
-    // resync the devices whose events were lost and the lifecycle events that found the
-    // queue full (those are never dropped).
-    var produced = VisibleStates()
-    var delivered = VisibleStates()
-    var lost = Set<HIDDeviceID>()
-    var lifecycleBacklog: [HIDEvent] = []
-    var forwardedDrops = 0
-
-    // Coalescing
-    var pendingMotion: [HIDDeviceID: HIDEvent] = [:]
-    var pendingOrder: [HIDDeviceID] = []
-    var coalescingObserver: LoopObserver?
-
-    // Key repeat by timers
-    var repeatTimer: LoopTimer?
-    var repeatingKey: (device: HIDDeviceID, key: KeyEvent)?
-
-    /// Where devices are read (``Shape``), while started.
-    var feed: (any DeviceFeed)?
-    /// Gesture recognizers and the tracking run, once a recognizer is added or tracking
-    /// is configured.
-    var gestures: GestureMachinery?
-    /// Where events that no handler consumed go next (an event server's clients).
-    var finalStage: ((HIDEvent) -> Void)?
-    /// Called each time the queue has been drained (an event server's batches go out, a
-    /// client acknowledges).
-    var afterDrain: (() -> Void)?
-    /// Motion recognizers, once one is added.
-    var motion: MotionMachinery?
-
-    struct Filter {
-        var kinds: Set<HIDEvent.Kind>?
-        var classes: Set<HIDDeviceClass>?
-        var device: HIDDeviceID?
-        var usage: HIDUsage?
-    }
-
     /// Creates an event system whose handlers run on `loop` (the current thread's).
     public init(configuration: Configuration = Configuration(), loop: RingRunLoop = .current) {
         self.configuration = configuration
         self.loop = loop
         self.queue = HIDEventQueue(capacity: configuration.queueCapacity)
+        pipeline = HIDEventPipeline(handlers: HandlerStage(system: self))
     }
 
     deinit { stop() }
@@ -237,15 +204,14 @@ public final class HIDEventSystem {
         let dispatch = LoopSource(order: 0, label: "HIDEventSystem dispatch") { system.value.drainQueue() }
         dispatchSource = dispatch
         loop.add(dispatch, to: .common)
-        if configuration.coalesceMotion {
-            let observer = LoopObserver(activities: [.beforeWaiting, .exit], label: "HIDEventSystem coalescing") { _, _ in
-                system.value.flushCoalesced()
-            }
-            coalescingObserver = observer
-            loop.add(observer, to: .common)
+        if let keyRepeat = configuration.keyRepeat {
+            pipeline.keyRepeat = KeyRepeatStage(delay: keyRepeat.delay, interval: keyRepeat.interval)
         }
-        if configuration.tracksInteractions || gestures != nil { installGestureItems(gestureMachinery()) }
-        if let motion { installMotionItems(motion) }
+        if configuration.coalesceMotion { pipeline.coalescing = CoalescingStage() }
+        if configuration.tracksInteractions, pipeline.gestures == nil {
+            pipeline.gestures = GestureStage(tracksInteractions: true)
+        }
+        pipeline.start(HIDStageContext(system: self))
         let settings = DeviceMonitor.Settings(
             directory: configuration.deviceDirectory, grab: configuration.grabDevices,
             openAttempts: configuration.openAttempts, retryInterval: configuration.retryInterval,
@@ -257,7 +223,6 @@ public final class HIDEventSystem {
                 onError: { [unowned self] error in self.report(error) },
                 table: deviceTable)
             self.feed = feed
-            afterDrain = { [unowned feed] in feed.acknowledge() }
             do throws(HIDError) { try feed.start() } catch {
                 stop()
                 throw error
@@ -340,24 +305,15 @@ public final class HIDEventSystem {
             takeForwarded()  // what the thread forwarded last (nothing for a local feed)
             drainQueue()
         }
-        flushCoalesced()
-        removeGestureItems()
-        removeMotionItems()
-        coalescingObserver?.invalidate()
-        coalescingObserver = nil
+        pipeline.stop()
         (feed as? ThreadedDeviceFeed)?.invalidate()
-        if feed is ServerDeviceFeed { afterDrain = nil }
         feed = nil
         dispatchSource?.invalidate()
         dispatchSource = nil
         let finishers = streamFinishers
         streamFinishers = []
         for finish in finishers { finish() }
-        if dispatching {
-            for index in handlers.indices { handlers[index].active = false }
-        } else {
-            handlers.removeAll()
-        }
+        pipeline.handlers.removeAll()
     }
 
 }
