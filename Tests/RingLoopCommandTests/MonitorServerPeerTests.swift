@@ -67,6 +67,9 @@ struct MonitorServerPeerTests {
         try server.describe(Self.device(1, "Alpha Keyboard"))
         try server.send([Self.event(1, .deviceAdded)])
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 1 }, "\(monitor.output)")
+        // The welcome gave the focus: the client says so, in order, before the device came.
+        #expect(jsonLines(monitor.output).first?["kind"] as? String == "focusChanged", "\(monitor.output)")
+        #expect(jsonLines(monitor.output, kind: "focusChanged").first?["focused"] as? Bool == true, "\(monitor.output)")
         // The server goes (the monitor removes its device) and another takes the name; its
         // devices are numbered from 1 again.
         server.stop()
@@ -76,7 +79,10 @@ struct MonitorServerPeerTests {
         try server.describe(Self.device(1, "Beta Keypad"))
         try server.send([Self.event(1, .deviceAdded)])
         #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 2 }, "\(monitor.output)")
-        let names = jsonLines(monitor.output).compactMap { $0["device"] as? String }
+        // (Focus changes are the client's own, not a device's.)
+        let names = jsonLines(monitor.output).filter { $0["kind"] as? String != "focusChanged" }.compactMap {
+            $0["device"] as? String
+        }
         #expect(names.first?.hasPrefix("Alpha Keyboard") == true && names.last?.hasPrefix("Beta Keypad") == true, "\(names)")
         monitor.signal(SIGTERM)
         #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")

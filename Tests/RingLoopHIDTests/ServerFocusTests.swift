@@ -118,3 +118,38 @@ struct ServerFocusTests {
         #expect(waitUntil { (try? server.sync { $0.clients.isEmpty }) == true })
     }
 }
+
+extension ServerFocusTests {
+    @Test("a client hears its focus come and go in order with its events: the key-up of a held key before the loss")
+    func focusInOrder() throws {
+        let name = Self.uniqueName("focus-order")
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let first = try RecordingClient(server: name, name: "first")
+            var changes: [Bool] = []
+            first.system.onFocusChange { changes.append($0) }
+            #expect(runUntil(loop) { first.count(.deviceAdded) == 1 })
+            let second = try RecordingClient(server: name, name: "second")
+            #expect(runUntil(loop) { second.count(.deviceAdded) == 1 })
+            server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
+            #expect(runUntil(loop) { first.keys(Evdev.KEY_A) == ["down"] })
+            let ids = try server.sync { server in server.clients.map(\.id) }
+            try server.sync { server in server.focus(ids[1]) }
+            #expect(runUntil(loop) { first.count(.focusChanged) == 2 && second.count(.focusChanged) == 1 })
+            let order = first.events.compactMap { event -> String? in
+                switch event.payload {
+                case .focusChanged(let focused): focused ? "gained" : "lost"
+                case .key(let key): "\(key.codeName) \(key.state)"
+                default: nil
+                }
+            }
+            #expect(order == ["gained", "KEY_A down", "KEY_A up", "lost"], "\(order)")
+            #expect(changes == [true, false], "the welcome's focus waits in the queue: a callback added after start hears it")
+            #expect(second.events.contains { $0.payload == .focusChanged(isFocused: true) })
+            first.system.stop()
+            second.system.stop()
+        }
+    }
+}
