@@ -35,6 +35,9 @@ final class HIDEventPipeline {
     /// handlers (and, in a server, to its clients).
     func stageOrder() -> [any HIDEventStage] {
         let library: [(any HIDEventStage)?] = [
+            // (The stages that give events their meaning come first, in DESIGN.md §3a's
+            // order: keymap, screen mapping, pointer, gamepad layout — each a stored
+            // property above, set from the configuration at start.)
             // Motion recognizers see every sample, before key repeat and coalescing.
             motion,
             // Key repeat from loop timers in place of the kernel's.
