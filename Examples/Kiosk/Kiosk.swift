@@ -51,12 +51,12 @@ let loop = RingRunLoop.current
 let signals: AsyncStream<Int32>
 do { signals = try loop.signals([SIGINT, SIGTERM]) } catch { fail("cannot watch signals: \(error)", status: 71) }
 
-// The devices: real ones, or the bundled recordings hosted as virtual devices.
+// The devices: real ones, or the bundled recordings hosted as virtual devices, which the
+// chain attaches and then replays, once it has them all.
 var session: ReplaySession?
-let folder: String
-var names: Set<String>?
+let input: HIDEventSystem.Input
 if let deviceFolder {
-    folder = deviceFolder
+    input = .devices(.init(path: deviceFolder, shape: .dedicatedThread))
 } else {
     var files: [[Recording]] = []
     for name in ["touchscreen-multitouch.evemu", "keyboard.evemu"] {
@@ -71,8 +71,18 @@ if let deviceFolder {
     do {
         let hosted = try ReplaySession(files: files, configuration: .init(folderPath: "/tmp/kiosk-\(getpid())"))
         session = hosted
-        folder = hosted.backend == .fuse ? hosted.folderPath : "/dev/input"
-        names = Set(hosted.nodePaths.map { String($0.split(separator: "/").last!) })
+        let waitForSignal = untilSignal
+        input = .player(
+            hosted, shape: .dedicatedThread,
+            finished: {
+                if let failure = hosted.wait().failures.first { say("kiosk: \(failure)") }
+                if waitForSignal {
+                    say("kiosk: replay done; SIGTERM or Ctrl-C to stop")
+                } else {
+                    // The session waited for the last frames to reach the handlers.
+                    loop.stop()
+                }
+            })
     } catch {
         fail("\(error)", status: 69)
     }
@@ -88,9 +98,7 @@ struct Counts {
 }
 let counts = LoopBound(Counts(), loop: loop)
 
-let system = HIDEventSystem(
-    configuration: .init(deviceDirectory: folder, shape: .dedicatedThread, nodeNames: names, tracksInteractions: true),
-    loop: loop)
+let system = HIDEventSystem(configuration: .init(input: input, tracksInteractions: true), loop: loop)
 system.addHandler(kinds: [.key], deviceClasses: [.keyboard]) { event in
     guard case .key(let key) = event.payload, key.state != .repeat else { return .pass }
     counts.value.keys += 1
@@ -149,24 +157,6 @@ Task(executorPreference: loop) {
         loop.stop()
         break
     }
-}
-
-if let session {
-    // Replay once both devices are attached; the session replays on threads of its own.
-    while system.devices.count < session.devices.count {
-        _ = loop.run(mode: .default, for: .milliseconds(20))
-    }
-    let waitForSignal = untilSignal
-    session.start(finished: { outcome in
-        if let failure = outcome.failures.first { say("kiosk: \(failure)") }
-        if waitForSignal {
-            say("kiosk: replay done; SIGTERM or Ctrl-C to stop")
-        } else {
-            // The session waited for the last frames to reach the handlers.
-            loop.perform(inModes: [.common]) { loop.stop() }
-            loop.wakeUp()
-        }
-    })
 }
 
 loop.run()

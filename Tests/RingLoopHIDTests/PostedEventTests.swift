@@ -19,8 +19,9 @@ struct PostedEventTests {
     /// A system reading no device node (nothing in /tmp is named as one).
     static func system(_ configuration: HIDEventSystem.Configuration = .init(), loop: RingRunLoop) -> HIDEventSystem {
         var configuration = configuration
-        configuration.deviceDirectory = "/tmp"
-        configuration.nodeNames = []
+        var folder = HIDEventSystem.DeviceFolder(path: "/tmp", nodeNames: [])
+        if case .devices(let given) = configuration.input { folder.shape = given.shape }
+        configuration.input = .devices(folder)
         return HIDEventSystem(configuration: configuration, loop: loop)
     }
 

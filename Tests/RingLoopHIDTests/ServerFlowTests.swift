@@ -58,7 +58,11 @@ struct ServerFlowTests {
         let keyboard = server.deviceIDs[0]
         try onFreshThread {
             let loop = RingRunLoop.current
-            let observer = try RecordingClient(server: name, name: "observer") { $0.server?.subscribedDeviceClasses = [.keyboard] }
+            let observer = try RecordingClient(server: name, name: "observer") { configuration in
+                guard case .server(var attachment) = configuration.input else { return }
+                attachment.subscribedDeviceClasses = [.keyboard]
+                configuration.input = .server(attachment)
+            }
             let silent = try SilentClient(server: name, portName: name + ".silent", loop: loop)
             #expect(silent.welcome.focused)
             // Each frame once the observer has taken the one before (and acknowledged it):

@@ -89,7 +89,11 @@ struct ServerFocusTests {
             #expect(runUntil(loop) { late.keys(Evdev.KEY_W) == ["down"] })
             #expect(late.keys(Evdev.KEY_Q).isEmpty)
             // A client that subscribed to no switches hears of none.
-            let quiet = try RecordingClient(server: name, name: "quiet") { $0.server?.subscribedKinds = [] }
+            let quiet = try RecordingClient(server: name, name: "quiet") { configuration in
+                guard case .server(var attachment) = configuration.input else { return }
+                attachment.subscribedKinds = []
+                configuration.input = .server(attachment)
+            }
             #expect(runUntil(loop) { quiet.count(.deviceAdded) == 2 })
             server.write([TestFrames.switchFrame(Evdev.SW_LID, on: false)], device: 1)
             #expect(runUntil(loop) { first.view(server.deviceIDs[1]).switches.isEmpty && late.view(server.deviceIDs[1]).switches.isEmpty })

@@ -16,11 +16,10 @@ struct StageTests {
             payload: .key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: state)))
     }
 
-    /// A system reading no device node (only what is posted).
+    /// A system reading no device (only what is posted).
     static func system(_ configuration: HIDEventSystem.Configuration = .init(), loop: RingRunLoop) -> HIDEventSystem {
         var configuration = configuration
-        configuration.deviceDirectory = "/tmp"
-        configuration.nodeNames = []
+        configuration.input = .postedOnly
         return HIDEventSystem(configuration: configuration, loop: loop)
     }
 

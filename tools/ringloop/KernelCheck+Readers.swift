@@ -29,8 +29,11 @@ final class ChainWatch: @unchecked Sendable {
         var failure: HIDError?
         onLoop {
             var settings = configuration ?? HIDEventSystem.Configuration()
-            settings.deviceDirectory = directory
-            settings.openAttempts = 40
+            var folder = HIDEventSystem.DeviceFolder()
+            if case .devices(let given) = settings.input { folder = given }
+            folder.path = directory
+            folder.openAttempts = 40
+            settings.input = .devices(folder)
             // Under emulation a frame may well reach a handler 50 ms after its stamp.
             settings.lateThreshold = .seconds(5)
             let system = HIDEventSystem(configuration: settings, loop: self.thread.loop)

@@ -399,3 +399,20 @@ final class SessionLatch: @unchecked Sendable {
         return isSet
     }
 }
+
+extension ReplaySession: EvdevNodePlayer {
+    /// The folder of the session's nodes: its FUSE folder, or `/dev/input` for uinput
+    /// devices.
+    public var deviceFolderPath: String { backend == .fuse ? folderPath : "/dev/input" }
+
+    /// The names of the session's nodes (`event3`…), one per device of every file.
+    public var playedNodeNames: Set<String> {
+        Set(nodePaths.map { path in path.split(separator: "/").last.map(String.init) ?? path })
+    }
+
+    /// Starts the replay (``start(progress:finished:)``) and calls `finished` when it has
+    /// ended; the outcome is ``wait()``'s.
+    public func startPlaying(finished: @escaping @Sendable () -> Void) {
+        start(finished: { _ in finished() })
+    }
+}

@@ -159,7 +159,7 @@ public final class HIDEventServer {
     public func start() throws(HIDError) {
         loop.preconditionOnLoopThread("HIDEventServer.start")
         guard port == nil else { return }
-        guard configuration.devices.server == nil else {
+        if case .server = configuration.devices.input {
             throw .configuration("an event server reads its own devices: its devices' configuration names no server")
         }
         let handle = handle

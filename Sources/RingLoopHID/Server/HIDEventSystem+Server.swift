@@ -54,17 +54,19 @@ extension HIDEventSystem.Configuration {
     /// `ringloop serve NAME`): the devices are the server's, their events arrive at a port
     /// of this process whose source is the client's source1, and reach handlers, gesture
     /// recognizers and async sequences through the queue and source0 as in the other shapes.
-    /// The other settings of devices (folder, shape, grab, read path) do not apply.
     public init(
         server: String, namespace: MessagePortNamespace = .abstract, trusting: PeerPolicy = .sameUserOrRoot,
         clientName: String = HIDEventSystem.ServerAttachment.processName,
         subscribedKinds: Set<HIDEvent.Kind> = [.switchChanged], subscribedDeviceClasses: Set<HIDDeviceClass> = [],
         requestsFocus: Bool = false, queueCapacity: Int = 1024
     ) {
-        self.init(queueCapacity: queueCapacity)
-        self.server = HIDEventSystem.ServerAttachment(
-            name: server, namespace: namespace, trusting: trusting, clientName: clientName,
-            subscribedKinds: subscribedKinds, subscribedDeviceClasses: subscribedDeviceClasses, requestsFocus: requestsFocus)
+        self.init(
+            input: .server(
+                HIDEventSystem.ServerAttachment(
+                    name: server, namespace: namespace, trusting: trusting, clientName: clientName,
+                    subscribedKinds: subscribedKinds, subscribedDeviceClasses: subscribedDeviceClasses,
+                    requestsFocus: requestsFocus)),
+            queueCapacity: queueCapacity)
     }
 }
 
@@ -73,8 +75,8 @@ extension HIDEventSystem {
     /// it). `false` while not attached; `true` for a system that reads its own devices.
     /// Client loop thread.
     public var isFocused: Bool {
-        guard configuration.server != nil else { return true }
-        return (feed as? ServerDeviceFeed)?.isFocused ?? false
+        guard case .server = configuration.input else { return true }
+        return feed?.serverState?.focused ?? false
     }
 
     /// Calls `body` each time this client of an event server gains (`true`) or loses the
@@ -93,7 +95,7 @@ extension HIDEventSystem {
 
     /// Whether this client is attached to its event server now (it re-attaches by itself
     /// when the server comes back). Client loop thread.
-    public var isAttachedToServer: Bool { (feed as? ServerDeviceFeed)?.isAttached ?? false }
+    public var isAttachedToServer: Bool { feed?.serverState?.attached ?? false }
 
     /// Asks the event server for the focus; the server gives it where its policy allows
     /// (``HIDEventServer/Configuration/focusRequestAccess``). Client loop thread.
@@ -101,9 +103,7 @@ extension HIDEventSystem {
     ///   ``HIDError/server(name:reason:)`` when not attached.
     public func requestFocus() throws(HIDError) {
         loop.preconditionOnLoopThread("HIDEventSystem.requestFocus")
-        guard let feed = feed as? ServerDeviceFeed else {
-            throw .configuration("requestFocus: this event system is not a client of an event server")
-        }
-        try feed.requestFocus()
+        guard let feed else { throw .configuration("requestFocus: the event system is not started") }
+        _ = try feed.control(.requestFocus)
     }
 }

@@ -121,8 +121,27 @@ final class ServerDeviceFeed: DeviceFeed {
         detach()
     }
 
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID? { nil }
+    func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
+        close(fd)
+        throw .configuration("attachStream: a client of an event server reads no devices of its own")
+    }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { [:] }
+
+    var serverState: (attached: Bool, focused: Bool)? { (attached != nil, isFocused) }
+
+    func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer {
+        switch request {
+        case .requestFocus:
+            try requestFocus()
+            return .done
+        case .setLED:
+            throw .server(
+                name: attachment.name,
+                reason: "the server owns the devices: a client does not write their LEDs (the server's handlers can)")
+        case .allowedCPUs:
+            throw .configuration("the CPUs of the event-system thread: a client of an event server has no such thread")
+        }
+    }
 
     // MARK: Attaching
 
@@ -400,7 +419,7 @@ final class ServerDeviceFeed: DeviceFeed {
     }
 
     /// Asks the server for the focus.
-    func requestFocus() throws(HIDError) {
+    private func requestFocus() throws(HIDError) {
         guard let attached else { throw .server(name: attachment.name, reason: "not attached") }
         do {
             try attached.server.send(
@@ -409,6 +428,4 @@ final class ServerDeviceFeed: DeviceFeed {
             throw .server(name: attachment.name, reason: error.description)
         }
     }
-
-    var isAttached: Bool { attached != nil }
 }

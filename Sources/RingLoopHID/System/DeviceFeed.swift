@@ -1,33 +1,89 @@
 import Dispatch
 import RingLoop
+import RingLoopEvdev
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Where an event system's devices are read: a `DeviceMonitor` with its readers and
-/// decoders, on the client's loop or on an event-system thread. Both deliver decoded events
-/// toward the client's queue and report problems; the threaded one also hands over what it
-/// had to drop, with each affected device's state after it, for the client's resync.
+/// Where an event system's events come from: a `DeviceMonitor` with its readers and
+/// decoders, on the client's loop or on an event-system thread, or an event server. Every
+/// feed delivers decoded events toward the client's queue and reports problems; what only
+/// some feeds can do (the focus, the CPUs of a thread, LEDs) is asked through
+/// ``control(_:)``, which a feed answers or refuses with an error saying why.
 protocol DeviceFeed: AnyObject {
-    /// Enumerates the device folder, attaches what is there and follows hotplug.
+    /// Enumerates the device folder, attaches what is there and follows hotplug (or
+    /// attaches to the server).
     func start() throws(HIDError)
     /// Detaches every device (releases, cancels and removals go out) and stops reading.
     func stop()
+    /// After the last drain at stop: takes the feed's own items off the client's loop.
+    func finish()
     /// Raw evdev events read so far.
     var eventsRead: Int { get }
     /// Attaches a stream of `input_event` records as a device (see
-    /// ``HIDEventSystem/attachStream(fileDescriptor:description:)``).
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID?
+    /// ``HIDEventSystem/attachStream(fileDescriptor:description:)``); the feed owns `fd`
+    /// from here, also when it refuses.
+    func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID
     /// How each device is read.
     func readPaths() -> [HIDDeviceID: DeviceReadPath]
     /// Called each time the client's queue has been drained (a server's client
     /// acknowledges the batches its handlers took).
     func drained()
+    /// Hands what crossed from another thread to `enqueue`, and returns what was lost on
+    /// the way (`nil`: nothing crosses threads in this feed).
+    func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken?
+    /// Whether a server's client is attached and focused (`nil`: the feed reads its own
+    /// devices, which are always its own).
+    var serverState: (attached: Bool, focused: Bool)? { get }
+    /// Does what only some feeds can do, or says why this one cannot.
+    func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer
+}
+
+/// What a feed is asked to do beyond reading (``DeviceFeed/control(_:)``).
+enum FeedRequest {
+    /// A server's client asks its server for the focus.
+    case requestFocus
+    /// An LED of a device on or off.
+    case setLED(code: UInt16, on: Bool, device: HIDDeviceInfo)
+    /// The CPUs the feed's thread may run on.
+    case allowedCPUs
+}
+
+/// A feed's answer to a ``FeedRequest``.
+enum FeedAnswer {
+    case done
+    case cpus([Int])
 }
 
 extension DeviceFeed {
     func drained() {}
+    func finish() {}
+    func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { nil }
+    var serverState: (attached: Bool, focused: Bool)? { nil }
+
+    /// What a feed that reads its own nodes does: LEDs are written to the node as a
+    /// compositor writes them (opened write-only for the write), the rest is refused.
+    func controlOwnNodes(_ request: FeedRequest) throws(HIDError) -> FeedAnswer {
+        switch request {
+        case .requestFocus:
+            throw .configuration("requestFocus: this event system is not a client of an event server")
+        case .allowedCPUs:
+            throw .configuration("the CPUs of the event-system thread: this system reads its devices on the client's loop")
+        case .setLED(let code, let on, let info):
+            let fd = open(info.path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .open(path: info.path, errno: Errno(rawValue: errno)) }
+            defer { close(fd) }
+            // Write-only, as a compositor opens it: EvdevDevice borrows the descriptor.
+            do throws(EvdevError) {
+                try EvdevDevice(fileDescriptor: fd).setLED(code, on: on)
+            } catch {
+                throw .write(path: info.path, errno: error.errno)
+            }
+            return .done
+        }
+    }
 }
 
 /// The `.clientLoop` shape: devices are read on the client's own loop, and decoded events
@@ -46,10 +102,11 @@ final class LocalDeviceFeed: DeviceFeed {
     func start() throws(HIDError) { try monitor.start() }
     func stop() { monitor.stop() }
     var eventsRead: Int { monitor.totalEventsRead }
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID? {
+    func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
         monitor.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
+    func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try controlOwnNodes(request) }
 }
 
 /// The `.dedicatedThread` shape: an event-system thread (`hid-events`) reads the devices
@@ -119,7 +176,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
         thread.stopAndJoin()
     }
 
-    func attachStream(fd: Int32, description: HIDDeviceInfo) -> HIDDeviceID? {
+    func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
         let forwarder = forwarder
         let answer = ThreadLock<HIDDeviceID?>(nil)
         let answered = DispatchSemaphore(value: 0)
@@ -131,7 +188,10 @@ final class ThreadedDeviceFeed: DeviceFeed {
             answered.signal()
         }
         answered.wait()
-        return answer.withLock { $0 }
+        guard let id = answer.withLock({ $0 }) else {
+            throw .configuration("attachStream: the event system's thread is not reading devices")
+        }
+        return id
     }
 
     func readPaths() -> [HIDDeviceID: DeviceReadPath] {
@@ -147,7 +207,14 @@ final class ThreadedDeviceFeed: DeviceFeed {
     }
 
     /// Takes the client-side port source off the loop (after the last batch was taken).
-    func invalidate() { source.invalidate() }
+    func finish() { source.invalidate() }
+
+    func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { forwarder.drain(enqueue) }
+
+    func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer {
+        if case .allowedCPUs = request { return .cpus(allowedCPUs()) }
+        return try controlOwnNodes(request)
+    }
 
     var eventsRead: Int { forwarder.eventsRead }
 

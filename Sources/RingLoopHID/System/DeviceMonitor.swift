@@ -15,7 +15,8 @@ import Glibc
 /// Thread rules: lives on one loop's thread (the reading loop).
 final class DeviceMonitor {
     struct Settings {
-        var directory: String
+        /// The folder to watch; `nil`: none (only streams are attached).
+        var directory: String?
         var grab: Bool
         var openAttempts: Int
         var retryInterval: Duration
@@ -54,14 +55,15 @@ final class DeviceMonitor {
 
     /// Starts watching (before enumerating, so nothing appears unseen in between).
     func start() throws(HIDError) {
+        guard let directory = settings.directory else { return }
         inotifyFD = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard inotifyFD >= 0 else { throw .directory(path: settings.directory, errno: Errno(rawValue: errno)) }
+        guard inotifyFD >= 0 else { throw .directory(path: directory, errno: Errno(rawValue: errno)) }
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF)
-        guard inotify_add_watch(inotifyFD, settings.directory, mask) >= 0 else {
+        guard inotify_add_watch(inotifyFD, directory, mask) >= 0 else {
             let error = errno
             close(inotifyFD)
             inotifyFD = -1
-            throw .directory(path: settings.directory, errno: Errno(rawValue: error))
+            throw .directory(path: directory, errno: Errno(rawValue: error))
         }
         let monitor = UnownedLoopReference(self, loop: loop)
         let source = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: inotifyFD)) { _ in
@@ -69,7 +71,7 @@ final class DeviceMonitor {
         }
         inotifySource = source
         loop.add(source, to: .common)
-        for name in Self.eventNodes(in: settings.directory) { consider(name) }
+        for name in Self.eventNodes(in: directory) { consider(name) }
     }
 
     /// Detaches every device and stops watching.
@@ -128,7 +130,8 @@ final class DeviceMonitor {
     private func consider(_ name: String) {
         guard readers[name] == nil else { return }
         if let only = settings.nodeNames, !only.contains(name) { return }
-        let path = settings.directory + "/" + name
+        guard let directory = settings.directory else { return }
+        let path = directory + "/" + name
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let error = errno

@@ -101,8 +101,7 @@ extension HIDEventSystem {
     /// forwarder lost into the resync (its snapshots are the devices' states after the
     /// events it dropped).
     func takeForwarded() {
-        guard let forwarder = (feed as? ThreadedDeviceFeed)?.forwarder else { return }
-        let taken = forwarder.drain { enqueue($0) }
+        guard let taken = feed?.takeForwarded({ enqueue($0) }) else { return }
         if taken.dropped > 0 || !taken.lifecycle.isEmpty {
             ledgers.forwardedDrops += taken.dropped
             for event in taken.lifecycle {

@@ -1,0 +1,68 @@
+import Glibc
+import RingLoop
+import RingLoopEvdev
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+/// A replay of recordings into the chain in one call (`Configuration(replaying:)`): exactly
+/// the session's devices are attached, counted by device (a file may hold several, as a
+/// libinput recording does), and the replay starts once the system has them all.
+@Suite("Replaying recordings into the chain", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct ReplayInputTests {
+    @Test(
+        "every event of a two-device file and a one-device file reaches the handlers; finished runs on the loop",
+        arguments: HIDEventSystem.Shape.allCases)
+    func replaying(shape: HIDEventSystem.Shape) throws {
+        let keyboard = try Recording.load(contentsOf: devicesFolder + "/keyboard.evemu")
+        let mouse = try Recording.load(contentsOf: devicesFolder + "/mouse-hires-wheel.evemu")
+        let screen = try Recording.load(contentsOf: devicesFolder + "/touchscreen-multitouch.evemu")
+        // What the decoder makes of each recording, by kind (lifecycle events aside).
+        var expected: [String: Int] = [:]
+        for recording in [keyboard, mouse, screen] {
+            for event in decodedEvents(of: recording) { expected[event.kind.rawValue, default: 0] += 1 }
+        }
+        _ = MountLeakCheck.armed
+        let session = try ReplaySession(
+            files: [[keyboard, mouse], [screen]],
+            configuration: .init(
+                backend: .fuse, folderPath: "/tmp/ringloop-replay-input-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                bufferSize: 8192, speed: .asFastAsPossible, settleTime: .milliseconds(20)))
+        defer { session.close() }
+        let (seen, added, finishedOnLoop) = try onFreshThread { () throws -> ([String: Int], Int, Bool) in
+            let loop = RingRunLoop.current
+            let finished = LoopBound(false, loop: loop)
+            let onLoop = LoopBound(false, loop: loop)
+            let system = HIDEventSystem(
+                configuration: .init(
+                    replaying: session, shape: shape,
+                    finished: {
+                        onLoop.value = RingRunLoop.current === loop
+                        finished.value = true
+                    }), loop: loop)
+            var seen: [String: Int] = [:]
+            var added = 0
+            system.addHandler { event in
+                switch event.kind {
+                case .deviceAdded: added += 1
+                case .deviceRemoved, .eventsDropped: break
+                default: seen[event.kind.rawValue, default: 0] += 1
+                }
+                return .pass
+            }
+            try system.start()
+            #expect(runUntil(loop, timeout: .seconds(30)) { finished.value })
+            // The session's settle time let the last frames reach the chain; drain them.
+            #expect(runUntil(loop) { seen == expected })
+            system.stop()
+            return (seen, added, onLoop.value)
+        }
+        #expect(added == 3, "the three devices of the two files")
+        #expect(seen == expected)
+        #expect(finishedOnLoop)
+        #expect(session.wait().framesSent == session.frameCount)
+    }
+}
