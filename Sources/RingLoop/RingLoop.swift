@@ -3,6 +3,7 @@
 ///
 /// This file holds module-level documentation; the wait core lives in `WaitCore/`.
 public enum RingLoopVersion {
-    /// The package's version string.
-    public static let string = "0.1.0-dev"
+    /// The package's version: the newest entry of CHANGELOG.md, as `ringloop --version`
+    /// prints it (a test keeps the three equal).
+    public static let string = "0.5.0"
 }

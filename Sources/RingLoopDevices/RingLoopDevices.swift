@@ -12,5 +12,5 @@ import CFuse
 /// Versions of the system libraries this module links.
 package enum RingLoopDevicesLinkage {
     /// libfuse3's version number (for example 314 for 3.14).
-    public static var fuseVersion: Int32 { fuse_version() }
+    package static var fuseVersion: Int32 { fuse_version() }
 }

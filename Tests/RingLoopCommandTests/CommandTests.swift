@@ -1,4 +1,5 @@
 import Foundation
+import RingLoop
 import RingLoopTestSupport
 import Testing
 
@@ -172,6 +173,7 @@ struct CommandTests {
             #expect(result.status == 0)
             #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == version)
         }
+        #expect(RingLoopVersion.string == version, "the library's RingLoopVersion")
     }
 
     @Test("devices where there are none lists none, says so on standard error, and exits 0")

@@ -5,11 +5,11 @@ import DequeModule
 /// Identifies a port registered on a wait core: a slot and the slot's generation.
 package struct PortID: Hashable, Sendable, CustomStringConvertible {
     /// Index in the wait core's port table.
-    public let slot: UInt32
+    package let slot: UInt32
     /// The slot's generation when the port was registered (24 bits).
-    public let generation: UInt32
+    package let generation: UInt32
 
-    public var description: String { "port \(slot).\(generation)" }
+    package var description: String { "port \(slot).\(generation)" }
 }
 
 /// What the kernel reported for a port, routed to that port.
@@ -26,7 +26,7 @@ package enum PortEvent: Sendable, Hashable {
     case completion(PortID, result: Int32, flags: UInt32)
 
     /// The readiness port the event is for (`nil` for messages).
-    public var port: PortID? {
+    package var port: PortID? {
         switch self {
         case .readiness(let id, _), .failure(let id, _): return id
         case .message, .completion: return nil

@@ -12,7 +12,7 @@ package enum WakeUpMechanism: String, Sendable, CaseIterable, CustomStringConver
     /// (kernel 5.13): the fallback for older kernels.
     case eventFD
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// The loop's wake-up: callable from any thread, coalesced, and free for the sender when

@@ -13,19 +13,19 @@ extension InputEvent {
 /// `EVIOCGABS`, `EVIOCGMTSLOTS`).
 package struct DeviceStateSnapshot: Sendable {
     /// Keys and buttons down (codes).
-    public var keysDown: Set<UInt16> = []
+    package var keysDown: Set<UInt16> = []
     /// Switches on.
-    public var switchesOn: Set<UInt16> = []
+    package var switchesOn: Set<UInt16> = []
     /// Current absolute values.
-    public var absolute: [UInt16: Int32] = [:]
+    package var absolute: [UInt16: Int32] = [:]
     /// Per slot: tracking id, x, y (protocol B devices).
-    public var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
+    package var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
     /// The slot the device's next multitouch values go to (`ABS_MT_SLOT`), if it has slots.
-    public var currentSlot: Int32?
+    package var currentSlot: Int32?
     /// LEDs on.
-    public var ledsOn: Set<UInt16> = []
+    package var ledsOn: Set<UInt16> = []
 
-    public init() {}
+    package init() {}
 }
 
 /// Turns one device's evdev frames into HID events: state is applied at `SYN_REPORT`
@@ -42,7 +42,7 @@ package struct DeviceStateSnapshot: Sendable {
 /// Allocation-free once warm: frames are built in reused buffers and events appended to
 /// the caller's array.
 package struct FrameDecoder {
-    public let info: HIDDeviceInfo
+    package let info: HIDDeviceInfo
     let deviceID: HIDDeviceID
 
     /// Where an absolute axis's values go.
@@ -128,7 +128,7 @@ package struct FrameDecoder {
         var changed = false
     }
 
-    public init(info: HIDDeviceInfo) {
+    package init(info: HIDDeviceInfo) {
         self.info = info
         self.deviceID = info.id
         let none = AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
@@ -181,12 +181,12 @@ package struct FrameDecoder {
     }
 
     /// Whether the decoder is discarding events until the end of a dropped frame.
-    public var isResyncing: Bool { dropping }
+    package var isResyncing: Bool { dropping }
 
     /// Feeds one event. Returns `true` when it was `SYN_DROPPED` (the caller must resync
     /// with ``resync(from:at:into:)`` after the next `SYN_REPORT`).
     @discardableResult
-    public mutating func feed(_ event: InputEvent, into out: inout [HIDEvent]) -> Bool {
+    package mutating func feed(_ event: InputEvent, into out: inout [HIDEvent]) -> Bool {
         if dropping {
             // Everything up to and including the next SYN_REPORT is incomplete.
             if event.isSynReport { dropping = false }

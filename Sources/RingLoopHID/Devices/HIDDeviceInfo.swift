@@ -40,9 +40,9 @@ public enum HIDDeviceClass: String, Sendable, Hashable, CaseIterable {
 /// device must compare equal whenever they were taken.
 public struct HIDDeviceInfo: Sendable, Hashable {
     /// The id the event system gave the device (unique while it runs).
-    public var id: HIDDeviceID
+    public internal(set) var id: HIDDeviceID
     /// The device node (`/dev/input/event3`).
-    public var path: String
+    public internal(set) var path: String
     /// What the device says about itself: name, ids, `phys` and `uniq`, properties, codes
     /// and absolute axes (without the state it was taken with).
     public private(set) var description: InputDeviceDescription
@@ -110,39 +110,39 @@ public struct HIDDeviceInfo: Sendable, Hashable {
 
 extension HIDDeviceInfo {
     /// The device's name.
-    public var name: String {
+    public internal(set) var name: String {
         get { description.name }
         set { description.name = newValue }
     }
     /// The bus (`BUS_USB`…).
-    public var busType: UInt16 {
+    public internal(set) var busType: UInt16 {
         get { description.busType }
         set { description.busType = newValue }
     }
     /// The vendor id.
-    public var vendor: UInt16 {
+    public internal(set) var vendor: UInt16 {
         get { description.vendor }
         set { description.vendor = newValue }
     }
     /// The product id.
-    public var product: UInt16 {
+    public internal(set) var product: UInt16 {
         get { description.product }
         set { description.product = newValue }
     }
     /// The product's version.
-    public var version: UInt16 {
+    public internal(set) var version: UInt16 {
         get { description.version }
         set { description.version = newValue }
     }
     /// Where the device is attached, as the kernel says (`phys`: `usb-0000:00:14.0-2/input3`,
     /// a Bluetooth adapter's address); empty when it says nothing.
-    public var physicalLocation: String {
+    public internal(set) var physicalLocation: String {
         get { description.physicalLocation }
         set { description.physicalLocation = newValue }
     }
     /// The device's own identifier (`uniq`: a serial number, a Bluetooth controller's
     /// address); empty when it has none.
-    public var uniqueIdentifier: String {
+    public internal(set) var uniqueIdentifier: String {
         get { description.uniqueIdentifier }
         set { description.uniqueIdentifier = newValue }
     }

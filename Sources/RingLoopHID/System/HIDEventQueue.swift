@@ -6,7 +6,7 @@
 package struct HIDEventQueue: ~Copyable {
     private let storage: UnsafeMutablePointer<HIDEvent>
     /// Slots in the ring.
-    public let capacity: Int
+    package let capacity: Int
     // Internal, not private, so the invariant tests can break them on purpose.
     /// The slot of the oldest event.
     var head = 0
@@ -15,9 +15,9 @@ package struct HIDEventQueue: ~Copyable {
     /// Events dropped since ``takeDroppedCount()`` last ran.
     var dropped = 0
     /// Events dropped since the queue was created.
-    public private(set) var totalDropped = 0
+    package private(set) var totalDropped = 0
 
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         precondition(capacity > 0, "a queue holds at least one event")
         self.capacity = capacity
         storage = .allocate(capacity: capacity)
@@ -33,12 +33,12 @@ package struct HIDEventQueue: ~Copyable {
     }
 
     /// Events waiting.
-    public var count: Int { count_ }
-    public var isEmpty: Bool { count_ == 0 }
+    package var count: Int { count_ }
+    package var isEmpty: Bool { count_ == 0 }
 
     /// Appends an event; returns `false` (and counts it) when the queue is full.
     @discardableResult
-    public mutating func push(_ event: HIDEvent) -> Bool {
+    package mutating func push(_ event: HIDEvent) -> Bool {
         guard count_ < capacity else {
             dropped += 1
             totalDropped += 1
@@ -50,7 +50,7 @@ package struct HIDEventQueue: ~Copyable {
     }
 
     /// Removes the oldest event.
-    public mutating func pop() -> HIDEvent? {
+    package mutating func pop() -> HIDEvent? {
         guard count_ > 0 else { return nil }
         let event = (storage + head).move()
         head = (head + 1) % capacity
@@ -59,7 +59,7 @@ package struct HIDEventQueue: ~Copyable {
     }
 
     /// Events dropped since the last call.
-    public mutating func takeDroppedCount() -> Int {
+    package mutating func takeDroppedCount() -> Int {
         defer { dropped = 0 }
         return dropped
     }
