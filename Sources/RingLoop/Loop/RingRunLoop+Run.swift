@@ -317,47 +317,32 @@ extension RingRunLoop {
         var kept: Deque<PendingPortEvent> = []
         var handled = false
         while let event = events.popFirst() {
+            // An event of an invalidated source is let go; one for a source not in this
+            // mode waits for a pass of a mode that has it.
+            guard event.sourceIsValid else {
+                discard(event)
+                continue
+            }
+            guard deliverable(event, state) else {
+                kept.append(event)
+                continue
+            }
             switch event {
             case .readiness(let source):
-                guard source.isValid else {
-                    source.pendingReadiness = 0
-                    continue
-                }
-                guard deliverable(event, state) else {
-                    kept.append(event)
-                    continue
-                }
                 let mask = source.pendingReadiness
                 source.pendingReadiness = 0
                 guard mask != 0, let perform = source.onReadiness else { continue }
                 Callout.tracked(calloutProbe, .port, source) { Callout.toSource1Perform { perform(mask) } }
                 handled = true
             case .message(let source, let message):
-                guard source.isValid else { continue }
-                guard deliverable(event, state) else {
-                    kept.append(event)
-                    continue
-                }
                 guard let perform = source.onMessage else { continue }
                 Callout.tracked(calloutProbe, .port, source) { Callout.toSource1Perform { perform(message) } }
                 handled = true
             case .completion(let source, let pending):
-                guard source.isValid else {
-                    deliverIO(pending, deliver: false)
-                    continue
-                }
-                guard deliverable(event, state) else {
-                    kept.append(event)
-                    continue
-                }
                 calloutHandledSource = false
                 deliverIO(pending, deliver: true)
                 if source.countsAsHandled || calloutHandledSource { handled = true }
             case .mainQueue:
-                guard deliverable(event, state) else {
-                    kept.append(event)
-                    continue
-                }
                 mainQueuePending = false
                 serviceMainQueue()
                 handled = true
@@ -371,6 +356,16 @@ extension RingRunLoop {
         events.removeAll(keepingCapacity: true)
         keptPortEvents = events
         return handled
+    }
+
+    /// Lets go of an event whose source was invalidated: its readiness is forgotten, its
+    /// I/O completion finished without a callout (buffers returned, the operation ended).
+    private func discard(_ event: PendingPortEvent) {
+        switch event {
+        case .readiness(let source): source.pendingReadiness = 0
+        case .completion(_, let pending): deliverIO(pending, deliver: false)
+        case .message, .mainQueue: break
+        }
     }
 
     private func armMainQueue(_ core: WaitCore) {

@@ -46,6 +46,14 @@ public final class RingRunLoop: @unchecked Sendable {
         case message(LoopPortSource, LoopDoorbell.Message)
         case completion(LoopPortSource, PendingIO)
         case mainQueue
+
+        /// Whether its source is still valid (the main queue always is).
+        var sourceIsValid: Bool {
+            switch self {
+            case .readiness(let source), .message(let source, _), .completion(let source, _): source.isValid
+            case .mainQueue: true
+            }
+        }
     }
 
     static let logger = Logger(label: "RingLoop.RunLoop")
