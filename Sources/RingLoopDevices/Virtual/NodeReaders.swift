@@ -124,7 +124,8 @@ extension Sequence where Element == any VirtualInputDevice {
                 progress(counts)
                 nextReport = now + .seconds(1)
             }
-            devices[waiting].waitForReaderChange(timeout: Swift.min(deadline - now, nextReport - now))
+            // Without a progress callback the report's time never moves: it bounds no wait.
+            devices[waiting].waitForReaderChange(timeout: progress == nil ? deadline - now : Swift.min(deadline - now, nextReport - now))
         }
     }
 }

@@ -323,17 +323,22 @@ public final class ReplaySession: Sendable {
 private final class ProgressReporter {
     let interval: Duration
     let report: (@Sendable (ReplaySession.Progress) -> Void)?
-    private(set) var nextReport: MonotonicInstant
+    private var reportDue: MonotonicInstant
 
     init(interval: Duration, report: (@Sendable (ReplaySession.Progress) -> Void)?) {
         self.interval = interval
         self.report = report
-        nextReport = .now + interval
+        reportDue = .now + interval
     }
 
+    /// When the next report is due: the deadline of a wait that reports; `nil` (wait until
+    /// woken) without a callback. A deadline without a callback never moved, and every
+    /// wait after it returned at once: `serve`'s replay used a whole core.
+    var nextReport: MonotonicInstant? { report == nil ? nil : reportDue }
+
     func offer(_ progress: ReplaySession.Progress) {
-        guard let report, MonotonicInstant.now >= nextReport else { return }
-        nextReport = .now + interval
+        guard let report, MonotonicInstant.now >= reportDue else { return }
+        reportDue = .now + interval
         report(progress)
     }
 }

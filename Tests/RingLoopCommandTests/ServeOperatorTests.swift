@@ -1,0 +1,49 @@
+import Foundation
+import Glibc
+import RingLoopTestSupport
+import Testing
+
+/// What a process has cost so far, read from /proc.
+enum ProcessCost {
+    /// The CPU time (user and system, every thread) the process `pid` has used, in seconds:
+    /// fields 14 and 15 of /proc/PID/stat, in clock ticks.
+    static func cpuSeconds(of pid: pid_t) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        // After the command's name (which may hold spaces) come the fields from 3 on.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
+/// `ringloop serve` as an operator runs it: what it costs while it waits.
+@Suite("ringloop serve under an operator", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct ServeOperatorTests {
+    static func uniqueName(_ base: String) -> String { "test.operator.\(base).\(getpid()).\(UInt32.random(in: 0...UInt32.max))" }
+
+    @Test("a replay with a long gap between frames sleeps through it: under 2 % of a core while nothing is due")
+    func replayGapCostsNoCPU() throws {
+        let name = Self.uniqueName("gap")
+        // KEY_A = 30 down at 0.3 s and up 6 s later: the server has nothing to do between.
+        let recording = try keyboardRecording([(0.3, 30, 1), (6.3, 30, 0)])
+        defer { unlink(recording) }
+        let server = try Spawned(ringloop, ["serve", name, recording, "--json", "--wait-clients", "1"], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        let client = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(waitUntil(timeout: .seconds(30)) { keyLines(client.output) == ["KEY_A down"] }, "\(client.output)\n\(server.error)")
+        let start = (cpu: try #require(ProcessCost.cpuSeconds(of: server.pid)), time: ContinuousClock.now)
+        #expect(waitUntil(timeout: .seconds(30)) { keyLines(client.output) == ["KEY_A down", "KEY_A up"] }, "\(client.output)")
+        let end = (cpu: try #require(ProcessCost.cpuSeconds(of: server.pid)), time: ContinuousClock.now)
+        let elapsed = (end.time - start.time) / .seconds(1)
+        let share = (end.cpu - start.cpu) / elapsed
+        #expect(elapsed > 4, "the gap was \(elapsed) s")
+        #expect(share < 0.02, "the server used \(end.cpu - start.cpu) s of CPU in \(elapsed) s (\(Int(share * 100)) % of a core)")
+        print("serve across a \(elapsed) s gap: \(end.cpu - start.cpu) s of CPU")
+        client.signal(SIGTERM)
+        #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+    }
+}
