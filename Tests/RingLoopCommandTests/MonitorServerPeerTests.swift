@@ -87,4 +87,42 @@ struct MonitorServerPeerTests {
         monitor.signal(SIGTERM)
         #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
     }
+
+    @Test(
+        "a long fast stream keeps the monitor's memory flat: the latency summary is a fixed-size histogram, not every sample",
+        .disabled(if: runningUnderSanitizer))
+    func memoryFlatOnALongStream() throws {
+        let name = Self.uniqueName("stream")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        // --filter: no key is printed (the test reads the markers only); every event still
+        // counts in the summary.
+        let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json", "--filter", "switchChanged"], directory: repository)
+        #expect(try server.waitForClient(), "\(monitor.error)")
+        try server.describe(Self.device(1, "Fast Keyboard"))
+        try server.send([Self.event(1, .deviceAdded)])
+        let keys = (0..<256).flatMap { _ in
+            [KeyEvent.State.down, .up].map { state in
+                Self.event(1, .key(KeyEvent(usage: HIDUsage.forLinuxKey(30), code: 30, state: state)))
+            }
+        }
+        /// Sends `batches` of 512 keys, then a marker device; waits until the monitor shows it.
+        func stream(_ batches: Int, marker: UInt32) throws -> Int? {
+            for _ in 0..<batches { try server.send(keys) }
+            try server.describe(Self.device(marker, "Marker \(marker)"))
+            try server.send([Self.event(marker, .deviceAdded)])
+            guard waitUntil(timeout: .seconds(120), { jsonLines(monitor.output, kind: "deviceAdded").count == Int(marker) }) else {
+                return nil
+            }
+            return EchoExampleTests.residentBytes(of: monitor.pid)
+        }
+        // 256 Ki events to warm up, then 2 Mi more (32 MB of samples if every one were kept).
+        let warm = try #require(try stream(512, marker: 2), "\(monitor.output)\n\(monitor.error)")
+        let after = try #require(try stream(4096, marker: 3), "\(monitor.output)\n\(monitor.error)")
+        #expect(after - warm < 4 << 20, "the monitor grew from \(warm) to \(after) bytes over 2 Mi events")
+        print("monitor --server resident memory: \(warm) bytes after 256 Ki events, \(after) after 2.25 Mi")
+        monitor.signal(SIGTERM)
+        #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
+        #expect(monitor.error.contains("(2359296 events)"), "\(monitor.error)")
+    }
 }
