@@ -47,3 +47,31 @@ struct ServeOperatorTests {
         #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
     }
 }
+
+extension ServeOperatorTests {
+    @Test("a server killed with SIGKILL is replaced at once: the new one waits for the dead one's name; a live holder still refuses")
+    func restartAfterSIGKILL() throws {
+        let name = Self.uniqueName("restart")
+        let recording = try keyboardRecording([(0.1, 30, 1), (0.2, 30, 0)])
+        defer { unlink(recording) }
+        var server = try Spawned(ringloop, ["serve", name, recording, "--json"], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        // A second server while the first lives: refused at once, with today's message.
+        let second = try runCommand(["serve", name, recording])
+        #expect(second.status == 69 && second.error.contains("a message port named '\(name)' exists already"), "\(second.error)")
+        // Killed and started again at once, five times (the dead one is not even reaped
+        // when the next starts: a zombie holds nothing, its ring's teardown holds the name).
+        for round in 1...5 {
+            server.signal(SIGKILL)
+            let next = try Spawned(ringloop, ["serve", name, recording, "--json"], directory: repository)
+            #expect(server.finish(timeout: .seconds(20)) == 128 + SIGKILL)
+            server = next
+            guard next.waitFor("\"serving\"") else {
+                Issue.record("round \(round): the new server did not start: \(next.error)")
+                break
+            }
+        }
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+    }
+}

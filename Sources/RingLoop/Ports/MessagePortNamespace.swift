@@ -82,6 +82,40 @@ public enum MessagePortNamespace: Sendable, Hashable, CustomStringConvertible {
         return (descriptor, made)
     }
 
+    /// Whether the socket listening as port `name` belongs to a process that has ended or
+    /// is ending: the kernel names the listener's process to a connection
+    /// (`SO_PEERCRED`, set at `listen`), and /proc says whether it is gone, a zombie or
+    /// exiting (`PF_EXITING`). A process killed with SIGKILL leaves its listening socket
+    /// to the kernel for a moment (the dead process's ring is torn down after it): the
+    /// name is not free yet, but no one holds it. `false` when nothing answers, the
+    /// listener's process is alive, or the kernel does not say (a full backlog, another
+    /// PID namespace).
+    func holderIsGone(of name: String) -> Bool {
+        guard let address = try? address(of: name) else { return false }
+        let probe = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { Glibc.close(probe) }
+        guard address.withSockaddr({ Glibc.connect(probe, $0, $1) }) == 0 else { return false }
+        guard let holder = PeerCredentials.ofPeer(of: probe), holder.pid > 0 else { return false }
+        return Self.processHasEnded(holder.pid)
+    }
+
+    /// Whether process `pid` is gone, a zombie, dead or exiting (/proc/PID/stat: state Z
+    /// or X, or the flag `PF_EXITING`, 0x4).
+    static func processHasEnded(_ pid: pid_t) -> Bool {
+        guard let file = fopen("/proc/\(pid)/stat", "r") else { return errno == ENOENT }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 1024)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return false }
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // After the command's name (in parentheses, which it may hold too): state, ppid,
+        // pgrp, session, tty, tpgid, flags.
+        guard let close = text.lastIndex(of: ")") else { return false }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 6, let flags = UInt64(fields[6]) else { return false }
+        return fields[0] == "Z" || fields[0] == "X" || flags & 0x4 != 0
+    }
+
     /// Removes port `name`'s socket file if it is still the one `file` names.
     func removeFile(_ file: FileIdentity?, name: String) {
         guard let file, let path = path(of: name), FileIdentity(path) == file else { return }

@@ -58,6 +58,12 @@ final class PortListener: Sendable {
         Self.logger.log(level: level, "\(LogBudget.line(line(), afterHolding: held))")
     }
 
+    /// The longest a new port waits for a name whose holder has ended (see
+    /// ``MessagePortNamespace/holderIsGone(of:)``), in milliseconds, and its first and
+    /// longest pause between tries (doubling).
+    static let reclaimTimeoutMilliseconds = 5000
+    static let reclaimPausesMilliseconds = (first: 5, longest: 200)
+
     /// Binds the port's name.
     /// - Throws: ``MessagePortError/nameInUse(_:)`` when another process has a port (or an
     ///   abstract socket) of that name.
@@ -73,7 +79,7 @@ final class PortListener: Sendable {
             guard PortRegistry.shared.waitForRelease(of: namespace.key(of: name), timeout: .seconds(1)) else {
                 throw .nameInUse(name)
             }
-            (socket, file) = try namespace.listen(as: name)
+            (socket, file) = try Self.reclaim(name, in: namespace)
         } catch {
             throw error
         }
@@ -83,6 +89,29 @@ final class PortListener: Sendable {
         self.limit = limit
         self.access = access
         self.limits = limits
+    }
+
+    /// Binds a name another process may hold: while its holder has ended or is ending,
+    /// tries again after a pause (5 ms, doubling to 200 ms) for up to 5 s; a live holder
+    /// fails at once with ``MessagePortError/nameInUse(_:)``, as it always did.
+    private static func reclaim(
+        _ name: String, in namespace: MessagePortNamespace
+    ) throws(MessagePortError) -> (socket: Int32, file: FileIdentity?) {
+        let deadline = MonotonicInstant.now + .milliseconds(reclaimTimeoutMilliseconds)
+        var pause = reclaimPausesMilliseconds.first
+        while true {
+            do {
+                return try namespace.listen(as: name)
+            } catch .nameInUse {
+                guard MonotonicInstant.now < deadline, namespace.holderIsGone(of: name) else { throw .nameInUse(name) }
+            } catch {
+                throw error
+            }
+            var time = timespec(tv_sec: pause / 1000, tv_nsec: (pause % 1000) * 1_000_000)
+            var left = timespec()
+            while nanosleep(&time, &left) != 0, errno == EINTR { time = left }
+            pause = min(pause * 2, reclaimPausesMilliseconds.longest)
+        }
     }
 
     /// Starts accepting on the port's loop, in the modes of the port's source.
