@@ -7,6 +7,10 @@
 //   swift run kiosk-server serve --devices /dev/input [--name NAME]   # a server over real devices
 //   swift run kiosk-server app TITLE [--name NAME]  # one kiosk app (a client)
 //
+// --socket-dir DIR puts the server's port (and each app's) in DIR as socket files instead of
+// the abstract namespace, where any local user could take the name first: use it on any
+// machine with other users (RingLoop's MessagePortNamespace.directory).
+//
 // The demo runs the server in this process, with a touchscreen and a keyboard described
 // as the bundled recordings' devices and fed through pipes; it starts two apps, "Left"
 // and "Right", as processes of their own, taps and types, presses F1, taps and types
@@ -34,28 +38,43 @@ func fail(_ problem: String, status: Int32) -> Never {
 }
 
 func usage(_ problem: String) -> Never {
-    fail("\(problem); usage: kiosk-server [--recordings DIR | serve --devices DIR | app TITLE] [--name NAME]", status: 64)
+    fail(
+        "\(problem); usage: kiosk-server [--recordings DIR | serve --devices DIR | app TITLE] [--name NAME] [--socket-dir DIR]", status: 64)
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 var serverName = "kiosk.\(getpid())"
 var recordingsFolder = "devices"
-for option in ["--name", "--recordings"] {
+var namespace = MessagePortNamespace.abstract
+for option in ["--name", "--recordings", "--socket-dir"] {
     guard let index = arguments.firstIndex(of: option) else { continue }
     guard index + 1 < arguments.count else { usage("\(option) needs a value") }
-    if option == "--name" { serverName = arguments[index + 1] } else { recordingsFolder = arguments[index + 1] }
+    let value = arguments[index + 1]
+    switch option {
+    case "--name": serverName = value
+    case "--recordings": recordingsFolder = value
+    default:
+        var status = stat()
+        guard stat(value, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            fail("--socket-dir: \(value) is not a folder", status: 66)
+        }
+        // The apps' ports are made there too: readable and writable by the server's user
+        // and the apps' (the folder's own permissions decide who reaches it).
+        namespace = .directory(value, permissions: 0o666)
+    }
     arguments.removeSubrange(index...(index + 1))
 }
 
 do {
     switch arguments.first {
-    case nil: try runDemo(name: serverName, recordings: recordingsFolder)
+    case nil: try runDemo(name: serverName, namespace: namespace, recordings: recordingsFolder)
     case "serve":
         guard arguments.count == 3, arguments[1] == "--devices" else { usage("serve needs --devices DIR") }
-        try runServer(name: serverName, devices: .init(deviceDirectory: arguments[2], shape: .dedicatedThread), script: nil)
+        try runServer(
+            name: serverName, namespace: namespace, devices: .init(deviceDirectory: arguments[2], shape: .dedicatedThread), script: nil)
     case "app":
         guard arguments.count == 2 else { usage("app needs a TITLE") }
-        try runApp(title: arguments[1], server: serverName)
+        try runApp(title: arguments[1], server: serverName, namespace: namespace)
     default: usage("unknown command '\(arguments[0])'")
     }
 } catch {
@@ -65,10 +84,10 @@ do {
 // MARK: The app
 
 /// A kiosk app: types what it is sent, reports taps, says when it comes to the front.
-func runApp(title: String, server: String) throws {
+func runApp(title: String, server: String, namespace: MessagePortNamespace) throws {
     let loop = RingRunLoop.current
     let signals = try loop.signals([SIGINT, SIGTERM])
-    let system = HIDEventSystem(configuration: .init(server: server, clientName: title), loop: loop)
+    let system = HIDEventSystem(configuration: .init(server: server, namespace: namespace, clientName: title), loop: loop)
     let typed = LoopBound("", loop: loop)
     system.addHandler(kinds: [.key]) { event in
         guard case .key(let key) = event.payload, key.state == .down,
@@ -107,12 +126,13 @@ func runApp(title: String, server: String) throws {
 /// The server: the devices, F1 to move the focus, a line per change among the apps;
 /// `script` (the demo) runs once the server is up, on a thread of its own.
 func runServer(
-    name: String, devices: HIDEventSystem.Configuration, streams: [HIDDeviceInfo] = [],
+    name: String, namespace: MessagePortNamespace, devices: HIDEventSystem.Configuration, streams: [HIDDeviceInfo] = [],
     script: ((HIDEventServer, [Int32]) -> Void)?
 ) throws {
     let loop = RingRunLoop.current
     let signals = try loop.signals([SIGINT, SIGTERM])
-    let server = HIDEventServer(configuration: .init(name: name, devices: devices, focusOnAttach: .first), loop: loop)
+    let server = HIDEventServer(
+        configuration: .init(name: name, namespace: namespace, devices: devices, focusOnAttach: .first), loop: loop)
     server.system.addHandler(usage: HIDUsage(page: 0x07, usage: 0x3a)) { [unowned server] event in  // F1
         if case .key(let key) = event.payload, key.state == .down { server.focusNext() }
         return .consumed
@@ -150,17 +170,21 @@ func runServer(
 
 // MARK: The demo
 
-func runDemo(name: String, recordings: String) throws {
+func runDemo(name: String, namespace: MessagePortNamespace, recordings: String) throws {
     for file in ["touchscreen-multitouch.evemu", "keyboard.evemu"] where access(recordings + "/" + file, R_OK) != 0 {
         fail("\(recordings)/\(file): no such file (run from the package's folder, or give --recordings DIR)", status: 66)
     }
     let touchscreen = try description(of: recordings + "/touchscreen-multitouch.evemu")
     let keyboard = try description(of: recordings + "/keyboard.evemu")
-    try runServer(name: name, devices: .init(deviceDirectory: "/tmp", nodeNames: []), streams: [touchscreen, keyboard]) {
+    try runServer(
+        name: name, namespace: namespace, devices: .init(deviceDirectory: "/tmp", nodeNames: []), streams: [touchscreen, keyboard]
+    ) {
         server, ends in
         let loop = server.loop
         let apps = ["Left", "Right"].map { title -> Child in
-            let child = Child(["app", title, "--name", name])
+            var arguments = ["app", title, "--name", name]
+            if case .directory(let folder, _) = namespace { arguments += ["--socket-dir", folder] }
+            let child = Child(arguments)
             // The first app attaches first, so it has the focus (focusOnAttach: .first).
             while server.clients.count < (title == "Left" ? 1 : 2) { _ = loop.run(mode: .default, for: .milliseconds(20)) }
             return child

@@ -75,3 +75,67 @@ extension ServeOperatorTests {
         #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
     }
 }
+
+extension ServeOperatorTests {
+    @Test("--socket-dir: a squatter on the abstract name does not keep the server from starting; its socket file is 0600 and goes with it")
+    func socketFolder() throws {
+        let name = Self.uniqueName("folder")
+        let folder = "/tmp/ringloop-socket-dir-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkdir(folder, 0o700) == 0)
+        defer { rmdir(folder) }
+        // Another process (here: this one) binds the abstract name first.
+        let squatter = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        defer { close(squatter) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let abstractName = Array("rlport:\(name)".utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in
+            for (index, byte) in abstractName.enumerated() { path[index + 1] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + abstractName.count)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(squatter, $0, length) } }
+        #expect(bound == 0 && listen(squatter, 1) == 0)
+        let squatted = try runCommand(["serve", name, "devices/keyboard.evemu"])
+        #expect(squatted.status == 69 && squatted.error.contains("exists already"), "\(squatted.error)")
+
+        let recording = try keyboardRecording([(0.3, 30, 1), (0.4, 30, 0)])
+        defer { unlink(recording) }
+        let server = try Spawned(
+            ringloop, ["serve", name, recording, "--json", "--wait-clients", "1", "--socket-dir", folder], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        var status = stat()
+        #expect(stat(folder + "/" + name + ".port", &status) == 0 && status.st_mode & 0o777 == 0o600)
+        let client = try Spawned(ringloop, ["monitor", "--server", name, "--json", "--socket-dir", folder], directory: repository)
+        #expect(
+            waitUntil(timeout: .seconds(30)) { keyLines(client.output) == ["KEY_A down", "KEY_A up"] }, "\(client.output)\n\(client.error)")
+        client.signal(SIGTERM)
+        #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+        #expect(access(folder + "/" + name + ".port", F_OK) != 0, "the server removed its socket file")
+        let notFolder = try runCommand(["serve", name, "--socket-dir", recording])
+        #expect(notFolder.status == 64 && notFolder.error.contains("is not a folder"), "\(notFolder.error)")
+    }
+}
+
+extension ServeOperatorTests {
+    @Test("kiosk-server --socket-dir: the server and its two apps meet in the folder, and the apps get their keys")
+    func kioskServerInAFolder() throws {
+        let folder = "/tmp/ringloop-kiosk-dir-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkdir(folder, 0o700) == 0)
+        defer { rmdir(folder) }
+        let run = try Spawned(
+            ExampleTests.example("kiosk-server"), ["--recordings", repository + "/devices", "--socket-dir", folder], directory: "/tmp")
+        #expect(run.finish(timeout: .seconds(90)) == 0, "\(run.output)\n\(run.error)")
+        #expect(run.output.contains("Left: typed \"hiok\"") && run.output.contains("Right: typed \"yo\""), "\(run.output)")
+        var entries: [String] = []
+        if let directory = opendir(folder) {
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { entries.append(name) }
+            }
+            closedir(directory)
+        }
+        #expect(entries.isEmpty, "every port removed its socket file: \(entries)")
+    }
+}

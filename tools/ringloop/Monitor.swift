@@ -36,7 +36,8 @@ struct Monitor: ParsableCommand {
 
             --server NAME attaches to an event server (ringloop serve NAME) as a client:
             it prints what the server sends this client (the focused one gets keys and
-            touches), and attaches again when a server of that name comes back.
+            touches), and attaches again when a server of that name comes back; with
+            --socket-dir DIR, the server of serve --socket-dir DIR.
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -100,6 +101,9 @@ struct Monitor: ParsableCommand {
 
     @Flag(help: "With --server: ask for the focus on attaching.")
     var requestFocus = false
+
+    @Option(help: "With --server: the folder of the server's socket (serve --socket-dir).", completion: .directory)
+    var socketDir: String?
 
     func validate() throws {
         try validateServer()

@@ -8,6 +8,7 @@ extension Monitor {
     func validateServer() throws {
         guard let server else {
             if requestFocus { throw ValidationError("--request-focus asks an event server: give --server NAME") }
+            if socketDir != nil { throw ValidationError("--socket-dir finds an event server: give --server NAME") }
             return
         }
         guard !server.isEmpty, server.utf8.count <= LocalMessagePort.maximumNameLength else {
@@ -16,6 +17,7 @@ extension Monitor {
         if !inputs.isEmpty { throw ValidationError("--server NAME reads the server's devices; give no devices or recordings") }
         if raw { throw ValidationError("--raw reads a device's evdev events; a server's client gets HID events") }
         if grab { throw ValidationError("--grab: the server owns the devices (grab them with the server)") }
+        try Serve.validateSocketFolder(socketDir)
     }
 
     /// A client of the event server `name` on the main loop, until a signal, `duration` or
@@ -32,8 +34,12 @@ extension Monitor {
         StandardOutput.whenClosed(end)
         let outputWatch = StandardOutput.watchForClose(on: loop)
         defer { outputWatch?.invalidate() }
+        // The client's own port is made in the folder too; its policy admits only the
+        // server's user, whoever that is (mode 0666: a server of another user can reach it).
+        let namespace = socketDir.map { MessagePortNamespace.directory($0, permissions: 0o666) } ?? .abstract
         let system = HIDEventSystem(
-            configuration: .init(server: name, clientName: "ringloop monitor", requestsFocus: requestFocus), loop: loop)
+            configuration: .init(server: name, namespace: namespace, clientName: "ringloop monitor", requestsFocus: requestFocus),
+            loop: loop)
         let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }

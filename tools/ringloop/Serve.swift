@@ -27,6 +27,12 @@ struct Serve: ParsableCommand {
             or none; --focus-key KEY (e.g. KEY_F1) makes that key move the focus to the
             next client (the server consumes it). --allow-uid and --allow-gid open the
             server to other users (default: only its own user).
+            --socket-dir DIR puts the server's socket in DIR (the file NAME.port) instead of
+            Linux's abstract namespace, where any local user can bind the name first and
+            keep the server from starting: use it on any machine with other users. The file
+            is mode 0600 (0666 with --allow-uid or --allow-gid: then the folder's own
+            permissions and the policies decide); clients give the same --socket-dir, and
+            make their own ports there, so they need write permission on DIR.
 
             Examples:
               ringloop serve panel
@@ -52,6 +58,9 @@ struct Serve: ParsableCommand {
 
     @Option(help: "Groups (gids, comma-separated) whose members may attach.")
     var allowGid: String?
+
+    @Option(help: "A folder for the server's socket file (NAME.port) instead of the abstract namespace.", completion: .directory)
+    var socketDir: String?
 
     @Option(help: "Replay recordings once this many clients are attached.")
     var waitClients: Int = 0
@@ -86,6 +95,7 @@ struct Serve: ParsableCommand {
         }
         _ = try Self.ids(allowUid, "--allow-uid")
         _ = try Self.ids(allowGid, "--allow-gid")
+        try Self.validateSocketFolder(socketDir)
         guard (0...64).contains(waitClients) else { throw ValidationError("--wait-clients must be 0 to 64, got \(waitClients)") }
         try OptionRange.speed(speed)
         try OptionRange.duration(duration)
@@ -104,6 +114,16 @@ struct Serve: ParsableCommand {
             ids.insert(id)
         }
         return ids
+    }
+
+    /// `--socket-dir` names a folder.
+    static func validateSocketFolder(_ folder: String?) throws {
+        guard let folder else { return }
+        var status = stat()
+        guard stat(folder, &status) == 0 else {
+            throw ValidationError("--socket-dir: \(folder): \(String(cString: strerror(errno))) (give an existing folder)")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else { throw ValidationError("--socket-dir: \(folder) is not a folder") }
     }
 
     /// What serve takes, for the messages that name it.
@@ -180,9 +200,11 @@ struct Serve: ParsableCommand {
         } catch {
             throw Failure(error)
         }
+        let othersAllowed = allowUid != nil || allowGid != nil
+        let namespace = socketDir.map { MessagePortNamespace.directory($0, permissions: othersAllowed ? 0o666 : 0o600) } ?? .abstract
         let server = HIDEventServer(
             configuration: .init(
-                name: name, devices: .init(deviceDirectory: directory, shape: .dedicatedThread, nodeNames: names),
+                name: name, namespace: namespace, devices: .init(deviceDirectory: directory, shape: .dedicatedThread, nodeNames: names),
                 clientAccess: access, observerAccess: access, focusRequestAccess: access,
                 focusOnAttach: HIDEventServer.FocusOnAttach(rawValue: focus)!,
                 notRespondingTimeout: .milliseconds(Int(notResponding * 1000))),

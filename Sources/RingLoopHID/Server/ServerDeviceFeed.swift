@@ -152,7 +152,7 @@ final class ServerDeviceFeed: DeviceFeed {
         let token = UInt64.random(in: 1...UInt64.max)
         attachments += 1
         let portName = Self.clientPortName(
-            server: attachment.name, suffix: ".client.\(getpid()).\(token % 1_000_000_000).\(attachments)")
+            server: attachment.name, namespace: attachment.namespace, suffix: ".client.\(getpid()).\(token % 1_000_000_000).\(attachments)")
         let owner = server.owner
         let handle = handle
         // Only the server's user may connect; only the server's process is listened to.
@@ -207,10 +207,17 @@ final class ServerDeviceFeed: DeviceFeed {
     }
 
     /// The client's port: the server's name, shortened by whole characters where the whole
-    /// would pass a port name's length, then `suffix` (which makes it unique).
-    static func clientPortName(server: String, suffix: String) -> String {
+    /// would pass a port name's length (in a folder: where the socket file's path would
+    /// pass a socket address's 107 bytes), then `suffix` (which makes it unique).
+    static func clientPortName(server: String, namespace: MessagePortNamespace = .abstract, suffix: String) -> String {
+        var limit = LocalMessagePort.maximumNameLength
+        if case .directory(let folder, _) = namespace {
+            // `FOLDER/NAME.port` in `sockaddr_un.sun_path` (108 bytes with its NUL).
+            let folderBytes = folder.utf8.count + (folder.hasSuffix("/") ? 0 : 1)
+            limit = min(limit, max(suffix.utf8.count, 107 - folderBytes - ".port".utf8.count))
+        }
         var prefix = Substring(server)
-        while prefix.utf8.count + suffix.utf8.count > LocalMessagePort.maximumNameLength, !prefix.isEmpty {
+        while prefix.utf8.count + suffix.utf8.count > limit, !prefix.isEmpty {
             prefix = prefix.dropLast()
         }
         return prefix + suffix
