@@ -7,6 +7,6 @@ struct Fixtures: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ringloop-fixtures",
         abstract: "Test fixtures of the ringloop package (run by its tests).",
-        subcommands: [HostAndRead.self, Soak.self]
+        subcommands: [HostAndRead.self, Soak.self, LateSignals.self]
     )
 }

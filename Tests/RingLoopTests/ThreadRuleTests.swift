@@ -57,6 +57,20 @@ struct LoopThreadRuleTests {
         }
     }
 
+    @Test("A LoopBound read after its thread ended stops the process with a message that names the fix")
+    func loopBoundAfterItsThread() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = LoopThread(name: "owner")
+            let value = LoopBound(0, loop: worker.loop)
+            worker.stopAndJoin()
+            _ = value.value
+            exit(0)
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("LoopBound.value was used off its loop's thread (or after that thread ended)"), "\(message)")
+        #expect(message.contains("Task(executorPreference: loop)") && message.contains("Mutex or an Atomic"), "\(message)")
+    }
+
     @Test("Reading a loop-thread member of a loop from another thread stops the process")
     func loopMemberOffThread() async {
         await #expect(processExitsWith: .failure) {

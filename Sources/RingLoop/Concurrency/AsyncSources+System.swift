@@ -1,4 +1,5 @@
 import CLibURing
+import CThreads
 import Glibc
 import SystemPackage
 
@@ -20,11 +21,15 @@ public struct FileChange: Sendable, Hashable, CustomStringConvertible {
 extension RingRunLoop {
     /// The signals in `numbers` as they arrive, read from a signalfd the loop watches.
     ///
-    /// A signal reaches a signalfd only while it is blocked in *every* thread of the
-    /// process; otherwise a thread that does not block it takes the signal's default action
-    /// (SIGINT and SIGTERM end the process). This call blocks the signals in the calling
-    /// thread; call it on the main thread before starting other threads (they inherit the
-    /// mask), or block the signals in each thread yourself.
+    /// A signal reaches a signalfd only while it is blocked in the thread the kernel picks.
+    /// This call blocks the signals in the calling thread (threads started afterwards
+    /// inherit the mask); the package's own threads (``LoopThread``, the event system's,
+    /// the replay's, the port threads) block SIGINT, SIGTERM, SIGHUP and SIGQUIT from
+    /// birth; and a thread started earlier that does not block a signal (the app's own, a
+    /// dispatch worker) takes it through a handler this call installs in place of the
+    /// default action, which blocks it in that thread and sends it to the process again,
+    /// for the signalfd. It may therefore be called at any time, before or after
+    /// threads start; docs/DEPLOYMENT.md shows an app's shutdown under systemd.
     ///
     /// Buffering: unbounded — no signal is dropped (the kernel merges repeats of one signal
     /// that arrive before the loop reads them, as it does for any pending signal). Ending

@@ -1,4 +1,5 @@
 import CLibURing
+import CThreads
 import Glibc
 import Synchronization
 import SystemPackage
@@ -16,10 +17,14 @@ import SystemPackage
 /// ```
 ///
 /// The signals are read from a signalfd, which a signal reaches only while it is blocked
-/// in *every* thread of the process; a thread that does not block it takes the signal's
-/// default action instead (SIGINT and SIGTERM end the process). `init` blocks the signals
-/// in the calling thread: create the source on the main thread before starting other
-/// threads (they inherit the mask), or block the signals in each thread yourself.
+/// in the thread the kernel picks. `init` blocks the signals in the calling thread
+/// (threads it starts afterwards inherit the mask); the package's own threads
+/// (``LoopThread``, the event system's, the replay's, the port threads) block SIGINT,
+/// SIGTERM, SIGHUP and SIGQUIT from birth; and any other thread that started earlier
+/// without blocking them (the app's own, a dispatch worker) gets a handler, installed by
+/// `init` in place of the default action, that blocks the signal in that thread and sends
+/// it to the process again, where the signalfd reads it. So the order does not matter: a
+/// `LoopThread` made before the source does not end the process on Ctrl-C.
 ///
 /// Threading: the handler runs on the loop's thread, in the loop's common modes, once per
 /// signal read (the kernel merges repeats of one signal that arrive before the loop reads
@@ -72,6 +77,13 @@ public final class LoopSignalSource: Sendable {
         }
         let blocked = pthread_sigmask(SIG_BLOCK, &mask, nil)
         guard blocked == 0 else { throw Errno(rawValue: blocked) }
+        // A thread started before this call that does not block a signal would take its
+        // default action (the package's own threads block the stop signals from birth):
+        // such a thread forwards it to the process instead and blocks it from then on.
+        for number in signals {
+            let installed = ringloop_forward_signal(number)
+            guard installed == 0 else { throw Errno(rawValue: -installed) }
+        }
         let fd = signalfd(-1, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
         guard fd >= 0 else { throw Errno(rawValue: errno) }
         return fd

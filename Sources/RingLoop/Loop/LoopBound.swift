@@ -43,16 +43,27 @@ public final class LoopBound<Value>: @unchecked Sendable {
         self.storage = value
     }
 
-    /// The value. Read and write it on the loop's thread only; anywhere else traps.
+    /// The value. Read and write it on the loop's thread only; anywhere else (another
+    /// thread, or after the loop's thread ended) traps with a message that says how to
+    /// reach it.
     public var value: Value {
         get {
-            loop.preconditionOnLoopThread("LoopBound.value")
+            loop.preconditionOnLoopThread(explaining: Self.misuse)
             return storage
         }
         _modify {
-            loop.preconditionOnLoopThread("LoopBound.value")
+            loop.preconditionOnLoopThread(explaining: Self.misuse)
             yield &storage
         }
+    }
+
+    /// What the trap says: the rule and the ways to follow it.
+    static var misuse: String {
+        "LoopBound.value was used off its loop's thread (or after that thread ended), where it would race the loop's"
+            + " callbacks. Use it only in that loop's callbacks; from another thread, hop there first"
+            + " (loop.perform { ... }, loop.perform(inModes: [.common], waitUntilDone: true) { ... },"
+            + " or Task(executorPreference: loop) { ... }) and copy out what you need while the thread runs;"
+            + " for state that threads share, use a Mutex or an Atomic (Synchronization) instead of a LoopBound"
     }
 }
 

@@ -289,6 +289,11 @@ public final class RingRunLoop: @unchecked Sendable {
         precondition(isOnLoopThread, "\(what()) must be called on the loop's own thread")
     }
 
+    /// Traps unless called on the loop's thread, with `message` as it is.
+    package func preconditionOnLoopThread(explaining message: @autoclosure () -> String) {
+        precondition(isOnLoopThread, message())
+    }
+
     /// The loop's thread is exiting: items hold their loop strongly (as in CFRunLoop), so
     /// unbind them all and drop the modes, letting the loop and its items go away with
     /// the thread. The main loop lives as long as the process and is left alone.

@@ -24,6 +24,14 @@ package final class PosixThread: @unchecked Sendable {
     package static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> PosixThread {
         let thread = PosixThread(name: name, body: body)
         let context = Unmanaged.passRetained(thread).toOpaque()
+        // Born with the stop signals blocked (a thread inherits its creator's mask): they
+        // are for the app's `signals(_:)`, wherever it was called, never this thread's
+        // default action (which ended the process on Ctrl-C when a LoopThread came first).
+        var stopSignals = sigset_t()
+        var creatorMask = sigset_t()
+        ringloop_stop_signals(&stopSignals)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, &creatorMask)
+        defer { pthread_sigmask(SIG_SETMASK, &creatorMask, nil) }
         let result = pthread_create(
             &thread.handle, nil,
             { context in
