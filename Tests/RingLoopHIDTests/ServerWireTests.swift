@@ -129,6 +129,18 @@ struct ServerWireTests {
         }
     }
 
+    @Test("the largest hello a client may send (longest port and client names, every kind and class) fits the server's message limit")
+    func largestHello() throws {
+        let port = String(repeating: "p", count: LocalMessagePort.maximumNameLength)
+        let name = String(repeating: "n", count: ServerWire.maximumClientNameLength)
+        let hello = ServerWire.Hello(
+            token: .max, port: port, name: name, kinds: Set(HIDEvent.Kind.allCases), deviceClasses: Set(HIDDeviceClass.allCases),
+            wantsFocus: true)
+        #expect(try ServerWire.Hello(decoding: hello.encoded) == hello)
+        #expect(hello.encoded.count <= ServerWire.maximumClientMessageSize, "\(hello.encoded.count) bytes")
+        #expect(ServerWire.Ack(token: .max, sequence: .max).encoded.count <= ServerWire.maximumClientMessageSize)
+    }
+
     @Test("the control messages read back; a hello of another version, a bad flag or trailing bytes are refused")
     func messages() throws {
         let hello = ServerWire.Hello(

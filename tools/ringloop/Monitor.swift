@@ -105,6 +105,12 @@ struct Monitor: ParsableCommand {
     @Option(help: "With --server: the folder of the server's socket (serve --socket-dir).", completion: .directory)
     var socketDir: String?
 
+    @Option(
+        help:
+            "With --server: device classes whose every event to receive without the focus, where the server allows (keyboard, pointer...).",
+        completion: .list(HIDDeviceClass.allCases.map(\.rawValue)))
+    var observe: String?
+
     func validate() throws {
         try validateServer()
         _ = try eventFilter()

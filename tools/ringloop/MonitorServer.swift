@@ -9,6 +9,7 @@ extension Monitor {
         guard let server else {
             if requestFocus { throw ValidationError("--request-focus asks an event server: give --server NAME") }
             if socketDir != nil { throw ValidationError("--socket-dir finds an event server: give --server NAME") }
+            if observe != nil { throw ValidationError("--observe asks an event server: give --server NAME") }
             return
         }
         guard !server.isEmpty, server.utf8.count <= LocalMessagePort.maximumNameLength else {
@@ -18,6 +19,12 @@ extension Monitor {
         if raw { throw ValidationError("--raw reads a device's evdev events; a server's client gets HID events") }
         if grab { throw ValidationError("--grab: the server owns the devices (grab them with the server)") }
         try Serve.validateSocketFolder(socketDir)
+        _ = try observedClasses()
+    }
+
+    /// The parsed --observe.
+    func observedClasses() throws -> Set<HIDDeviceClass> {
+        try observe.map { try LiveView.Filter.parse($0, "--observe", as: HIDDeviceClass.self) } ?? []
     }
 
     /// A client of the event server `name` on the main loop, until a signal, `duration` or
@@ -38,7 +45,9 @@ extension Monitor {
         // server's user, whoever that is (mode 0666: a server of another user can reach it).
         let namespace = socketDir.map { MessagePortNamespace.directory($0, permissions: 0o666) } ?? .abstract
         let system = HIDEventSystem(
-            configuration: .init(server: name, namespace: namespace, clientName: "ringloop monitor", requestsFocus: requestFocus),
+            configuration: .init(
+                server: name, namespace: namespace, clientName: "ringloop monitor",
+                subscribedDeviceClasses: (try? observedClasses()) ?? [], requestsFocus: requestFocus),
             loop: loop)
         let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
         view.attach(to: system)

@@ -25,8 +25,28 @@ struct Serve: ParsableCommand {
             not responding; --json: one object per line).
             --focus says who gets the focus as clients attach: newest (default), first,
             or none; --focus-key KEY (e.g. KEY_F1) makes that key move the focus to the
-            next client (the server consumes it). --allow-uid and --allow-gid open the
-            server to other users (default: only its own user).
+            next client (the server consumes it).
+
+            Rights, each a separate grant by user (uids) and group (gids, comma-separated);
+            the server's own user holds them all, and a grant counts only for a user who
+            may also attach:
+              --allow-uid, --allow-gid          attach, and get keys, touches and the other
+                                                focus-bound events only while focused (the
+                                                focus moves to them only by --focus-key)
+              --focus-uid, --focus-gid          take the focus: by asking (--request-focus)
+                                                and by --focus on attaching
+              --observe-uid, --observe-gid      get every event of devices other than
+                                                keyboards without the focus
+              --observe-keyboards-uid, --observe-keyboards-gid
+                                                get every keystroke without the focus (a
+                                                keylogger's right: grant it to no one else)
+            No client asks for outputs (LEDs, rumble): the protocol has no such request.
+            Shares: at most --max-clients clients (64); a user other than the server's has
+            at most --max-clients-per-user (16), and those users together at most
+            --max-clients less one share, so the server's own user always has room.
+            Per client the server keeps at most 256 unacknowledged batches (then counts,
+            not sends), one frame being gathered (512 events, 16 KiB), and takes messages
+            of at most 256 bytes from it and no reply at all.
             --socket-dir DIR puts the server's socket in DIR (the file NAME.port) instead of
             Linux's abstract namespace, where any local user can bind the name first and
             keep the server from starting: use it on any machine with other users. The file
@@ -53,11 +73,35 @@ struct Serve: ParsableCommand {
     @Option(help: "A key (KEY_F1, KEY_TAB...) that moves the focus to the next client; the server consumes it.")
     var focusKey: String?
 
-    @Option(help: "Users (uids, comma-separated) allowed to attach besides the server's own.")
+    @Option(help: "Users (uids, comma-separated) allowed to attach besides the server's own; focus-bound events only while focused.")
     var allowUid: String?
 
     @Option(help: "Groups (gids, comma-separated) whose members may attach.")
     var allowGid: String?
+
+    @Option(help: "Users allowed to take the focus (asking, or on attaching) besides the server's own.")
+    var focusUid: String?
+
+    @Option(help: "Groups whose members may take the focus.")
+    var focusGid: String?
+
+    @Option(help: "Users allowed to observe devices other than keyboards without the focus.")
+    var observeUid: String?
+
+    @Option(help: "Groups whose members may observe devices other than keyboards without the focus.")
+    var observeGid: String?
+
+    @Option(help: "Users allowed to observe keyboards without the focus (every keystroke).")
+    var observeKeyboardsUid: String?
+
+    @Option(help: "Groups whose members may observe keyboards without the focus (every keystroke).")
+    var observeKeyboardsGid: String?
+
+    @Option(help: "Clients at once (1 to 1024).")
+    var maxClients: Int = 64
+
+    @Option(help: "Clients at once of one user other than the server's (1 to --max-clients).")
+    var maxClientsPerUser: Int = 16
 
     @Option(help: "A folder for the server's socket file (NAME.port) instead of the abstract namespace.", completion: .directory)
     var socketDir: String?
@@ -93,8 +137,11 @@ struct Serve: ParsableCommand {
                 throw ValidationError("--focus-key: '\(focusKey)' is not a key name (KEY_F1, KEY_TAB...)")
             }
         }
-        _ = try Self.ids(allowUid, "--allow-uid")
-        _ = try Self.ids(allowGid, "--allow-gid")
+        _ = try grants()
+        guard (1...1024).contains(maxClients) else { throw ValidationError("--max-clients must be 1 to 1024, got \(maxClients)") }
+        guard (1...maxClients).contains(maxClientsPerUser) else {
+            throw ValidationError("--max-clients-per-user must be 1 to --max-clients (\(maxClients)), got \(maxClientsPerUser)")
+        }
         try Self.validateSocketFolder(socketDir)
         guard (0...64).contains(waitClients) else { throw ValidationError("--wait-clients must be 0 to 64, got \(waitClients)") }
         try OptionRange.speed(speed)
@@ -124,6 +171,19 @@ struct Serve: ParsableCommand {
             throw ValidationError("--socket-dir: \(folder): \(String(cString: strerror(errno))) (give an existing folder)")
         }
         guard status.st_mode & S_IFMT == S_IFDIR else { throw ValidationError("--socket-dir: \(folder) is not a folder") }
+    }
+
+    /// The grants: who may attach, take the focus, observe devices and observe keyboards
+    /// (the server's own user holds each).
+    func grants() throws -> (attach: PeerPolicy, focus: PeerPolicy, observe: PeerPolicy, observeKeyboards: PeerPolicy) {
+        func policy(_ uids: String?, _ gids: String?, _ option: String) throws -> PeerPolicy {
+            .users(
+                try Self.ids(uids, "--\(option)-uid").union([geteuid()]), groups: try Self.ids(gids, "--\(option)-gid"))
+        }
+        return (
+            try policy(allowUid, allowGid, "allow"), try policy(focusUid, focusGid, "focus"),
+            try policy(observeUid, observeGid, "observe"), try policy(observeKeyboardsUid, observeKeyboardsGid, "observe-keyboards")
+        )
     }
 
     /// What serve takes, for the messages that name it.
@@ -194,20 +254,17 @@ struct Serve: ParsableCommand {
             }
         }
         defer { session?.close() }
-        let access: PeerPolicy
-        do {
-            access = .users(try Self.ids(allowUid, "--allow-uid").union([geteuid()]), groups: try Self.ids(allowGid, "--allow-gid"))
-        } catch {
-            throw Failure(error)
-        }
+        let grants: (attach: PeerPolicy, focus: PeerPolicy, observe: PeerPolicy, observeKeyboards: PeerPolicy)
+        do { grants = try self.grants() } catch { throw Failure(error) }
         let othersAllowed = allowUid != nil || allowGid != nil
         let namespace = socketDir.map { MessagePortNamespace.directory($0, permissions: othersAllowed ? 0o666 : 0o600) } ?? .abstract
         let server = HIDEventServer(
             configuration: .init(
                 name: name, namespace: namespace, devices: .init(deviceDirectory: directory, shape: .dedicatedThread, nodeNames: names),
-                clientAccess: access, observerAccess: access, focusRequestAccess: access,
-                focusOnAttach: HIDEventServer.FocusOnAttach(rawValue: focus)!,
-                notRespondingTimeout: .milliseconds(Int(notResponding * 1000))),
+                clientAccess: grants.attach, observerAccess: grants.observe, keyboardObserverAccess: grants.observeKeyboards,
+                focusRequestAccess: grants.focus, focusOnAttach: HIDEventServer.FocusOnAttach(rawValue: focus)!,
+                notRespondingTimeout: .milliseconds(Int(notResponding * 1000)), maximumClients: maxClients,
+                maximumClientsPerUser: maxClientsPerUser),
             loop: loop)
         let json = json
         server.addClientObserver { event in writeLine(Self.line(event, json: json)) }

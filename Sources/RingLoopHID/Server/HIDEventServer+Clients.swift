@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import RingLoop
 
@@ -61,6 +62,7 @@ extension HIDEventServer {
         guard order.count < configuration.maximumClients else {
             return refuse("the server has \(order.count) clients, as many as it allows")
         }
+        if let reason = shareRefusal(for: sender) { return refuse(reason) }
         guard byToken[hello.token] == nil else { return refuse("another client has its token") }
         // One port, one client: hellos naming a port already served would fill the
         // server's client slots with one process's port.
@@ -71,8 +73,11 @@ extension HIDEventServer {
         do {
             // One try: the server's loop never waits on a client (a port whose backlog is
             // full is the client's problem, and its hello is refused at once).
+            // The server never asks a client anything: no reply is taken (a client's port
+            // that streams one is skipped as it comes; 16 MiB each was the default).
             remote = try RemoteMessagePort(
-                name: hello.port, namespace: configuration.namespace, trusting: .users([sender.uid]), connectTimeout: .zero)
+                name: hello.port, namespace: configuration.namespace, trusting: .users([sender.uid]), maximumReplySize: 0,
+                connectTimeout: .zero)
         } catch {
             return refuse("its port '\(hello.port)': \(error)")
         }
@@ -81,10 +86,17 @@ extension HIDEventServer {
         }
         var hello = hello
         hello.kinds.formIntersection(Self.unfocusedKinds)
-        if !hello.deviceClasses.isEmpty, !configuration.observerAccess.admits(sender) {
+        // Observing without the focus: keyboards (what is typed: passwords) have a grant
+        // of their own; the other classes share one.
+        if hello.deviceClasses.contains(.keyboard), !configuration.keyboardObserverAccess.admits(sender) {
+            Self.logger.notice(
+                "event server '\(configuration.name)': \(hello.name) (\(sender)) may not observe keyboards without the focus")
+            hello.deviceClasses.remove(.keyboard)
+        }
+        if !hello.deviceClasses.subtracting([.keyboard]).isEmpty, !configuration.observerAccess.admits(sender) {
             Self.logger.notice(
                 "event server '\(configuration.name)': \(hello.name) (\(sender)) may not observe devices without the focus")
-            hello.deviceClasses = []
+            hello.deviceClasses.formIntersection([.keyboard])
         }
         let client = ServedClient(
             id: HIDServerClient.ID(rawValue: nextClientID), hello: hello, credentials: sender, port: remote)
@@ -104,14 +116,36 @@ extension HIDEventServer {
         }
         Self.logger.debug("event server '\(configuration.name)': client \(hello.name) (\(sender)) attached")
         introduce(client)
+        // Focus on attach is a focus the client did not ask for but gets: only for those
+        // who may ask for it (``Configuration/focusRequestAccess``).
         let wantsFocus =
-            (hello.wantsFocus && configuration.focusRequestAccess.admits(sender))
-            || configuration.focusOnAttach == .newest || (configuration.focusOnAttach == .first && focused == nil)
+            configuration.focusRequestAccess.admits(sender)
+            && (hello.wantsFocus || configuration.focusOnAttach == .newest
+                || (configuration.focusOnAttach == .first && focused == nil))
         notify(.attached(client.info))
         if wantsFocus { focus(client.id) }
         client.flush(server: self)
         armWatch()
         return ServerWire.Welcome(focused: focused === client, window: UInt32(clamping: max(1, configuration.maximumOutstandingBatches)))
+    }
+
+    /// Why a client of `sender`'s user is refused a slot, if it is: a user other than the
+    /// server's own has at most ``Configuration/maximumClientsPerUser`` clients, and
+    /// those users together at most ``Configuration/maximumClients`` less one share, so
+    /// the server's own user always has room (as dbus limits connections per user).
+    func shareRefusal(for sender: PeerCredentials) -> String? {
+        let own = geteuid()
+        guard sender.uid != own else { return nil }
+        let share = max(0, configuration.maximumClientsPerUser)
+        let ofUser = order.count { $0.credentials.uid == sender.uid }
+        guard ofUser < share else { return "uid \(sender.uid) has \(ofUser) clients, its share (at most \(share) a user)" }
+        let othersLimit = max(0, configuration.maximumClients - share)
+        let ofOthers = order.count { $0.credentials.uid != own }
+        guard ofOthers < othersLimit else {
+            return "users other than the server's hold \(ofOthers) of its \(configuration.maximumClients) clients:"
+                + " the last \(share) are kept for uid \(own)"
+        }
+        return nil
     }
 
     /// A new client gets the devices attached, and the state of what it subscribed to

@@ -115,10 +115,14 @@ extension HIDEventServer {
 
 extension ServedClient {
     /// Whether the client receives every event of `device` whatever the focus (it
-    /// subscribed to one of the device's roles, and the server allowed it).
+    /// subscribed to one of the device's roles, and the server allowed it). A device that
+    /// is a keyboard among its roles (a keyboard with a touchpad) is observed only by a
+    /// client that subscribed to keyboards, which it keeps only with the keyboard grant
+    /// (``HIDEventServer/Configuration/keyboardObserverAccess``).
     func observes(_ device: HIDDeviceInfo) -> Bool {
         // (A device's roles include its class.)
-        !hello.deviceClasses.isDisjoint(with: device.roles)
+        guard !device.roles.contains(.keyboard) || hello.deviceClasses.contains(.keyboard) else { return false }
+        return !hello.deviceClasses.isDisjoint(with: device.roles)
     }
 
     /// A device's description, then its addition (both wait while the client lags).

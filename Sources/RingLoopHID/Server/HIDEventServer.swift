@@ -46,9 +46,23 @@ import RingLoop
 /// outstanding is reported ``HIDServerClientEvent/notResponding(_:)`` (Android's 5-second
 /// ANR) and logged. One slow client never delays another.
 ///
-/// **Access.** Clients are checked by the kernel's record of their process
-/// (``Configuration/clientAccess``, default the server's user); the port a client names
-/// for its events must be held by the process that said hello.
+/// **Access.** Clients are checked by the kernel's record of their process; the port a
+/// client names for its events must be held by the process that said hello. Each right is
+/// a grant of its own, by user and group, all defaulting to the server's user:
+/// attaching (``Configuration/clientAccess``: focus-bound events only while focused),
+/// taking the focus by asking or on attaching (``Configuration/focusRequestAccess``),
+/// observing devices without the focus (``Configuration/observerAccess``), and observing
+/// keyboards without the focus (``Configuration/keyboardObserverAccess``: every
+/// keystroke, a keylogger's right). The protocol carries no output requests (LEDs,
+/// rumble), so there is no grant for them yet.
+///
+/// **Limits per client.** ``Configuration/maximumClients`` at once (64), at most
+/// ``Configuration/maximumClientsPerUser`` (16) of one user other than the server's and
+/// those users together at most one share fewer than all, so the server's own user always
+/// has room. Per client: ``Configuration/maximumOutstandingBatches`` unacknowledged
+/// batches (then counted, not sent), one frame being gathered (512 events in at most one
+/// 16 KiB packet), messages from it of at most 256 bytes (a hello is the largest) and no
+/// reply at all on the server's connection to its port (a reply is skipped as it comes).
 ///
 /// Thread rules: make, start, stop and call every member on the loop's thread.
 public final class HIDEventServer {
@@ -72,10 +86,18 @@ public final class HIDEventServer {
         public var devices: HIDEventSystem.Configuration
         /// Who may attach (checked by the kernel's record of the client's process).
         public var clientAccess: PeerPolicy
-        /// Who may receive the events of devices of chosen classes without the focus.
+        /// Who may receive the events of devices of chosen classes without the focus, but
+        /// keyboards (``keyboardObserverAccess``).
         public var observerAccess: PeerPolicy
-        /// Who may take the focus by asking for it.
+        /// Who may receive the events of keyboards without the focus: everything typed, in
+        /// every app. Grant it to no one you would not give a keylogger.
+        public var keyboardObserverAccess: PeerPolicy
+        /// Who may take the focus, by asking for it or by ``focusOnAttach``. A client
+        /// admitted by ``clientAccess`` alone gets focus-bound events only while the
+        /// server gives it the focus (``HIDEventServer/focus(_:)``, a focus key).
         public var focusRequestAccess: PeerPolicy
+        /// Who gets the focus as clients attach, among those ``focusRequestAccess``
+        /// admits.
         public var focusOnAttach: FocusOnAttach
         /// Batches sent to a client and not acknowledged, past which it lags.
         public var maximumOutstandingBatches: Int
@@ -84,23 +106,46 @@ public final class HIDEventServer {
         public var notRespondingTimeout: Duration
         /// Clients at once.
         public var maximumClients: Int
+        /// Clients of one user other than the server's own at once; those users together
+        /// have at most ``maximumClients`` less this, so the server's user always has room.
+        public var maximumClientsPerUser: Int
 
+        /// Settings of a server; every grant defaults to the server's own user.
+        /// - Parameters:
+        ///   - name: The server's port name.
+        ///   - namespace: Where clients find the port.
+        ///   - devices: The server's own devices.
+        ///   - clientAccess: Who may attach.
+        ///   - observerAccess: Who may observe devices other than keyboards without the focus.
+        ///   - keyboardObserverAccess: Who may observe keyboards without the focus.
+        ///   - focusRequestAccess: Who may take the focus (asking, or on attaching).
+        ///   - focusOnAttach: Who gets the focus as clients attach.
+        ///   - maximumOutstandingBatches: Batches sent and not acknowledged past which a
+        ///     client lags.
+        ///   - notRespondingTimeout: How long a client with batches outstanding may
+        ///     acknowledge nothing before it is not responding.
+        ///   - maximumClients: Clients at once.
+        ///   - maximumClientsPerUser: Clients of one user other than the server's at once.
         public init(
             name: String, namespace: MessagePortNamespace = .abstract, devices: HIDEventSystem.Configuration = .init(),
             clientAccess: PeerPolicy = .sameUser, observerAccess: PeerPolicy = .sameUser,
+            keyboardObserverAccess: PeerPolicy = .sameUser,
             focusRequestAccess: PeerPolicy = .sameUser, focusOnAttach: FocusOnAttach = .newest,
-            maximumOutstandingBatches: Int = 256, notRespondingTimeout: Duration = .seconds(5), maximumClients: Int = 64
+            maximumOutstandingBatches: Int = 256, notRespondingTimeout: Duration = .seconds(5), maximumClients: Int = 64,
+            maximumClientsPerUser: Int = 16
         ) {
             self.name = name
             self.namespace = namespace
             self.devices = devices
             self.clientAccess = clientAccess
             self.observerAccess = observerAccess
+            self.keyboardObserverAccess = keyboardObserverAccess
             self.focusRequestAccess = focusRequestAccess
             self.focusOnAttach = focusOnAttach
             self.maximumOutstandingBatches = maximumOutstandingBatches
             self.notRespondingTimeout = notRespondingTimeout
             self.maximumClients = maximumClients
+            self.maximumClientsPerUser = maximumClientsPerUser
         }
     }
 
@@ -165,9 +210,11 @@ public final class HIDEventServer {
         let handle = handle
         let port: LocalMessagePort
         do {
+            // A client's messages are small (a hello is the largest): a larger one is
+            // skipped as it arrives, never assembled.
             port = try LocalMessagePort(
-                name: configuration.name, loop: loop, access: configuration.clientAccess,
-                namespace: configuration.namespace
+                name: configuration.name, loop: loop, maximumMessageSize: ServerWire.maximumClientMessageSize,
+                access: configuration.clientAccess, namespace: configuration.namespace
             ) { message in handle.server?.received(message) }
         } catch {
             throw .server(name: configuration.name, reason: error.description)

@@ -28,6 +28,9 @@ extension ServerWire {
 
     /// The longest client name taken.
     package static let maximumClientNameLength = 64
+    /// The largest message a client sends (a hello: 187 bytes with the longest port and
+    /// client names), rounded up: the server's port takes nothing larger.
+    package static let maximumClientMessageSize = 256
     /// The longest device name and path taken (the kernel's names are shorter).
     package static let maximumDeviceStringLength = 4096
     /// The most events in one batch: a frame's events, which fit a port packet.
