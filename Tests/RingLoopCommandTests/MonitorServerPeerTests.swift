@@ -57,6 +57,23 @@ struct MonitorServerPeerTests {
         #expect(!monitor.output.contains("\u{1B}"))
     }
 
+    @Test("--json escapes a name's bidirectional override and other layout controls as the text view does: valid JSON, no raw U+202E")
+    func layoutControlsInJSON() throws {
+        let name = Self.uniqueName("bidi")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        let monitor = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(try server.waitForClient(), "\(monitor.error)")
+        try server.describe(Self.device(1, "Evil\u{202E}txt.exe\u{7F}\u{2028}"))
+        try server.send([Self.event(1, .deviceAdded)])
+        #expect(waitUntil(timeout: .seconds(30)) { jsonLines(monitor.output, kind: "deviceAdded").count == 1 }, "\(monitor.output)")
+        monitor.signal(SIGTERM)
+        #expect(monitor.finish(timeout: .seconds(20)) == 0, "\(monitor.error)")
+        #expect(monitor.output.contains("Evil\\u202etxt.exe\\u007f\\u2028"), "\(monitor.output)")
+        #expect(!monitor.output.unicodeScalars.contains { $0 == "\u{202E}" || $0 == "\u{7F}" || $0 == "\u{2028}" })
+        #expect(jsonLines(monitor.output, kind: "deviceAdded").first?["device"] as? String == "Evil\u{202E}txt.exe\u{7F}\u{2028} [buttons]")
+    }
+
     @Test("a device of a server that came back is named as that server describes it, not as the device its id had before")
     func namesAfterTheServerComesBack() throws {
         let name = Self.uniqueName("names")

@@ -97,6 +97,12 @@ struct ServerHostilePeerTests {
             #expect(feed.protocolViolations == extra)
             let reports = client.system.problems.map(\.description).filter { $0.contains("breaks the protocol") }
             #expect(reports.count == 1, "\(client.system.problems.count) problems")
+            // The server goes: the client removes the one device its handlers saw added,
+            // not the 1,024 it only had described (it reported 1,023 removals of devices
+            // its handlers never saw).
+            server.stop()
+            #expect(runUntil(loop) { client.count(.deviceRemoved) >= 1 })
+            #expect(client.count(.deviceRemoved) == 1, "\(client.count(.deviceRemoved)) removals")
             client.system.stop()
         }
     }
@@ -136,6 +142,47 @@ struct ServerHostilePeerTests {
             let welcome = try ServerWire.Welcome(decoding: reply)
             #expect(welcome.refusal?.contains("is another client's") == true, "\(welcome)")
             #expect(try server.sync { $0.clients.count } == 1)
+        }
+    }
+
+    @Test("a malformed message from an attached client's process drops that client, as the format says")
+    func malformedMessageDropsTheClient() throws {
+        let name = ServerFocusTests.uniqueName("malformed")
+        let server = try ServerOnThread(name: name, devices: [try ServerTestDevices.keyboard()])
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try SilentClient(server: name, portName: name + ".silent", loop: loop)
+            #expect(client.welcome.refusal == nil)
+            #expect(try server.sync { $0.clients.count } == 1)
+            // An acknowledgement cut short: a violation of the format.
+            try client.server.send(msgid: ServerWire.MessageID.ack.rawValue, data: [1, 2, 3])
+            #expect(runUntil(loop) { (try? server.sync { $0.clients.isEmpty }) == true })
+            #expect(server.clientEvents.withLock { $0.contains { if case .detached = $0 { true } else { false } } })
+        }
+    }
+
+    @Test("a client re-attaching while its server's name is held by a user it does not trust reports it once, not at every try")
+    func untrustedHolderReportedOnce() throws {
+        let name = ServerFocusTests.uniqueName("squatted")
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            // No server yet: the client waits for one, trusting only uid 65534.
+            let client = try RecordingClient(server: name, name: "client") { configuration in
+                guard case .server(var attachment) = configuration.input else { return }
+                attachment.trusting = .users([65534])
+                configuration.input = .server(attachment)
+            }
+            let feed = try #require(client.system.feed as? ServerDeviceFeed)
+            // Then a process of uid 0 (this one, outside any port) takes the name.
+            let address = try MessagePortNamespace.abstract.address(of: name)
+            let squatter = try address.makeListeningSocket(type: .sequencedPacket, backlog: 64).rawValue
+            defer { close(squatter) }
+            let tries = feed.attachAttempts
+            #expect(runUntil(loop) { feed.attachAttempts >= tries + 5 })
+            let reports = client.system.problems.map(\.description).filter { $0.contains("uid 0") }
+            #expect(reports.count == 1, "\(client.system.problems)")
+            client.system.stop()
         }
     }
 

@@ -1,7 +1,8 @@
 import RingLoopHID
 
 /// A JSON value and its text, without Foundation: keys sorted, slashes and non-ASCII
-/// characters left as they are (JSON needs neither escaped), non-finite numbers as `null`.
+/// characters left as they are (JSON needs neither escaped) but for those that control
+/// layout (escaped: `\u202e`), non-finite numbers as `null`.
 enum JSON: Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
@@ -76,8 +77,11 @@ enum JSON: Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, E
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u00" + Format.hex(scalar.value, digits: 2)
+            case _ where scalar.isLayoutControl:
+                // Every character that controls layout (a control character, a
+                // bidirectional override, a line separator) as its escape: valid JSON
+                // either way, but a line read on a terminal cannot be reordered or forged.
+                for unit in String(scalar).utf16 { out += "\\u" + Format.hex(UInt32(unit), digits: 4) }
             default: out.unicodeScalars.append(scalar)
             }
         }

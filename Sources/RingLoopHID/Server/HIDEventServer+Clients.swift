@@ -34,7 +34,14 @@ extension HIDEventServer {
                 logAboutPeer(.warning, "event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
             }
         } catch {
-            logAboutPeer(.warning, "event server '\(configuration.name)': drops a message from \(sender): \(error)")
+            // A process that breaks the format loses its clients, as ``ServerWire/Violation``
+            // says (its token cannot be trusted to say which one sent it).
+            let offenders = order.filter { $0.credentials.pid == sender.pid && $0.credentials.uid == sender.uid }
+            logAboutPeer(
+                .warning,
+                "event server '\(configuration.name)': drops a message from \(sender)\(offenders.isEmpty ? "" : " and its \(offenders.count) client(s)"): \(error)"
+            )
+            for client in offenders { detach(client) }
         }
         return nil
     }

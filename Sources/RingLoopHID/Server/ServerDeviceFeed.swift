@@ -40,6 +40,9 @@ final class ServerDeviceFeed: DeviceFeed {
     private var devices: [HIDDeviceID: HIDDeviceInfo] = [:]
     /// What the events taken in say about each device: what to release if the server goes.
     private var seen = VisibleStates()
+    /// Devices whose addition reached the handlers and whose removal has not: the ones
+    /// a detach removes (a description alone adds nothing).
+    private var added = Set<HIDDeviceID>()
     private var lastSequence: UInt64 = 0
     private var lastAcknowledged: UInt64 = 0
     /// When the last acknowledgement went (`nil`: none yet on this attachment).
@@ -67,6 +70,11 @@ final class ServerDeviceFeed: DeviceFeed {
     private var reported: Set<Misdeed> = []
     /// The last refusal reported (a refused client tries again, and says so once a reason).
     private var lastRefusal: String?
+    /// The last failure to attach reported: the same one again (a name another user
+    /// squats, tried every 2 s) is not reported again until an attach succeeds.
+    private var lastFailure: String?
+    /// Attaches tried, the first included.
+    private(set) var attachAttempts = 0
 
     final class FeedHandle: @unchecked Sendable {
         // @unchecked: set and read on the client's loop thread only.
@@ -147,6 +155,7 @@ final class ServerDeviceFeed: DeviceFeed {
 
     /// Attaches, or returns the server's reason for refusing this client.
     private func attach() throws(MessagePortError) -> String? {
+        attachAttempts += 1
         let server = try RemoteMessagePort(
             name: attachment.name, namespace: attachment.namespace, trusting: attachment.trusting)
         let token = UInt64.random(in: 1...UInt64.max)
@@ -191,6 +200,7 @@ final class ServerDeviceFeed: DeviceFeed {
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         reported = []
         lastRefusal = nil
+        lastFailure = nil
         setFocused(welcome.focused)
         acknowledgeEvery = max(1, UInt64(welcome.window) / 4)
         lastSequence = 0
@@ -267,7 +277,9 @@ final class ServerDeviceFeed: DeviceFeed {
                 scheduleReattach()
             default:
                 // Refused or untrusted: the server is there but will not have this client.
-                onError(.server(name: attachment.name, reason: error.description))
+                // Reported once, not at every try.
+                if error.description != lastFailure { onError(.server(name: attachment.name, reason: error.description)) }
+                lastFailure = error.description
                 scheduleReattach()
             }
         }
@@ -277,7 +289,8 @@ final class ServerDeviceFeed: DeviceFeed {
     /// vanished device is), and the ports go.
     private func detach() {
         let now = MonotonicInstant.now
-        let ids = devices.keys.sorted { $0.rawValue < $1.rawValue }
+        let ids = added.sorted { $0.rawValue < $1.rawValue }
+        added = []
         devices = [:]
         table.replace([])
         for id in ids {
@@ -352,8 +365,10 @@ final class ServerDeviceFeed: DeviceFeed {
             // reaches handlers, as for a device of this process.
             guard isDescribed(event.device) else { return undescribed() }
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
+            added.insert(event.device)
         case .deviceRemoved:
             guard devices.removeValue(forKey: event.device) != nil else { return undescribed() }
+            added.remove(event.device)
             table.replace(devices.values.sorted { $0.id.rawValue < $1.id.rawValue })
         case .eventsDropped:
             break
