@@ -132,6 +132,35 @@ struct PortFloodTests {
         #expect(record.errors.withLock { $0 } == [.tooManyConnections(name), .tooManyConnections(name)])
     }
 
+    @Test("Other users share what is left of one user's share: the port's own user keeps room when another user connects all it may")
+    func ownUserKeepsRoom() async throws {
+        let name = NamedPortTests.uniqueName("Shared")
+        let record = PortHostRecord()
+        await withPortHost(.sharedConnections, name: name) {
+            guard remotePort(named: name) != nil, Self.settledResident(name) != nil else { return record.note("no port") }
+            var ports: [RemoteMessagePort] = []
+            // Six slots, four a user: nobody gets two (6 - 4), then the port's user four.
+            for user in [65534, 65534, 65534, 65534, 0, 0, 0, 0] as [UInt32] {
+                do {
+                    let port = try asUser(user) { () throws -> RemoteMessagePort in
+                        let port = try RemoteMessagePort(name: name)
+                        _ = try port.sendRequest(msgid: PortHost.echo, data: [1], replyTimeout: .seconds(20))
+                        return port
+                    }
+                    ports.append(port)
+                    record.note("uid \(user) served")
+                } catch {
+                    record.note("uid \(user) \(error)")
+                }
+            }
+        }
+        let tooMany = MessagePortError.tooManyConnections(name).description
+        #expect(
+            record.notes.withLock { $0 }
+                == ["uid 65534 served", "uid 65534 served", "uid 65534 \(tooMany)", "uid 65534 \(tooMany)"]
+                + Array(repeating: "uid 0 served", count: 4))
+    }
+
     // CFMessagePortSendRequest's sendTimeout: the time to wait for room in the port's queue.
     @Test("One-way messages to a port whose mode is not running hold the sender back until its send timeout")
     func idleMode() async throws {

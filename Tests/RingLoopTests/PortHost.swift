@@ -43,6 +43,8 @@ enum PortHost {
         case bigReply
         /// An echo port allowing 4 connections per user.
         case fewConnections
+        /// An echo port serving uid 65534 too, allowing 6 connections, 4 per user.
+        case sharedConnections
         /// A process of uid 65534 (nobody) holding the name, serving anyone.
         case squatter
         /// An echo port whose source is only in the mode `inner`, which runs only nested,
@@ -78,7 +80,8 @@ enum PortHost {
         // with none counted returned for the transport's own completions.
         let callbacks = Atomic<Int>(0)
         var limits = LocalMessagePort.Limits()
-        if scenario == .fewConnections { limits.maximumConnectionsPerUser = 4 }
+        if scenario == .fewConnections || scenario == .sharedConnections { limits.maximumConnectionsPerUser = 4 }
+        if scenario == .sharedConnections { limits.maximumConnections = 6 }
         let size = scenario == .bigReply ? 2 << 20 : LocalMessagePort.defaultMaximumMessageSize
         let serve: LocalMessagePort.Callback = { msgid, data in
             callbacks.add(1, ordering: .relaxed)
@@ -95,6 +98,8 @@ enum PortHost {
                 ports.append(try LocalMessagePort(name: name + ".open", loop: loop, access: .users([0, 65534]), callback: serve))
             case .squatter:
                 ports.append(try LocalMessagePort(name: name, loop: loop, access: .anyone, callback: serve))
+            case .sharedConnections:
+                ports.append(try LocalMessagePort(name: name, loop: loop, access: .users([0, 65534]), limits: limits, callback: serve))
             default:
                 ports.append(
                     try LocalMessagePort(name: name, loop: loop, maximumMessageSize: size, limits: limits, callback: serve))

@@ -56,7 +56,9 @@ public final class LocalMessagePort: Sendable {
         /// Bytes of those messages (a single message larger than this is still taken when
         /// the mailbox is empty).
         public var maximumQueuedBytes = 16 * 1024 * 1024
-        /// Connections from other processes at once.
+        /// Connections from other processes at once. Users other than the port's own
+        /// have at most this less ``maximumConnectionsPerUser`` together, so the port's
+        /// own user always has room, however many other users connect.
         public var maximumConnections = 256
         /// Connections from the processes of one user at once.
         public var maximumConnectionsPerUser = 64

@@ -31,6 +31,8 @@ final class PortListener: Sendable {
     let limit: Int
     let access: PeerPolicy
     let limits: LocalMessagePort.Limits
+    /// The port's user (this process's effective user when it was made): it always has room.
+    let ownUser: UInt32
     let namespace: MessagePortNamespace
     /// The socket file a directory namespace's port made (removed when it stops).
     private let file: FileIdentity?
@@ -85,6 +87,7 @@ final class PortListener: Sendable {
         }
         self.namespace = namespace
         self.name = name
+        ownUser = geteuid()
         self.loop = loop
         self.limit = limit
         self.access = access
@@ -177,6 +180,12 @@ final class PortListener: Sendable {
                 || state.perUser[peer.uid, default: 0] >= limits.maximumConnectionsPerUser
             {
                 return .tooManyConnections
+            }
+            // Users other than the port's own share what is left of one user's share: the
+            // port's user always has room (several other users could fill it otherwise).
+            if peer.uid != ownUser {
+                let ofOthers = state.perUser.reduce(0) { $0 + ($1.key == ownUser ? 0 : $1.value) }
+                if ofOthers >= limits.maximumConnections - limits.maximumConnectionsPerUser { return .tooManyConnections }
             }
             state.perUser[peer.uid, default: 0] += 1
             return nil
