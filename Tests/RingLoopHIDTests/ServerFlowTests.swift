@@ -3,6 +3,7 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -98,6 +99,37 @@ struct ServerFlowTests {
             server.write([TestFrames.key(Evdev.KEY_C, down: false)], device: 0)
             #expect(runUntil(loop) { HandlerView(silent.events, device: keyboard).held.isEmpty })
             observer.system.stop()
+            silent.port.invalidate()
+        }
+    }
+
+    @Test(
+        "a lagging client's backlog keeps nothing of devices added and removed while it lags: bounded by the devices present, not by their churn"
+    )
+    func lifecycleBacklogBounded() throws {
+        let name = ServerFocusTests.uniqueName("churn")
+        let keyboard = try ServerTestDevices.keyboard()
+        let server = try ServerOnThread(name: name, devices: [keyboard], configure: { $0.maximumOutstandingBatches = 1 })
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let silent = try SilentClient(server: name, portName: name + ".silent", loop: loop)
+            // It never acknowledges: past its window of one batch, it lags.
+            server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
+            server.write([TestFrames.key(Evdev.KEY_A, down: false)], device: 0)
+            #expect(runUntil(loop) { (try? server.sync { $0.served.values.first?.lagging }) == true })
+            // 50 devices come and go while it lags.
+            for _ in 0..<50 {
+                let writeEnd = try server.sync { server -> Int32 in
+                    var ends: [Int32] = [0, 0]
+                    guard pipe(&ends) == 0 else { throw HIDError.configuration("pipe: errno \(errno)") }
+                    _ = try server.system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: keyboard)
+                    return ends[1]
+                }
+                close(writeEnd)
+            }
+            #expect(runUntil(loop) { (try? server.sync { $0.liveDevices.count }) == 1 })
+            #expect(try server.sync { $0.served.values.first?.lifecycleBacklog.count } == 0)
             silent.port.invalidate()
         }
     }

@@ -31,7 +31,8 @@ final class ServedClient {
     var notResponding = false
     /// Events routed to it and not sent since it started lagging.
     var droppedSinceLag = 0
-    /// Additions and removals of devices not sent while it lagged, in order (never dropped).
+    /// Additions and removals of devices not sent while it lagged, in order (never dropped;
+    /// at most one addition per device present and one removal per device announced).
     var lifecycleBacklog: [HIDEvent] = []
     /// The frame being gathered: events of one device and timestamp.
     var pending: [HIDEvent] = []
@@ -66,7 +67,7 @@ final class ServedClient {
         shadow.apply(event)
         let isLifecycle = event.kind.isDeviceLifecycle
         if lagging {
-            if isLifecycle { lifecycleBacklog.append(event) } else { droppedSinceLag += 1 }
+            if isLifecycle { holdLifecycle(event) } else { droppedSinceLag += 1 }
             return
         }
         // (Fields of the first event, read in place: not a copy of the whole event.)
@@ -85,7 +86,21 @@ final class ServedClient {
 
     /// An event that found the client lagging after the frame before it failed to go.
     private func take(eventAfterFlush event: HIDEvent, _ isLifecycle: Bool) {
-        if isLifecycle { lifecycleBacklog.append(event) } else { droppedSinceLag += 1 }
+        if isLifecycle { holdLifecycle(event) } else { droppedSinceLag += 1 }
+    }
+
+    /// Keeps an addition or removal for the client's catch-up. A device added and removed
+    /// while it lags, its description never sent, leaves nothing (as catch-up would drop
+    /// both): the backlog holds at most one addition per device present and one removal
+    /// per device the client was told of, however many come and go meanwhile.
+    private func holdLifecycle(_ event: HIDEvent) {
+        if event.kind == .deviceRemoved, !announced.contains(event.device),
+            let addition = lifecycleBacklog.firstIndex(where: { $0.device == event.device && $0.kind == .deviceAdded })
+        {
+            lifecycleBacklog.remove(at: addition)
+            return
+        }
+        lifecycleBacklog.append(event)
     }
 
     /// Sends the frame gathered, as one batch; a full window or socket makes the client
@@ -153,7 +168,7 @@ final class ServedClient {
         lagging = true
         for event in events {
             if event.kind.isDeviceLifecycle {
-                lifecycleBacklog.append(event)
+                holdLifecycle(event)
             } else {
                 droppedSinceLag += 1
             }
