@@ -27,32 +27,34 @@ struct Serve: ParsableCommand {
             or none; --focus-key KEY (e.g. KEY_F1) makes that key move the focus to the
             next client (the server consumes it).
 
-            Rights, each a separate grant by user (uids) and group (gids, comma-separated);
-            the server's own user holds them all, and a grant counts only for a user who
-            may also attach:
-              --allow-uid, --allow-gid          attach, and get keys, touches and the other
-                                                focus-bound events only while focused (the
-                                                focus moves to them only by --focus-key)
-              --focus-uid, --focus-gid          take the focus: by asking (--request-focus)
-                                                and by --focus on attaching
-              --observe-uid, --observe-gid      get every event of devices other than
-                                                keyboards without the focus
+            Rights, each a separate grant by users (uids) and groups (gids,
+            comma-separated); the server's own user holds them all, and a grant
+            counts only for a user who may also attach:
+              --allow-uid, --allow-gid      attach, and get keys, touches and the
+                                            other focus-bound events only while
+                                            focused (given by --focus-key)
+              --focus-uid, --focus-gid      take the focus: by asking
+                                            (--request-focus) and by --focus
+              --observe-uid, --observe-gid  get every event of devices other than
+                                            keyboards without the focus
               --observe-keyboards-uid, --observe-keyboards-gid
-                                                get every keystroke without the focus (a
-                                                keylogger's right: grant it to no one else)
-            No client asks for outputs (LEDs, rumble): the protocol has no such request.
-            Shares: at most --max-clients clients (64); a user other than the server's has
-            at most --max-clients-per-user (16), and those users together at most
-            --max-clients less one share, so the server's own user always has room.
-            Per client the server keeps at most 256 unacknowledged batches (then counts,
-            not sends), one frame being gathered (512 events, 16 KiB), and takes messages
-            of at most 256 bytes from it and no reply at all.
-            --socket-dir DIR puts the server's socket in DIR (the file NAME.port) instead of
-            Linux's abstract namespace, where any local user can bind the name first and
-            keep the server from starting: use it on any machine with other users. The file
-            is mode 0600 (0666 with --allow-uid or --allow-gid: then the folder's own
-            permissions and the policies decide); clients give the same --socket-dir, and
-            make their own ports there, so they need write permission on DIR.
+                                            get every keystroke without the focus
+                                            (a keylogger's right)
+            No client asks for outputs (LEDs, rumble): the protocol has no such
+            request. Shares: at most --max-clients clients (64); a user other than
+            the server's has at most --max-clients-per-user (16), and those users
+            together one share fewer than all, so the server's own user always has
+            room. Per client the server keeps at most 256 unacknowledged batches
+            (then it counts, not sends) and one frame being gathered (512 events,
+            16 KiB); it takes messages of at most 256 bytes from a client and no
+            reply at all.
+            --socket-dir DIR puts the server's socket in DIR (the file NAME.port)
+            instead of Linux's abstract namespace, where any local user can bind
+            the name first and keep the server from starting: use it on any
+            machine with other users. The file is mode 0600 (0666 with --allow-uid
+            or --allow-gid: the folder's own permissions and the grants decide);
+            clients give the same --socket-dir and make their own ports there, so
+            they need write permission on DIR.
 
             Examples:
               ringloop serve panel
