@@ -115,7 +115,7 @@ let package = Package(
             dependencies: [
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "tools/ringloop"
         ),
