@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// One wording and one exit status per kind of mistake, for every subcommand (the codes
-/// of sysexits.h; README's "Exit status" table lists them). Each is printed as one line,
+/// of sysexits.h; docs/COMMANDS.md's "Errors and exit statuses" table lists them). Each is printed as one line,
 /// `ringloop COMMAND: MESSAGE`, on standard error.
 enum Failure: Error, Equatable {
     /// A bad option or argument value (64, EX_USAGE; argument-parser's own errors too).
@@ -131,7 +131,7 @@ enum Failure: Error, Equatable {
         throw ExitCode(failure.exitCode)
     }
 
-    /// README's table of exit statuses, as `ringloop --help` prints it.
+    /// The table of exit statuses (docs/COMMANDS.md), as `ringloop --help` prints it.
     static let table = """
         Exit status: 0 done; 1 another failure; 64 a bad option or value; 65 an input
         of the wrong kind or malformed; 66 an input missing or unreadable; 69 no

@@ -20,8 +20,8 @@ struct Monitor: ParsableCommand {
             Anything else (/dev/null, a socket) is refused with the reason.
 
             Without arguments, every device in /dev/input. --json writes one JSON object
-            per line (see README for the names). A summary follows on exit (on standard
-            error with --json, so standard output stays JSON lines).
+            per line (docs/COMMANDS.md names the fields). A summary follows on exit (on
+            standard error with --json, so standard output stays JSON lines).
 
             --raw prints one device's evdev events as evtest does (its capability header,
             then a line per event; --json: {"kind":"raw",...} objects): a node, or a
