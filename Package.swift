@@ -115,7 +115,7 @@ let package = Package(
             dependencies: [
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "SystemPackage", package: "swift-system"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "tools/ringloop"
         ),
@@ -168,7 +168,13 @@ let package = Package(
         // Process (which leaks inside itself), bounded waits, FUSE folders, seeded randomness,
         // an event server that speaks the protocol by hand.
         .target(
-            name: "RingLoopTestSupport", dependencies: ["RingLoop", "RingLoopHID", "RingLoopDevices"], path: "Tests/RingLoopTestSupport"),
+            name: "RingLoopTestSupport",
+            dependencies: [
+                "RingLoop", "RingLoopHID", "RingLoopDevices", "CTestLogging", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/RingLoopTestSupport"),
+        // Installs the tests' log handler when the test process starts (a constructor).
+        .target(name: "CTestLogging", path: "Tests/CTestLogging"),
         // `ringloop-fixtures`: programs the command tests run as children (a host that reads
         // its own FUSE node and is killed in every way; the soak). Not a product.
         .executableTarget(

@@ -63,7 +63,7 @@ if let deviceFolder {
         let path = recordingsFolder + "/" + name
         do { files.append([try Recording.load(contentsOf: path)]) } catch {
             if case .unreadable(_, .noSuchFileOrDirectory) = error {
-                fail("\(path): no such file (run from the package's folder, or give --recordings DIR)", status: 66)
+                fail("\(path): No such file or directory (run from the package's folder, or give --recordings DIR)", status: 66)
             }
             fail("\(error)", status: 65)
         }

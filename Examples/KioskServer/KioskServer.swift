@@ -172,7 +172,7 @@ func runServer(
 
 func runDemo(name: String, namespace: MessagePortNamespace, recordings: String) throws {
     for file in ["touchscreen-multitouch.evemu", "keyboard.evemu"] where access(recordings + "/" + file, R_OK) != 0 {
-        fail("\(recordings)/\(file): no such file (run from the package's folder, or give --recordings DIR)", status: 66)
+        fail("\(recordings)/\(file): No such file or directory (run from the package's folder, or give --recordings DIR)", status: 66)
     }
     let touchscreen = try description(of: recordings + "/touchscreen-multitouch.evemu")
     let keyboard = try description(of: recordings + "/keyboard.evemu")

@@ -125,8 +125,8 @@ struct CommandTests {
     @Test(
         "Errors are one line and the documented status",
         arguments: [
-            (["replay", "/nonexistent.evemu"], 66, "ringloop replay: /nonexistent.evemu: no such file or directory"),
-            (["monitor", "/nonexistent.evemu"], 66, "ringloop monitor: /nonexistent.evemu: no such file or directory"),
+            (["replay", "/nonexistent.evemu"], 66, "ringloop replay: /nonexistent.evemu: No such file or directory"),
+            (["monitor", "/nonexistent.evemu"], 66, "ringloop monitor: /nonexistent.evemu: No such file or directory"),
             (
                 ["record", "/dev/null"], 65,
                 "ringloop record: /dev/null: is a character device, not an evdev device; expected an evdev device node"

@@ -111,11 +111,12 @@ struct EchoExampleTests {
             if after <= before + allowance { break }
             usleep(50_000)
         }
-        #expect(after <= before + allowance, "before \(before), during \(during), after \(after) bytes")
+        #expect(
+            after <= before + allowance,
+            "tcp-echo resident memory: before \(before), during \(during), after \(after) bytes; peer wrote \(written)")
         // And the server still serves.
         #expect(Self.echo(Array("still here".utf8), on: warm) == Array("still here".utf8))
         close(warm)
-        print("tcp-echo resident memory: before \(before), during \(during), after \(after) bytes; peer wrote \(written)")
     }
 
     @Test("Out of descriptors (ulimit -n 24): accept backs off and resumes; later connections are served")

@@ -121,7 +121,7 @@ extension ExampleTests {
         #expect(lost.finish(timeout: .seconds(30)) == 66)
         #expect(
             lost.error
-                == "kiosk-server: devices/touchscreen-multitouch.evemu: no such file (run from the package's folder, or give --recordings DIR)\n",
+                == "kiosk-server: devices/touchscreen-multitouch.evemu: No such file or directory (run from the package's folder, or give --recordings DIR)\n",
             "\(lost.error)")
         let run = try Spawned(Self.example("kiosk-server"), ["--recordings", repository + "/devices"], directory: "/tmp")
         #expect(run.finish(timeout: .seconds(90)) == 0, "\(run.output)\n\(run.error)")
@@ -150,7 +150,7 @@ extension ExampleTests {
         #expect(lost.finish(timeout: .seconds(30)) == 66)
         #expect(
             lost.error
-                == "kiosk: devices/touchscreen-multitouch.evemu: no such file (run from the package's folder, or give --recordings DIR)\n",
+                == "kiosk: devices/touchscreen-multitouch.evemu: No such file or directory (run from the package's folder, or give --recordings DIR)\n",
             "\(lost.error)")
         let found = try Spawned(Self.example("kiosk"), ["--recordings", repository + "/devices"], directory: "/tmp")
         #expect(found.finish(timeout: .seconds(60)) == 0, "\(found.error)")

@@ -135,7 +135,12 @@ struct UnixToolTests {
             let elapsed = MonotonicInstant.now - started
             #expect(elapsed < .seconds(10), "\(raw): it ended \(elapsed) later")
             #expect(shell.output.split(separator: "\n").count == 1)
-            #expect(!shell.error.contains("ringloop monitor:"), "a closed pipe is not an error to report: \(shell.error)")
+            // (A busy machine may delay an event: the chain's own warning, in the command's form, may be there.)
+            let reported = shell.error.split(separator: "\n").filter {
+                $0.hasPrefix("ringloop monitor:") && !$0.contains("after the kernel stamped it")
+            }
+            #expect(reported.isEmpty, "a closed pipe is not an error to report: \(shell.error)")
+            #expect(!shell.error.contains("Summary"), "no summary after a closed pipe: \(shell.error)")
         }
         #expect(!isMounted("/tmp/ringloop-monitor-"), "a mount is left")
     }

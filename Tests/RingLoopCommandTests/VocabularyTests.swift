@@ -21,7 +21,7 @@ extension CommandTests {
     func missingPath(_ arguments: [String]) throws {
         let result = try runCommand(arguments, timeout: 20)
         #expect(result.status == 66, "\(result.error)")
-        #expect(result.error == "ringloop \(arguments[0]): /nonexistent-input: no such file or directory\n", "\(result.error)")
+        #expect(result.error == "ringloop \(arguments[0]): /nonexistent-input: No such file or directory\n", "\(result.error)")
         #expect(result.output.isEmpty, "it went on anyway: \(result.output)")
     }
 

@@ -164,7 +164,7 @@ struct EvemuFormatTests {
 
     @Test("Hostile bytes never crash the parser")
     func hostileInput() {
-        // Seeded, and the seed printed first: a crash found here can be replayed.
+        // Seeded (RINGLOOP_TEST_SEED=random draws a fresh seed and prints it first).
         var generator = SeededGenerator.forTest("hostileInput")
         let alphabet = Array("NIPBALSE: 0123456789abcdefx-.#\t\n\r\u{0}é".utf8)
         for _ in 0..<2000 {

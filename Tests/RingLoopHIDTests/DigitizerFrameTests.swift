@@ -30,12 +30,10 @@ struct DigitizerFrameTests {
 
     @Test("an event stays small: the chain copies it at every step (decoder, queue, handler)")
     func eventSize() {
-        print("HIDEvent: \(MemoryLayout<HIDEvent>.size) bytes, DigitizerFrame: \(MemoryLayout<DigitizerFrame>.size)")
         #expect(MemoryLayout<HIDEvent>.size <= 128, "HIDEvent is \(MemoryLayout<HIDEvent>.size) bytes")
-        #expect(MemoryLayout<DigitizerFrame>.size <= 48)
+        #expect(MemoryLayout<DigitizerFrame>.size <= 48, "DigitizerFrame is \(MemoryLayout<DigitizerFrame>.size) bytes")
         // A motion sample is the largest inline payload: six doubles, the sensor's time, the rate.
-        print("MotionEvent: \(MemoryLayout<MotionEvent>.size) bytes")
-        #expect(MemoryLayout<MotionEvent>.size <= 80)
+        #expect(MemoryLayout<MotionEvent>.size <= 80, "MotionEvent is \(MemoryLayout<MotionEvent>.size) bytes")
     }
 
     @Test(

@@ -6,6 +6,13 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
+/// What the example prints, kept for the checks below instead of written among the test
+/// results (this `print` shadows the standard library's in this file).
+private let printed = PrintedLines()
+private func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    printed.append(items, separator: separator)
+}
+
 /// README's gesture example, verbatim inside a function (its devices recorded gestures
 /// sent as stream devices with their own stamps, its endless run bounded), over recorded
 /// gestures: the README cannot rot.
@@ -38,6 +45,9 @@ struct GestureReadmeTests {
         }
         #expect(GestureRun.recognized(seen) == ["doubleTap 1", "pinch 2", "rotation 2"])
         #expect(seen.first?.values.unit == .millimetres)
+        #expect(printed.lines.filter { $0.hasPrefix("double tap at") && $0.hasSuffix("millimetres") }.count == 1)
+        #expect(printed.lines.contains { $0.hasPrefix("pinch began") })
+        #expect(printed.lines.contains { $0.hasPrefix("pinch ended") })
     }
 
     @Test("README's gesture example is the one this file runs")

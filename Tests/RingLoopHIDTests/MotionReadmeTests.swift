@@ -7,11 +7,18 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
-/// README's motion example, verbatim inside a function (its device folder a FUSE one, its
+/// What the example prints, kept for the checks below instead of written among the test
+/// results (this `print` shadows the standard library's in this file).
+private let printed = PrintedLines()
+private func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    printed.append(items, separator: separator)
+}
+
+/// The motion example of docs/API.md, verbatim inside a function (its device folder a FUSE one, its
 /// endless run bounded), over the DualSense recordings: the README cannot rot.
-@Suite("README's motion example", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+@Suite("docs/API.md's motion example", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct MotionReadmeTests {
-    @Test("The motion example prints samples, a shake and the orientations, as README says")
+    @Test("The motion example prints samples, a shake and the orientations, as docs/API.md says")
     func motionExample() throws {
         let (shakes, orientations, samples) = try onFreshThread {
             () throws -> ([ShakeRecognizer.Phase], [DeviceOrientation], Int) in
@@ -70,11 +77,14 @@ struct MotionReadmeTests {
                 .portrait, .portrait, .landscapeLeft, .portraitUpsideDown, .landscapeRight, .portrait, .faceUp, .faceDown,
             ])
         #expect(samples == 700 + 2600)
+        #expect(printed.lines.filter { $0.contains(" g ") && $0.hasSuffix("°/s") }.count == samples)
+        #expect(printed.lines.filter { $0.hasPrefix("shake ") } == ["shake began", "shake ended"])
+        #expect(printed.lines.filter { $0.hasPrefix("now ") }.count == orientations.count)
     }
 
-    @Test("README's motion example is the one this file runs")
+    @Test("docs/API.md's motion example is the one this file runs")
     func readmeMatches() throws {
-        let lines = try #require(ReadmeExample.lines(after: "## Motion: shake and orientation"))
+        let lines = try #require(ReadmeExample.lines(after: "## Motion: shake and orientation", in: "docs/API.md"))
         let ran = ReadmeExample.sourceLines(#filePath)
         // Its own lines, except the device folder (FUSE here) and the endless run.
         let checked = lines.filter {
@@ -83,7 +93,7 @@ struct MotionReadmeTests {
         #expect(checked.count >= 11)
         for line in checked {
             let tested = ran.contains(line)
-            #expect(tested, "README line not in the tested example: \(line)")
+            #expect(tested, "docs/API.md line not in the tested example: \(line)")
         }
     }
 }

@@ -220,7 +220,6 @@ struct RealRecordingsChainTests {
 
     static func replay(_ hosted: [(name: String, recording: Recording)]) throws {
         try HeavyTests.oneAtATime {
-            print("corpus chain: \(hosted.count) devices, under a sanitizer: \(runningUnderSanitizer)")
             let tallies = try onFreshThread { () throws -> ChainRun in
                 let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
                 _ = MountLeakCheck.armed

@@ -2,15 +2,18 @@
 import Glibc
 #endif
 
-/// README's code examples, for tests that run an example verbatim and check that README
-/// still shows what they run.
+/// README's code examples (and docs/'s), for tests that run an example verbatim and check
+/// that the document still shows what they run.
 package enum ReadmeExample {
-    /// The lines of the first code block after `heading` in the README of the repository
-    /// that holds `testFile` (three folders up), without the fence, normalized.
-    package static func lines(after heading: String, testFile: String = #filePath) -> [String]? {
+    /// The lines of the first code block after `heading` in `document` (README.md, or a
+    /// file of docs/) of the repository that holds `testFile` (three folders up), without
+    /// the fence, normalized.
+    package static func lines(
+        after heading: String, in document: String = "README.md", testFile: String = #filePath
+    ) -> [String]? {
         var root = testFile
         for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
-        guard let readme = textOfFile(root + "/README.md"),
+        guard let readme = textOfFile(root + "/" + document),
             let section = readme.components(after: heading),
             let block = section.components(after: "```")?.components(before: "```")
         else { return nil }

@@ -79,6 +79,8 @@ struct FaultInjectionTests {
             #expect(result == .failed)
             #expect(faults.injectedCount == RingRunLoop.waitFailureLimit, "it must not spin on the error")
             #expect(loop.lastError?.errno.rawValue == ENOMEM)
+            // It says why, in the log (the tests' handler keeps the line).
+            #expect(!TestLog.lines(containing: "wait failed (8 in a row)").isEmpty)
             // Once the kernel answers again, the loop runs again.
             faults.fail(.wait, with: ENOMEM, count: 0)
             core(of: loop).ring.faults = nil
@@ -99,6 +101,7 @@ struct FaultInjectionTests {
             #expect(result == .handledSource)
             #expect(reported.value.contains(.invalid))
             #expect(source.failure?.errno == .resourceBusy)
+            #expect(TestLog.lines(containing: "cannot watch descriptor \(pipe.readEnd)").contains { $0.level == .error })
             source.invalidate()
         }
     }

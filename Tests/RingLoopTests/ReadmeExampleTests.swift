@@ -4,6 +4,13 @@ import Testing
 
 @testable import RingLoop
 
+/// What the example prints, kept for the checks below instead of written among the test
+/// results (this `print` shadows the standard library's in this file).
+private let printed = PrintedLines()
+private func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    printed.append(items, separator: separator)
+}
+
 /// README's ten-line example, verbatim inside a function, so the README cannot rot.
 @Suite("README")
 struct ReadmeExampleTests {
@@ -26,6 +33,9 @@ struct ReadmeExampleTests {
         let (outcome, ticks) = result.withLock { $0! }
         #expect(outcome == .timedOut)
         #expect(ticks == 3)
+        #expect(printed.lines.first == "beforeWaiting" || printed.lines.first == "source performed")
+        #expect(printed.lines.filter { $0 == "source performed" }.count == 1)
+        #expect(printed.lines.contains("afterWaiting"))
     }
 }
 

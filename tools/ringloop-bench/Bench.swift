@@ -42,10 +42,12 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ringloop-bench",
         abstract: "Measure RingLoop side by side with Foundation's RunLoop, in one run.",
+        // The subcommands are the benchmark's own children, hidden: the usage names none.
+        usage: "ringloop-bench [--only <name>] [--quick] [--json] [--rounds <rounds>]",
         discussion: """
-            Each benchmark runs ours and Foundation's (CFRunLoop on Linux) interleaved in the
-            same process, A B A B for several rounds, and prints medians and the ratio
-            ours / Foundation. Build in release mode for meaningful figures.
+            Each benchmark runs ours and Foundation's (CFRunLoop on Linux) interleaved
+            in the same process, A B A B for several rounds, and prints medians and the
+            ratio ours / Foundation. Build in release mode for meaningful figures.
 
             Benchmarks: \(Bench.all.joined(separator: ", "))
 

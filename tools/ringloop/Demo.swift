@@ -53,6 +53,7 @@ struct Demo: ParsableCommand {
             var settings = Monitor.Settings(quiet: quiet, duration: duration)
             if !realDevices.isEmpty && !recorded && recordings == nil {
                 writeLine("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
+                settings.command = "demo"  // the line above says what it watches
                 return try Monitor.monitor(.folder("/dev/input", names: nil), settings)
             }
             let folder = try Self.recordingsFolder(recordings)

@@ -25,14 +25,17 @@ struct Describe: ParsableCommand {
             """
     )
 
-    @Argument(help: "An evdev device node, or a recording.", completion: .file())
-    var input: String
+    @Argument(help: "An evdev device node, or a recording (none: the list of devices).", completion: .file())
+    var input: String?
 
     @Option(name: .shortAndLong, help: "Output file (default: standard output).", completion: .file())
     var output: String?
 
     func run() throws {
         try Failure.reporting("describe") {
+            guard let input else {
+                throw Devices.noInputGiven("an evdev device node or a recording", otherwise: "a recording: devices/keyboard.evemu")
+            }
             let kind = try InputPath.require(input, [.node, .recording], expected: "an evdev device node or a recording")
             let text: String
             if kind == .node {

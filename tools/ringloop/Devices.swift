@@ -76,6 +76,27 @@ struct Devices: ParsableCommand {
         if failures > 0 && failures == nodes.count { throw .failed("none of the \(nodes.count) nodes in \(directory) could be read") }
     }
 
+    /// What a command that reads one device says when it is given none, as evtest offers
+    /// the list: what to give, then each readable evdev node of /dev/input with its name.
+    static func noInputGiven(_ wanted: String, otherwise: String, directory: String = "/dev/input") -> Failure {
+        let nodes = folderEntries(directory).filter { $0.hasPrefix("event") }.sorted {
+            (Int($0.dropFirst(5)) ?? 0) < (Int($1.dropFirst(5)) ?? 0)
+        }
+        var lines: [String] = []
+        for name in nodes {
+            let path = directory + "/" + name
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard let description = try? InputDeviceDescription(fileDescriptor: fd) else { continue }
+            lines.append("  \(Format.shown(path)):\t\(Format.shown(description.name))")
+        }
+        guard !lines.isEmpty else {
+            return .usage("give \(wanted); no evdev device in \(directory) can be read here (\(otherwise))")
+        }
+        return .usage("give \(wanted); the evdev devices in \(directory):\n" + lines.joined(separator: "\n"))
+    }
+
     /// `0x` and four hexadecimal digits, as every ringloop output writes ids.
     static func id(_ value: UInt16) -> String { "0x" + Format.hex(value, digits: 4) }
 

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// One wording and one exit status per kind of mistake, for every subcommand (the codes
-/// of sysexits.h; README's "Exit status" table lists them). Each is printed as one line,
+/// of sysexits.h; docs/COMMANDS.md's "Errors and exit statuses" table lists them). Each is printed as one line,
 /// `ringloop COMMAND: MESSAGE`, on standard error.
 enum Failure: Error, Equatable {
     /// A bad option or argument value (64, EX_USAGE; argument-parser's own errors too).
@@ -33,6 +33,9 @@ enum Failure: Error, Equatable {
     /// Standard output was closed by its reader (141, as a shell reports a program ended
     /// by SIGPIPE; nothing is printed, as `cat` prints nothing there).
     case outputClosed
+    /// Ended by a signal before its work was done: 128 + the signal (130 after Ctrl-C),
+    /// as a shell reports a program the signal ended; nothing more is printed.
+    case interrupted(signal: Int32)
     /// Anything else that went wrong (1).
     case failed(String)
 
@@ -46,6 +49,7 @@ enum Failure: Error, Equatable {
         case .ioError: 74
         case .timedOut: 75
         case .outputClosed: 141
+        case .interrupted(let signal): 128 + signal
         case .failed: 1
         }
     }
@@ -55,12 +59,12 @@ enum Failure: Error, Equatable {
         case .usage(let text), .malformed(let text), .unavailable(let text), .cannotCreate(let text), .ioError(let text),
             .timedOut(let text), .failed(let text):
             text
-        case .missing(let path): "\(path): no such file or directory"
+        case .missing(let path): "\(path): No such file or directory"  // strerror(ENOENT), as cat and every other message
         case .unreadable(let path, let errno):
             "\(path): cannot read: \(String(cString: strerror(errno.rawValue)))"
                 + (errno == .permissionDenied || errno == .notPermitted ? " (add the user to group 'input', or run as root)" : "")
         case .wrongKind(let path, let found, let expected): "\(path): \(found); expected \(expected)"
-        case .outputClosed: ""
+        case .outputClosed, .interrupted: ""
         }
     }
 
@@ -81,7 +85,7 @@ enum Failure: Error, Equatable {
         case let error as OutputFileError:
             switch error {
             case .write: self = .ioError("\(error)")
-            case .isFolder, .danglingLink, .unsupported, .cannotOpen: self = .cannotCreate("\(error)")
+            case .isFolder, .danglingLink, .unsupported, .cannotOpen, .cannotReplace: self = .cannotCreate("\(error)")
             }
         case let error as VirtualDeviceError:
             switch error {
@@ -111,6 +115,7 @@ enum Failure: Error, Equatable {
     /// Runs a subcommand's body: a failure (or a library error) is printed as one line and
     /// becomes the process's exit status; so does a failed write to standard output.
     static func reporting(_ command: String, _ body: () throws -> Void) throws {
+        CommandLog.setCommand(command)
         var failure: Failure?
         do {
             try body()
@@ -122,18 +127,19 @@ enum Failure: Error, Equatable {
         // A closed or failed standard output outranks what it caused.
         if let output = StandardOutput.failure { failure = output }
         guard let failure else { return }
-        if failure != .outputClosed { printError("ringloop \(command): \(failure.message)") }
+        if !failure.message.isEmpty { printError("ringloop \(command): \(failure.message)") }
         throw ExitCode(failure.exitCode)
     }
 
-    /// README's table of exit statuses, as `ringloop --help` prints it.
+    /// The table of exit statuses (docs/COMMANDS.md), as `ringloop --help` prints it.
     static let table = """
         Exit status: 0 done; 1 another failure; 64 a bad option or value; 65 an input
         of the wrong kind or malformed; 66 an input missing or unreadable; 69 no
         uinput or FUSE, a mount refused, or an event server that refuses; 73 an
         output that cannot be made; 74 a write that failed; 75 readers that did not
-        come; 141 standard output closed by its reader (the command stops at the
-        first failed write, as cat does).
+        come; 130 replay interrupted by Ctrl-C before its end (128 + the signal);
+        141 standard output closed by its reader (the command stops at the first
+        failed write, as cat does).
         """
 }
 

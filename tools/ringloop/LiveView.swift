@@ -15,8 +15,38 @@ final class LiveView {
         var kinds: Set<HIDEvent.Kind>?
         /// Device classes whose events print (`nil`: every class).
         var classes: Set<HIDDeviceClass>?
+        /// The recognizers' reports to print, `gesture` (shakes too) and `orientation`
+        /// (`nil`: every report, when `kinds` is `nil` too).
+        var reports: Set<String>? = nil
 
         static let all = Filter(kinds: nil, classes: nil)
+
+        /// The kinds of line `--filter` takes besides HID events: the recognizers' reports.
+        static let reportKinds = ["gesture", "orientation"]
+
+        /// Parses `--filter`: HID event kinds and the recognizers' reports.
+        static func parseKinds(_ text: String) throws -> (kinds: Set<HIDEvent.Kind>, reports: Set<String>) {
+            var kinds = Set<HIDEvent.Kind>()
+            var reports = Set<String>()
+            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+                let trimmed = String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+                if let kind = HIDEvent.Kind(rawValue: trimmed) {
+                    kinds.insert(kind)
+                } else if reportKinds.contains(trimmed) {
+                    reports.insert(trimmed)
+                } else {
+                    let valid = HIDEvent.Kind.allCases.map(\.rawValue) + reportKinds
+                    throw ValidationError("--filter: '\(name)' is not one of \(valid.joined(separator: ", "))")
+                }
+            }
+            return (kinds, reports)
+        }
+
+        /// Whether a recognizer's report of this kind prints.
+        func admitsReport(_ kind: String) -> Bool {
+            guard kinds != nil || reports != nil else { return true }
+            return reports?.contains(kind) ?? false
+        }
 
         /// Parses a comma-separated list of `T` raw values, or says which would be valid.
         static func parse<T: RawRepresentable & CaseIterable & Hashable>(
@@ -128,14 +158,14 @@ final class LiveView {
 
     private func handle(_ event: ShakeRecognizer.Event) {
         if event.phase == .ended { gestureCounts?["shake", default: 0] += 1 }
-        guard !quiet else { return }
+        guard !quiet, filter.admitsReport("gesture"), admitsDevice(event.device) else { return }
         print(
             EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: Format.shown(name(event.device))),
             event.timestamp)
     }
 
     private func handle(_ event: OrientationRecognizer.Event) {
-        guard !quiet else { return }
+        guard !quiet, filter.admitsReport("orientation"), admitsDevice(event.device) else { return }
         print(
             EventFormat.json(event, device: name(event.device)), EventFormat.text(event, device: Format.shown(name(event.device))),
             event.timestamp)
@@ -152,7 +182,7 @@ final class LiveView {
 
     private func handle(_ event: GestureEvent) {
         if event.state == .ended { gestureCounts?[event.gesture.rawValue, default: 0] += 1 }
-        guard !quiet else { return }
+        guard !quiet, filter.admitsReport("gesture"), admitsDevice(event.device) else { return }
         let device = name(event.device)
         if json {
             writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device)))
@@ -165,12 +195,14 @@ final class LiveView {
     private func admits(_ event: HIDEvent) -> Bool {
         if event.kind.isTimeless { return true }
         if let kinds = filter.kinds, !kinds.contains(event.kind) { return false }
-        if let classes = filter.classes {
-            guard let deviceClass = system?.device(event.device)?.deviceClass, classes.contains(deviceClass) else {
-                return false
-            }
-        }
-        return true
+        return admitsDevice(event.device)
+    }
+
+    /// Whether `--device-class` lets this device's lines print.
+    private func admitsDevice(_ device: HIDDeviceID) -> Bool {
+        guard let classes = filter.classes else { return true }
+        guard let deviceClass = system?.device(device)?.deviceClass else { return false }
+        return classes.contains(deviceClass)
     }
 
     /// The closing summary (to standard error in JSON mode, so stdout stays JSON lines).

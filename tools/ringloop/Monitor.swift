@@ -20,8 +20,8 @@ struct Monitor: ParsableCommand {
             Anything else (/dev/null, a socket) is refused with the reason.
 
             Without arguments, every device in /dev/input. --json writes one JSON object
-            per line (see README for the names). A summary follows on exit (on standard
-            error with --json, so standard output stays JSON lines).
+            per line (docs/COMMANDS.md names the fields). A summary follows on exit (on
+            standard error with --json, so standard output stays JSON lines).
 
             --raw prints one device's evdev events as evtest does (its capability header,
             then a line per event; --json: {"kind":"raw",...} objects): a node, or a
@@ -30,7 +30,8 @@ struct Monitor: ParsableCommand {
             --gestures also recognizes gestures on touchscreens (UIKit's recognizers) and
             touchpads (libinput's), printed as they change state ({"kind":"gesture",...}),
             and on motion sensors shakes (gesture "shake") and orientation changes
-            ({"kind":"orientation","orientation":...}).
+            ({"kind":"orientation","orientation":...}). --filter takes gesture and
+            orientation too (and then recognizes them without --gestures).
             A pass of the loop longer than --stall-threshold milliseconds is a stall: it is
             reported on standard error and counted in the summary.
 
@@ -46,7 +47,7 @@ struct Monitor: ParsableCommand {
               ringloop monitor --grab /dev/input/event5
               ringloop monitor --raw devices/keyboard.evemu
               ringloop monitor --gestures devices/gestures/touchscreen-pinch-out.evemu
-              ringloop monitor --gestures --filter motion \\
+              ringloop monitor --filter motion,gesture,orientation \\
                 devices/motion/dualsense-shake.evemu
               ringloop monitor --server panel
             """
@@ -65,8 +66,8 @@ struct Monitor: ParsableCommand {
     var raw = false
 
     @Option(
-        help: "Print only these event kinds, comma-separated (key, button, pointerMotion, scroll, digitizer...).",
-        completion: .list(HIDEvent.Kind.allCases.map(\.rawValue)))
+        help: "Print only these event kinds, comma-separated (key, button, pointerMotion, scroll, digitizer..., gesture, orientation).",
+        completion: .list(HIDEvent.Kind.allCases.map(\.rawValue) + LiveView.Filter.reportKinds))
     var filter: String?
 
     @Option(
@@ -76,9 +77,11 @@ struct Monitor: ParsableCommand {
 
     /// The parsed --filter and --device-class.
     func eventFilter() throws -> LiveView.Filter {
-        LiveView.Filter(
-            kinds: try filter.map { try LiveView.Filter.parse($0, "--filter", as: HIDEvent.Kind.self) },
-            classes: try deviceClass.map { try LiveView.Filter.parse($0, "--device-class", as: HIDDeviceClass.self) })
+        let parsed = try filter.map { try LiveView.Filter.parseKinds($0) }
+        return LiveView.Filter(
+            kinds: parsed?.kinds,
+            classes: try deviceClass.map { try LiveView.Filter.parse($0, "--device-class", as: HIDDeviceClass.self) },
+            reports: parsed?.reports)
     }
 
     @Option(help: "Stop after this many seconds.")
@@ -174,9 +177,11 @@ struct Monitor: ParsableCommand {
     func settings() throws(Failure) -> Settings {
         let filter: LiveView.Filter
         do { filter = try eventFilter() } catch { throw Failure(error) }
+        // `--filter gesture` (or orientation) asks for the recognizers' reports: it
+        // recognizes them as --gestures does.
         return Settings(
-            json: json, grab: grab, quiet: false, duration: duration, filter: filter, gestures: gestures,
-            stallThreshold: .microseconds(Int64(stallThreshold * 1000)))
+            json: json, grab: grab, quiet: false, duration: duration, filter: filter,
+            gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)))
     }
 
     /// What is monitored: a folder of nodes (some of them, by name), or recordings hosted
@@ -259,6 +264,14 @@ struct Monitor: ParsableCommand {
             watchdog.stop()
             throw .unavailable("\(error)")
         }
+        if case .folder(let folder, nil) = source, settings.command == "monitor" {
+            // What it waits for, as evtest says what it scans: nothing else may print for a while.
+            let count = system.devices.count
+            printError(
+                "ringloop monitor: watching \(folder) for evdev nodes: "
+                    + (count == 0 ? "none yet; each prints as it appears" : "\(count) found, and each added later")
+                    + "; Ctrl-C ends")
+        }
         if let duration = settings.duration {
             loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common)
         }
@@ -290,9 +303,13 @@ struct Monitor: ParsableCommand {
         let outcome = session?.wait()
         system.stop()
         watchdog.stop()
-        let summary = view.summary(
-            systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
-        if settings.json { printError(summary) } else { writeLine(summary) }
+        // After a closed standard output, no summary: its reader has gone, and a program
+        // SIGPIPE ended would say nothing more either.
+        if StandardOutput.isOpen {
+            let summary = view.summary(
+                systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
+            if settings.json { printError(summary) } else { writeLine(summary) }
+        }
         for problem in system.problems { printError("ringloop monitor: \(problem)") }
         // Joins the session's thread, which holds the session (a leak at exit otherwise).
         session?.close()

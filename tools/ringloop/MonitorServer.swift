@@ -67,9 +67,11 @@ extension Monitor {
         }
         system.stop()
         watchdog.stop()
-        let summary = view.summary(
-            systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
-        if settings.json { printError(summary) } else { writeLine(summary) }
+        if StandardOutput.isOpen {
+            let summary = view.summary(
+                systemDropped: system.statistics.dropped, stalls: (watchdog.stallCount, settings.stallThreshold))
+            if settings.json { printError(summary) } else { writeLine(summary) }
+        }
         for problem in system.problems { printError("ringloop monitor: \(problem)") }
     }
 }

@@ -31,8 +31,8 @@ struct Record: ParsableCommand {
         case evemu, libinput
     }
 
-    @Argument(help: "The device node.", completion: .file())
-    var device: String
+    @Argument(help: "The device node (none: the list of devices).", completion: .file())
+    var device: String?
 
     @Option(name: .shortAndLong, help: "Output file (default: standard output).", completion: .file())
     var output: String?
@@ -49,6 +49,9 @@ struct Record: ParsableCommand {
 
     func run() throws {
         try Failure.reporting("record") {
+            guard let device else {
+                throw Devices.noInputGiven("an evdev device node", otherwise: "ringloop replay makes one from a recording")
+            }
             let characterDevice = try InputPath.requireNodeWithoutOpening(device, expected: "an evdev device node")
             // Opened before the signals are blocked: a FIFO waits here for its reader, and
             // Ctrl-C must still end the command. A folder is refused before recording.

@@ -100,8 +100,13 @@ struct ReplayCommand: ParsableCommand {
                 loop.perform(inModes: [.common]) { loop.stop() }
                 loop.wakeUp()
             }
+            // The signal that ended the command, 0 if none did.
+            let endedBy = Atomic<Int32>(0)
             // Before the FUSE server's threads start: they inherit the blocked signals.
-            let signals = try LoopSignalSource.ending(on: loop) { _ in stop() }
+            let signals = try LoopSignalSource.ending(on: loop) { signal in
+                endedBy.store(signal, ordering: .releasing)
+                stop()
+            }
             defer { signals.invalidate() }
             StandardOutput.whenClosed(stop)
             let devices = files.reduce(0) { $0 + $1.count }
@@ -129,17 +134,37 @@ struct ReplayCommand: ParsableCommand {
                         + " read them with ringloop record, monitor --raw or describe")
             }
             let keep = keep
+            let readers = waitForReaders ?? 0
+            // The last count of nodes with their readers that was said (-1: none yet): said
+            // again only when it changes.
+            let saidReady = Atomic<Int>(-1)
+            let finishedAll = Atomic<Bool>(false)
             replay.start(
                 progress: { progress in
                     switch progress.phase {
                     case .waitingForReaders(let ready, let nodes):
-                        printError("ringloop replay: waiting for readers: \(ready) of \(nodes) nodes have them")
+                        let said = saidReady.exchange(ready, ordering: .acquiringAndReleasing)
+                        if said == -1 {
+                            printError(
+                                "ringloop replay: waiting for \(readers) reader\(readers == 1 ? "" : "s") of each node before the"
+                                    + " replay starts: \(ready) of \(nodes) node\(nodes == 1 ? " has" : "s have") them")
+                        } else if said != ready {
+                            printError("ringloop replay: \(ready) of \(nodes) node\(nodes == 1 ? " has" : "s have") their readers")
+                        }
                     case .replaying:
                         printError("ringloop replay: replaying: \(progress.framesSent) of \(progress.frameCount) frames")
                     }
                 },
                 finished: { outcome in
-                    if !keep || !outcome.failures.isEmpty { stop() }
+                    let complete = outcome.failures.isEmpty && !outcome.cancelled
+                    finishedAll.store(complete, ordering: .releasing)
+                    if keep && complete {
+                        printError(
+                            "ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed;"
+                                + " the devices stay until Ctrl-C")
+                    } else {
+                        stop()
+                    }
                 })
             // Something in the default mode, so the loop runs until stopped.
             let keepAlive = LoopSource {}
@@ -148,8 +173,17 @@ struct ReplayCommand: ParsableCommand {
             keepAlive.invalidate()
             replay.cancel()
             let outcome = replay.wait()
-            printError("ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed")
+            let finished = finishedAll.load(ordering: .acquiring)
+            // After a closed standard output, no summary (as a program SIGPIPE ended); with
+            // --keep, the line was said when the replay ended.
+            if StandardOutput.isOpen && !(keep && finished) {
+                printError("ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed")
+            }
             if let failure = outcome.failures.first { throw Failure(failure) }
+            // Interrupted before the end: 128 + the signal, as the shell's convention says;
+            // a --keep replay that had ended was only waiting for it.
+            let signal = endedBy.load(ordering: .acquiring)
+            if signal != 0 && !finished { throw Failure.interrupted(signal: signal) }
         }
     }
 

@@ -5,12 +5,12 @@ import RingLoopToolSupport
 struct RingLoopCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ringloop",
-        abstract: "A CFRunLoop-faithful run loop on io_uring, and evdev input as HID events.",
+        abstract: "A CFRunLoop-faithful run loop on io_uring, and evdev input as HID events",
         discussion: """
             Examples:
-              ringloop demo                 show the input chain on the bundled recordings
-              ringloop doctor               what works on this machine
-              ringloop-bench --only wakecore   (measure; a separate command)
+              ringloop demo                  the input chain on the bundled recordings
+              ringloop doctor                what works on this machine
+              ringloop-bench --only wake     (measure; a separate command)
 
             \(Failure.table)
             """,
@@ -25,6 +25,8 @@ struct RingLoopCommand: ParsableCommand {
         // Before anything writes: a closed standard output is a failed write (EPIPE), which
         // ends the command through its own clean path (StandardOutput).
         StandardOutput.ignoreBrokenPipes()
+        // Before the library makes a logger: its lines in the command's form.
+        CommandLog.bootstrap()
         main(nil)
     }
 }

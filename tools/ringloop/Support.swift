@@ -28,7 +28,7 @@ extension LoopSignalSource {
 enum EventFormat {
     static func text(_ event: HIDEvent, device: String) -> String { "\(device): \(event.payload)" }
 
-    /// One JSON object with the fixed names README documents.
+    /// One JSON object with the fixed names docs/COMMANDS.md documents.
     static func json(_ event: HIDEvent, device: String, latencyMicroseconds: Double) -> [String: Any] {
         var object: [String: Any] = [
             "kind": event.kind.rawValue, "device": device,
@@ -100,7 +100,7 @@ enum EventFormat {
         return object
     }
 
-    /// A gesture's state change, with the names README documents.
+    /// A gesture's state change, with the names docs/COMMANDS.md documents.
     static func json(_ event: GestureEvent, device: String) -> [String: Any] {
         func point(_ point: GesturePoint) -> [String: Any] { ["x": point.x, "y": point.y] }
         let values = event.values

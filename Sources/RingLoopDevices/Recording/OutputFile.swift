@@ -93,7 +93,12 @@ public final class OutputFile {
             let name = folderEnd.map { String(target[target.index(after: $0)...]) } ?? target
             var template = Array((folder + "." + name + ".ringloop-XXXXXX").utf8CString)
             fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            guard fd >= 0 else { throw .cannotOpen(path: path, errno: Errno(rawValue: errno)) }
+            guard fd >= 0 else {
+                // An existing file in a folder that takes no new file (/proc, /sys): its
+                // replacement cannot be made, which is not the file missing.
+                if found == .regularFile { throw .cannotReplace(path: path, errno: Errno(rawValue: errno)) }
+                throw .cannotOpen(path: path, errno: Errno(rawValue: errno))
+            }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             // The replacement keeps the replaced file's permissions; a new file gets the
@@ -195,6 +200,9 @@ public enum OutputFileError: Error, Hashable, Sendable, CustomStringConvertible 
     case unsupported(path: String, what: String)
     /// The file (or its temporary file beside it) could not be opened.
     case cannotOpen(path: String, errno: Errno)
+    /// The file exists, but the file that would replace it cannot be made in its folder
+    /// (a folder of /proc or /sys, a read-only file system).
+    case cannotReplace(path: String, errno: Errno)
     /// A write, the final flush, the close or the rename failed.
     case write(path: String, errno: Errno)
 
@@ -202,7 +210,7 @@ public enum OutputFileError: Error, Hashable, Sendable, CustomStringConvertible 
     public var path: String {
         switch self {
         case .isFolder(let path), .danglingLink(let path), .unsupported(let path, _), .cannotOpen(let path, _),
-            .write(let path, _):
+            .cannotReplace(let path, _), .write(let path, _):
             path
         }
     }
@@ -213,6 +221,9 @@ public enum OutputFileError: Error, Hashable, Sendable, CustomStringConvertible 
         case .danglingLink(let path): "\(path): is a symbolic link to nothing; give the file itself"
         case .unsupported(let path, let what): "\(path): is \(what); give a file, a FIFO or a character device"
         case .cannotOpen(let path, let errno): "\(path): cannot create: \(String(cString: strerror(errno.rawValue)))"
+        case .cannotReplace(let path, let errno):
+            "\(path): cannot replace it: its folder takes no new file (\(String(cString: strerror(errno.rawValue))));"
+                + " give a path in a folder you can write"
         case .write(let path, let errno): "\(path): cannot write: \(String(cString: strerror(errno.rawValue)))"
         }
     }
