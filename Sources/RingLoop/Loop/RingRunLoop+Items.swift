@@ -3,7 +3,6 @@ import CLibURing
 import DequeModule
 import Glibc
 import Logging
-import Synchronization
 
 // Adding and removing sources, ports, timers and observers, in one mode or the common ones.
 extension RingRunLoop {

@@ -3,7 +3,6 @@ import CLibURing
 import DequeModule
 import Glibc
 import Logging
-import Synchronization
 
 // Modes: the common modes and each mode's items.
 extension RingRunLoop {

@@ -3,7 +3,6 @@ import CLibURing
 import DequeModule
 import Glibc
 import Logging
-import Synchronization
 
 // Port sources on the ring: registering readiness and message ports, and their removal.
 extension RingRunLoop {

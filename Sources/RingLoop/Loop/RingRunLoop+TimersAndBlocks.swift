@@ -2,8 +2,6 @@ import CDispatchHooks
 import CLibURing
 import DequeModule
 import Glibc
-import Logging
-import Synchronization
 
 // Timers in per-mode heaps, and blocks performed by mode.
 extension RingRunLoop {

@@ -1,7 +1,6 @@
 import CLibURing
 import DequeModule
 import Glibc
-import Logging
 import SystemPackage
 
 /// One connection from another process to a local port, served on the port's loop.

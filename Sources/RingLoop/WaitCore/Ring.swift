@@ -1,5 +1,4 @@
 import CLibURing
-import SystemPackage
 
 /// The setup flags an io_uring was created with, probed at creation from the best the
 /// kernel accepts.

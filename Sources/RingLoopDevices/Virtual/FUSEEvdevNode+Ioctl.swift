@@ -1,5 +1,4 @@
 import CFuse
-import Logging
 import RingLoop
 import RingLoopEvdev
 

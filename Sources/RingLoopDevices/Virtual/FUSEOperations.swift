@@ -1,9 +1,7 @@
 import CFUSEGuard
 import CFuse
-import Logging
 import RingLoop
 import RingLoopEvdev
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,5 @@
 import RingLoop
 import RingLoopEvdev
-import Synchronization
-import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

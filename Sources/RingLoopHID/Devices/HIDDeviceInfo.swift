@@ -1,6 +1,5 @@
 import RingLoop
 import RingLoopEvdev
-import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

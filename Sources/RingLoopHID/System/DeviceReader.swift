@@ -1,4 +1,3 @@
-import Logging
 import RingLoop
 import RingLoopEvdev
 import Synchronization

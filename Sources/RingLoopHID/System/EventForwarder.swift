@@ -1,9 +1,6 @@
-import Dispatch
-import Logging
 import RingLoop
 import RingLoopEvdev
 import Synchronization
-import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
