@@ -108,7 +108,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
     case key(KeyEvent), button(ButtonEvent), motion(Int32, Int32), scroll(ScrollEvent)
     case absolutePointer(AbsolutePointerEvent), pen(PenEvent), gamepadButton(GamepadButtonEvent)
     case gamepadAxis(GamepadAxisEvent), switchChanged(SwitchEvent), dial(Int32), axis(AxisEvent)
-    case motionSample(MotionEvent)
+    case motionSample(MotionEvent), gamepad(GamepadEvent)
     case digitizer(contacts: [Contact], fingers: Int, boundingBox: Bool, button: Bool)
     case added, removed, dropped(Int), focus(Bool)
 
@@ -133,6 +133,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .deviceRemoved: self = .removed
         case .eventsDropped(let count): self = .dropped(count)
         case .focusChanged(let isFocused): self = .focus(isFocused)
+        case .gamepad(let event): self = .gamepad(event)
         }
     }
 

@@ -1,0 +1,121 @@
+import Glibc
+import RingLoopDevices
+import RingLoopEvdev
+import RingLoopHID
+import RingLoopTestSupport
+import Testing
+
+/// libsdl2 itself (Debian's 2.26), built into a small probe (Tests/Tools/sdl-probe.c) and
+/// pointed at the FUSE nodes of the real gamepads' recordings: SDL's Linux backend opens
+/// them as it opens /dev/input nodes, so its GUID, name, numbering, mapping and game
+/// controller events are the reference.
+enum SDLProbe {
+    /// The probe, compiled once per test run; `nil` (with the reason in `problem`) where
+    /// libsdl2-dev or a C compiler is missing.
+    static let path: String? = build()
+    nonisolated(unsafe) static var problem = ""
+
+    static let missing: Comment = "needs libsdl2-dev, pkg-config and a C compiler (tools/setup installs them)"
+
+    private static func build() -> String? {
+        var source = #filePath
+        for _ in 0..<2 { source = String(source[..<source.lastIndex(of: "/")!]) }
+        source += "/Tools/sdl-probe.c"
+        let output = "/tmp/ringloop-sdl-probe-\(getpid())"
+        let compiler = access("/usr/bin/cc", X_OK) == 0 ? "/usr/bin/cc" : "clang"
+        let script = "\(compiler) -O1 -o '\(output)' '\(source)' $(pkg-config --cflags --libs sdl2)"
+        guard let build = try? Spawned("/bin/sh", ["-c", script]) else { return nil }
+        guard build.finish() == 0 else {
+            problem = build.error
+            return nil
+        }
+        return output
+    }
+
+    /// What SDL says of the device at `node` (without reading events).
+    struct Report {
+        var guid: String
+        var name: String
+        var mapping: String
+        var buttons: Int
+        var axes: Int
+        var hats: Int
+        /// SDL's mappings in its list's order (with `--dump-mappings`).
+        var database: [String]
+    }
+
+    static func describe(_ node: String, arguments: [String] = []) throws -> Report {
+        let probe = try Spawned(try #require(path), [node] + arguments)
+        #expect(probe.finish(timeout: .seconds(30)) == 0, "sdl-probe: \(probe.error)")
+        var fields: [String: String] = [:]
+        var database: [String] = []
+        for line in probe.output.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " ") else { continue }
+            let value = String(line[line.index(after: space)...])
+            if line[..<space] == "dbline" { database.append(value) } else { fields[String(line[..<space])] = value }
+        }
+        let counts = (fields["counts"] ?? "").split(separator: " ").compactMap { Int($0) }
+        return Report(
+            guid: fields["guid"] ?? "", name: fields["name"] ?? "", mapping: fields["mapping"] ?? "",
+            buttons: counts.count == 3 ? counts[0] : -1, axes: counts.count == 3 ? counts[1] : -1,
+            hats: counts.count == 3 ? counts[2] : -1, database: database)
+    }
+}
+
+/// The gamepads recorded on hardware or by the kernel's own drivers.
+let gamepadRecordings = [
+    "kernel/dualshock4-usb-gamepad.evemu", "kernel/dualsense-usb-gamepad.evemu",
+    "real/evemu-devices/joysticks/Microsoft X-Box 360 pad.desc",
+    "real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events",
+    "real/evemu-devices/joysticks/Sony PLAYSTATION(R)3 Controller.desc", "gamepad.evemu",
+]
+
+@Suite(.enabled(if: FUSEHere.usable, FUSEHere.missing), .enabled(if: SDLProbe.path != nil, SDLProbe.missing))
+struct GamepadAgainstSDLTests {
+    /// GUID, name and the counts of buttons, axes and hats: what SDL computes for the same
+    /// node, byte for byte.
+    @Test(arguments: gamepadRecordings)
+    func identityAndNumberingAreSDLs(_ file: String) throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/" + file)
+        let description = try #require(recording.description)
+        let device = HIDDeviceInfo(description: description)
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(description)
+            let sdl = try SDLProbe.describe(node.path)
+            #expect(device.sdlGUID.hexString == sdl.guid, "\(file)")
+            #expect(device.sdlName == sdl.name, "\(file)")
+            let layout = device.sdlLayout
+            #expect([layout.buttons.count, layout.axes.count, layout.hats.count] == [sdl.buttons, sdl.axes, sdl.hats], "\(file)")
+        }
+    }
+
+    /// SDL's own list of mappings (its built-in lines, then the bundled database's file
+    /// loaded on top, replacing the built-in lines of the same GUIDs), taken in SDL's order
+    /// into an ``SDLMappingDatabase``, gives each device the mapping SDL gives it: the
+    /// look-up order (GUID and CRC, GUID, version-less, names) is SDL's.
+    @Test(arguments: gamepadRecordings)
+    func mappingIsTheOneSDLPicks(_ file: String) throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/" + file)
+        let description = try #require(recording.description)
+        let device = HIDDeviceInfo(description: description)
+        let databaseFile = "/tmp/ringloop-sdl-db-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).txt"
+        _ = try Recording.write(SDLGameControllerDB.linuxText, to: databaseFile)
+        defer { unlink(databaseFile) }
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(description)
+            for arguments in [["--dump-mappings"], ["--mappings-file", databaseFile, "--dump-mappings"]] {
+                let sdl = try SDLProbe.describe(node.path, arguments: arguments)
+                #expect(sdl.database.count > 300, "\(file): SDL listed \(sdl.database.count) mappings")
+                var database = SDLMappingDatabase(hints: [:])
+                let problems = database.addMappings(
+                    fromText: sdl.database.joined(separator: "\n"), source: "SDL's list", priority: .bundled, requirePlatform: false)
+                #expect(problems.isEmpty, "\(problems.prefix(3))")
+                let mine = try #require(database.match(for: device), "\(file)")
+                let theirs = try SDLGameControllerMapping(parsing: sdl.mapping, source: "SDL")
+                #expect(
+                    mine.mapping.bindings == theirs.bindings,
+                    "\(file) \(arguments): \(mine.kind) \(mine.mapping.line) vs SDL's \(sdl.mapping)")
+            }
+        }
+    }
+}
