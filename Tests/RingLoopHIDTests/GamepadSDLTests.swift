@@ -118,4 +118,110 @@ struct GamepadAgainstSDLTests {
             }
         }
     }
+
+    /// SDL's automatic mapping (a gamepad-spec driver that no line knows): the DualShock 4's
+    /// and the Xbox 360 pad's capabilities under ids and a name no line has get the mapping
+    /// SDL generates. With Sony's vendor id, x and y are `BTN_WEST` and `BTN_NORTH` (the
+    /// rule SDL means, and applies from 2.28); SDL 2.26 read the vendor from a joystick it
+    /// had not finished making (0) and so gave Sony's pads `BTN_X`/`BTN_Y` too: those two
+    /// bindings are expected swapped against it.
+    @Test(arguments: [
+        ("kernel/dualshock4-usb-gamepad.evemu", UInt16(0x054c)), ("kernel/dualshock4-usb-gamepad.evemu", 0x1d6b),
+        ("real/evemu-devices/joysticks/Microsoft X-Box 360 pad.desc", 0x1d6b),
+    ])
+    func automaticMappingIsSDLs(_ file: String, vendor: UInt16) throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/" + file)
+        var description = try #require(recording.description)
+        description.vendor = vendor
+        description.product = 0x0f0f
+        description.name = "RingLoop Test Pad"
+        let device = HIDDeviceInfo(description: description)
+        let mine = try #require(SDLMappingDatabase.bundled(hints: [:]).match(for: device))
+        #expect(mine.kind == .automatic)
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(description)
+            let sdl = try SDLProbe.describe(node.path)
+            var theirs = try SDLGameControllerMapping(parsing: sdl.mapping, source: "SDL")
+            if vendor == 0x054c {
+                theirs.bindings = theirs.bindings.map { binding in
+                    var swapped = binding
+                    if binding.output == .button(.x) { swapped.output = .button(.y) }
+                    if binding.output == .button(.y) { swapped.output = .button(.x) }
+                    return swapped
+                }
+            }
+            #expect(Set(mine.mapping.bindings) == Set(theirs.bindings), "\(file): \(mine.mapping.line) vs SDL's \(sdl.mapping)")
+            #expect(mine.mapping.name == theirs.name)
+        }
+    }
+
+    /// The recordings with events replayed to SDL and through ``GamepadLayout`` with the
+    /// same mapping (the bundled database's pick, given to SDL for the device's GUID): the
+    /// buttons go down and up in the same order, and every stick and trigger ends where
+    /// SDL's ends (within one device unit: SDL holds back an axis's first small moves).
+    @Test(arguments: [
+        "kernel/dualshock4-usb-gamepad.evemu", "kernel/dualsense-usb-gamepad.evemu",
+        "real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events", "gamepad.evemu",
+    ])
+    func eventsAreSDLs(_ file: String) throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/" + file)
+        let description = try #require(recording.description)
+        let device = HIDDeviceInfo(description: description)
+        let match = try #require(SDLMappingDatabase.bundled(hints: [:]).match(for: device))
+        let line = device.sdlGUID.withoutCRC.hexString + "," + match.mapping.line.split(separator: ",", maxSplits: 1)[1]
+        var layout = GamepadLayout(device: device, mapping: match.mapping, deadZones: .none)
+        var mine: [GamepadEvent] = []
+        for event in recording.events {
+            if event.type == Evdev.EV_KEY && event.value != 2 {
+                layout.process(button: event.code, isDown: event.value != 0) { mine.append($0) }
+            } else if event.type == Evdev.EV_ABS {
+                layout.process(axis: event.code, value: event.value) { mine.append($0) }
+            }
+        }
+        let myButtons = mine.filter { !$0.control.isAxis }.map { "\($0.control.name) \(Int($0.value))" }
+        #expect(!myButtons.isEmpty, "\(file): the recording presses buttons")
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(description)
+            let probe = try Spawned(
+                try #require(SDLProbe.path), [node.path, "--mapping", line, "--events", "--seconds", "120"])
+            #expect(probe.waitFor("ready"), "sdl-probe: \(probe.error)")
+            try Replay.play(recording, to: node, speed: .scaled(8))
+            func sdlButtons() -> [String] {
+                var state: [String: Int] = [:]
+                var list: [String] = []
+                for line in probe.output.split(separator: "\n") where line.hasPrefix("button ") {
+                    let parts = line.split(separator: " ")
+                    guard parts.count == 3, let value = Int(parts[2]), state[String(parts[1])] != value else { continue }
+                    state[String(parts[1])] = value
+                    list.append("\(parts[1]) \(value)")
+                }
+                return list
+            }
+            // SDL holds a quick guide release back (SDL_MINIMUM_GUIDE_BUTTON_DELAY_MS, 250 ms):
+            // the guide button's own order is compared apart from the others'.
+            func split(_ list: [String]) -> [[String]] {
+                [list.filter { !$0.hasPrefix("guide ") }, list.filter { $0.hasPrefix("guide ") }]
+            }
+            #expect(waitUntil { sdlButtons().count >= myButtons.count }, "\(file): SDL said \(probe.output) \(probe.error)")
+            #expect(split(sdlButtons()) == split(myButtons), "\(file)")
+            // The axes' last values (SDL's in its units).
+            var myAxes: [String: Double] = [:]
+            for event in mine where event.control.isAxis { myAxes[event.control.name] = event.value }
+            func sdlAxes() -> [String: Double] {
+                var values: [String: Double] = [:]
+                for line in probe.output.split(separator: "\n") where line.hasPrefix("axis ") {
+                    let parts = line.split(separator: " ")
+                    if parts.count == 3, let value = Double(parts[2]) { values[String(parts[1])] = value / 32767 }
+                }
+                return values
+            }
+            func axesAgree() -> Bool {
+                let theirs = sdlAxes()
+                return myAxes.allSatisfy { abs((theirs[$0.key] ?? 0) - $0.value) <= 300.0 / 32767 }
+            }
+            #expect(waitUntil(axesAgree), "\(file): mine \(myAxes), SDL's \(sdlAxes())")
+            node.remove()
+            #expect(probe.finish(timeout: .seconds(30)) == 0)
+        }
+    }
 }

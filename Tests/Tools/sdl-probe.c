@@ -19,6 +19,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *node = argv[1];
+    // Line by line: the tests read the events while the probe runs.
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int events = 0;
     int dump = 0;
     int seconds = 20;
