@@ -89,6 +89,29 @@ struct GamepadAgainstSDLTests {
         }
     }
 
+    /// SDL's naming rules (spaces, a manufacturer's long prefix, a name said twice) on the
+    /// DualShock 4's node under names a cheap pad's firmware might give and ids SDL does
+    /// not know: the name, and so the GUID's CRC, are SDL's.
+    @Test(arguments: [
+        "  HORI CO.,LTD.   Fighting  Commander  ", "Razer Razer Raiju Tournament Edition Wired",
+        "Performance Designed Products Rock Candy Wired Controller", "Mad Catz Inc. Fightpad", "Unknown Gamepad",
+        "NVIDIA Corporation NVIDIA Controller v01.04", "USB Gamepad ",
+    ])
+    func namesAreSDLs(_ name: String) throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/kernel/dualshock4-usb-gamepad.evemu")
+        var description = try #require(recording.description)
+        description.name = name
+        description.vendor = 0x0e8f
+        description.product = 0x7777
+        let device = HIDDeviceInfo(description: description)
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(description)
+            let sdl = try SDLProbe.describe(node.path)
+            #expect(device.sdlName == sdl.name)
+            #expect(device.sdlGUID.hexString == sdl.guid)
+        }
+    }
+
     /// SDL's own list of mappings (its built-in lines, then the bundled database's file
     /// loaded on top, replacing the built-in lines of the same GUIDs), taken in SDL's order
     /// into an ``SDLMappingDatabase``, gives each device the mapping SDL gives it: the
@@ -118,6 +141,11 @@ struct GamepadAgainstSDLTests {
             }
         }
     }
+
+    /// Bindings of every form SDL knows.
+    static let everyForm =
+        "a:b1,b:b0,+leftx:b2,-leftx:b3,lefty:a1~,-righty:a4,rightx:+a3,lefttrigger:-a0,righttrigger:a5~,"
+        + "dpup:-a1,dpdown:+a1,leftshoulder:h0.8,rightshoulder:h0.2,+righty:h0.4,start:b7,back:a2,guide:+a3,"
 
     /// SDL's automatic mapping (a gamepad-spec driver that no line knows): the DualShock 4's
     /// and the Xbox 360 pad's capabilities under ids and a name no line has get the mapping
@@ -159,17 +187,26 @@ struct GamepadAgainstSDLTests {
     /// same mapping (the bundled database's pick, given to SDL for the device's GUID): the
     /// buttons go down and up in the same order, and every stick and trigger ends where
     /// SDL's ends (within one device unit: SDL holds back an axis's first small moves).
+    ///
+    /// Then the same with a mapping that uses every form of binding (half axes in and out,
+    /// an inverted axis, axis → button, button → axis, hat → axis) on the Xbox 360 pad's and
+    /// the DualShock 4's recordings.
     @Test(arguments: [
-        "kernel/dualshock4-usb-gamepad.evemu", "kernel/dualsense-usb-gamepad.evemu",
-        "real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events", "gamepad.evemu",
+        ("kernel/dualshock4-usb-gamepad.evemu", nil), ("kernel/dualsense-usb-gamepad.evemu", nil),
+        ("real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events", nil), ("gamepad.evemu", nil),
+        ("gamepad.evemu", Self.everyForm), ("kernel/dualshock4-usb-gamepad.evemu", Self.everyForm),
+        ("real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events", Self.everyForm),
     ])
-    func eventsAreSDLs(_ file: String) throws {
+    func eventsAreSDLs(_ file: String, bindings: String?) throws {
         let recording = try Recording.load(contentsOf: devicesFolder + "/" + file)
         let description = try #require(recording.description)
         let device = HIDDeviceInfo(description: description)
         let match = try #require(SDLMappingDatabase.bundled(hints: [:]).match(for: device))
-        let line = device.sdlGUID.withoutCRC.hexString + "," + match.mapping.line.split(separator: ",", maxSplits: 1)[1]
-        var layout = GamepadLayout(device: device, mapping: match.mapping, deadZones: .none)
+        let line =
+            device.sdlGUID.withoutCRC.hexString + ","
+            + (bindings.map { "Every Form," + $0 } ?? String(match.mapping.line.split(separator: ",", maxSplits: 1)[1]))
+        let mapping = try SDLGameControllerMapping(parsing: line)
+        var layout = GamepadLayout(device: device, mapping: mapping, deadZones: .none)
         var mine: [GamepadEvent] = []
         for event in recording.events {
             if event.type == Evdev.EV_KEY && event.value != 2 {

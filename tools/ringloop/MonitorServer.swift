@@ -49,7 +49,8 @@ extension Monitor {
                 server: name, namespace: namespace, clientName: "ringloop monitor",
                 subscribedDeviceClasses: (try? observedClasses()) ?? [], requestsFocus: requestFocus),
             loop: loop)
-        let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
+        let view = LiveView(
+            json: settings.json, quiet: settings.quiet, filter: settings.filter, gamepadMappings: settings.gamepadMappings)
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

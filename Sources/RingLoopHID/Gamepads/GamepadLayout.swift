@@ -408,8 +408,12 @@ public struct GamepadLayout: Sendable {
             emitted[slot] = ownValue
             emit(GamepadEvent(control: control, value: ownValue, raw: raw))
         }
+        // The other axis moves with the radial scale; it is reported when that moves it by
+        // SDL's resolution (1/32767) or across 0, not for every rounding of the scale.
         let partnerSlot = Int(partner.rawValue)
-        if zone > 0 && otherValue != emitted[partnerSlot] {
+        let partnerMoved =
+            abs(otherValue - emitted[partnerSlot]) >= 1.0 / 32767 || (otherValue == 0) != (emitted[partnerSlot] == 0)
+        if zone > 0 && partnerMoved {
             emitted[partnerSlot] = otherValue
             emit(GamepadEvent(control: partner, value: otherValue, raw: controlRaw[partnerSlot]))
         }
