@@ -52,6 +52,13 @@ public struct SDLGameControllerMapping: Sendable, Hashable {
         public var isNegated: Bool
         /// `:=1` after the name: the value when the hint is not set.
         public var defaultValue: Bool
+
+        /// A condition on the hint `name`.
+        public init(name: String, isNegated: Bool, defaultValue: Bool) {
+            self.name = name
+            self.isNegated = isNegated
+            self.defaultValue = defaultValue
+        }
     }
 
     /// The GUID the line is for, with the CRC field 0; `nil` for SDL's fallback lines
