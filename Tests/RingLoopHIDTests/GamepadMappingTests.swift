@@ -181,3 +181,58 @@ struct GamepadDeadZoneTests {
         #expect(events.last?.raw == 128)
     }
 }
+
+/// The DualShock 4's hardware recording (devices/kernel/README.md: triangle, circle,
+/// cross, square, the d-pad's up, right, down and left, R1, L1, R3, L3, Options, Share
+/// and PS pressed one at a time), with expectations written by hand from the database
+/// lines before the first run.
+@Suite("The DualShock 4's recording through its mappings")
+struct DualShock4MappingTests {
+    static func presses(_ mapping: SDLGameControllerMapping) throws -> [String] {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/kernel/dualshock4-usb-gamepad.evemu")
+        let device = HIDDeviceInfo(description: try #require(recording.description))
+        var pad = GamepadLayout(device: device, mapping: mapping)
+        var pressed: [String] = []
+        for event in recording.events {
+            let emit: (GamepadEvent) -> Void = { if !$0.control.isAxis && $0.value == 1 { pressed.append($0.control.name) } }
+            if event.type == Evdev.EV_KEY {
+                pad.process(button: event.code, isDown: event.value != 0, emit: emit)
+            } else if event.type == Evdev.EV_ABS {
+                pad.process(axis: event.code, value: event.value, emit: emit)
+            }
+        }
+        return pressed
+    }
+
+    /// hid-playstation (Linux 6.2+) gives version 0x8100; no line has it, so SDL's
+    /// version-less match takes the database's first DualShock 4 line on USB, made for
+    /// hid-sony's older layout (a:b1, b:b2, x:b0, y:b3, guide:b12, leftstick:b10,
+    /// rightstick:b11). Through it cross (BTN_SOUTH, b0) is x, circle (b1) a, triangle
+    /// (BTN_NORTH, b2) b, square (BTN_WEST, b3) y, R3 (b12) guide, L3 (b11) rightstick,
+    /// PS (b10) leftstick — what SDL 2.26 reports for this pad (the SDL tests check it).
+    @Test func versionlessLineOfTheOlderDriver() throws {
+        let device = HIDDeviceInfo(
+            description: try #require(
+                try Recording.load(contentsOf: devicesFolder + "/kernel/dualshock4-usb-gamepad.evemu").description))
+        let match = try #require(SDLMappingDatabase.bundled(hints: [:]).match(for: device))
+        #expect(match.kind == .versionless)
+        #expect(match.mapping.guid?.hexString == "030000004c050000cc09000000010000")
+        #expect(
+            try Self.presses(match.mapping) == [
+                "b", "a", "x", "y", "dpup", "dpright", "dpdown", "dpleft", "rightshoulder", "leftshoulder", "guide",
+                "rightstick", "start", "back", "leftstick",
+            ])
+    }
+
+    /// The database's line for hid-playstation's layout (version 0x8111: a:b0, b:b1, x:b3,
+    /// y:b2, guide:b10, leftstick:b11, rightstick:b12) names each button as printed on it.
+    @Test func lineOfTheDriverItCameThrough() throws {
+        let line = try #require(
+            SDLGameControllerDB.linuxText.split(separator: "\n").first { $0.hasPrefix("030000004c050000cc09000011810000,") })
+        #expect(
+            try Self.presses(try SDLGameControllerMapping(parsing: line)) == [
+                "y", "b", "a", "x", "dpup", "dpright", "dpdown", "dpleft", "rightshoulder", "leftshoulder", "rightstick",
+                "leftstick", "start", "back", "guide",
+            ])
+    }
+}
