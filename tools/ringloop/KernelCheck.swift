@@ -155,6 +155,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .dial(let steps): return "dial \(steps)"
         case .axis(let event): return "\(event)"
         case .motionSample(let event): return "\(event)"
+        case .gamepad(let event): return "\(event)"
         case .added: return "added"
         case .removed: return "removed"
         case .dropped(let count): return "dropped \(count)"

@@ -87,7 +87,6 @@ public struct HIDEvent: Sendable, Equatable {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
         case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped, focusChanged
-        case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped
         /// A standard gamepad control (``GamepadEvent``).
         case gamepad
 
