@@ -72,3 +72,25 @@ extension CommandTests {
         }
     }
 }
+
+extension ServeCommandTests {
+    @Test("serve --gamepads: the server's gamepad layout stage adds the standard events and its client gets them beside the raw ones")
+    func serveGamepads() throws {
+        let name = Self.uniqueName("gamepads")
+        let server = try Spawned(
+            ringloop, ["serve", name, "devices/gamepad.evemu", "--gamepads", "--json", "--wait-clients", "1"], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        let client = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        #expect(
+            waitUntil(timeout: .seconds(30)) { jsonLines(client.output, kind: "gamepad").contains { $0["control"] as? String == "start" } },
+            "\(client.output)\n\(client.error)\n\(server.error)")
+        let gamepad = jsonLines(client.output, kind: "gamepad")
+        #expect(gamepad.contains { $0["control"] as? String == "a" && $0["value"] as? Double == 1 && $0["raw"] as? Int == 1 })
+        #expect(gamepad.contains { $0["control"] as? String == "leftx" })
+        #expect(jsonLines(client.output, kind: "gamepadButton").count >= 2)
+        client.signal(SIGTERM)
+        #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+    }
+}

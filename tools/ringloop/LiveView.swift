@@ -78,15 +78,11 @@ final class LiveView {
     private(set) var gestureCounts: [String: Int]?
     private var names: [HIDDeviceID: String] = [:]
     private weak var system: HIDEventSystem?
-    /// With gamepads on: the mappings, and the standard gamepad of each device that has one.
-    private let gamepadMappings: SDLMappingDatabase?
-    private var gamepads: [HIDDeviceID: GamepadLayout] = [:]
 
-    init(json: Bool, quiet: Bool, filter: Filter = .all, gamepadMappings: SDLMappingDatabase? = nil) {
+    init(json: Bool, quiet: Bool, filter: Filter = .all) {
         self.json = json
         self.quiet = quiet
         self.filter = filter
-        self.gamepadMappings = gamepadMappings
     }
 
     /// Registers the view as a handler of every event of `system`.
@@ -117,16 +113,9 @@ final class LiveView {
         let latency = Double(lagNanoseconds) / 1000
         let device = event.device.rawValue == 0 ? "event system" : name(event.device)
         switch event.kind {
-        case .deviceAdded:
-            added += 1
-            if let gamepadMappings, let device = system?.device(event.device),
-                let match = gamepadMappings.match(for: device)
-            {
-                gamepads[event.device] = GamepadLayout(device: device, mapping: match.mapping)
-            }
+        case .deviceAdded: added += 1
         case .deviceRemoved:
             removed += 1
-            gamepads[event.device] = nil
             // Its id may come back for another device (a server started again numbers its
             // devices from 1).
             names[event.device] = nil
@@ -141,7 +130,6 @@ final class LiveView {
             latencies.record(lagNanoseconds)
         }
         counts[device, default: [:]][event.kind.rawValue, default: 0] += 1
-        defer { if gamepads[event.device] != nil { standardGamepad(event) } }
         guard !quiet, admits(event) else { return }
         if json {
             var object = EventFormat.json(event, device: device, latencyMicroseconds: latency)
@@ -154,27 +142,6 @@ final class LiveView {
             let lag = event.kind.isTimeless ? "" : "  (\(Format.fixed(latency, 0)) µs)"
             writeLine("\(time)  \(EventFormat.text(event, device: Format.shown(device)))\(lag)")
         }
-    }
-
-    /// The standard gamepad's events (SDL's names) that a raw event of a mapped device makes,
-    /// handled as the chain's own events are.
-    private func standardGamepad(_ event: HIDEvent) {
-        var made: [GamepadEvent] = []
-        switch event.payload {
-        case .gamepadButton(let button):
-            gamepads[event.device]?.process(button: button.code, isDown: button.isDown) { made.append($0) }
-        case .button(let button):
-            gamepads[event.device]?.process(button: button.code, isDown: button.isDown) { made.append($0) }
-        case .key(let key) where key.state != .repeat:
-            gamepads[event.device]?.process(button: key.code, isDown: key.state == .down) { made.append($0) }
-        case .gamepadAxis(let axis):
-            gamepads[event.device]?.process(axis: axis.code, value: axis.value) { made.append($0) }
-        case .axis(let axis) where axis.source == .absolute:
-            gamepads[event.device]?.process(axis: axis.code, value: axis.value) { made.append($0) }
-        default:
-            return
-        }
-        for gamepad in made { handle(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .gamepad(gamepad))) }
     }
 
     /// Attaches UIKit's recognizers on touchscreens and libinput's on touchpads, a shake

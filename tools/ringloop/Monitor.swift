@@ -273,8 +273,8 @@ struct Monitor: ParsableCommand {
         let system = HIDEventSystem(
             configuration: .init(deviceDirectory: directory, shape: .dedicatedThread, grabDevices: settings.grab, nodeNames: names),
             loop: loop)
-        let view = LiveView(
-            json: settings.json, quiet: settings.quiet, filter: settings.filter, gamepadMappings: settings.gamepadMappings)
+        let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
+        if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in
