@@ -70,4 +70,46 @@ struct GamepadStageTests {
         #expect(seen.count == expected.count)
         #expect(Array(seen.prefix(expected.count)) == expected)
     }
+
+    /// Dead zones chosen per device: the DualShock 4's sticks, held in the hand near the
+    /// centre throughout the recording, read 0 inside a dead zone of half their reach.
+    @Test func deadZonesPerDevice() throws {
+        let recording = try Recording.load(contentsOf: devicesFolder + "/kernel/dualshock4-usb-gamepad.evemu")
+        let guid = HIDDeviceInfo(description: try #require(recording.description)).sdlGUID
+        _ = MountLeakCheck.armed
+        let session = try ReplaySession(
+            files: [[recording]],
+            configuration: .init(
+                backend: .fuse, folderPath: "/tmp/ringloop-gamepad-zones-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                bufferSize: 65536, speed: .scaled(20), settleTime: .milliseconds(20)))
+        defer { session.close() }
+        let (asked, sticks, buttons) = try onFreshThread { () throws -> ([SDLJoystickGUID], [Double], Int) in
+            let loop = RingRunLoop.current
+            let finished = LoopBound(false, loop: loop)
+            let system = HIDEventSystem(
+                configuration: .init(replaying: session, shape: .clientLoop, finished: { finished.value = true }), loop: loop)
+            var asked: [SDLJoystickGUID] = []
+            system.addGamepadLayout(mappings: SDLMappingDatabase.bundled(hints: [:])) { device in
+                asked.append(device.sdlGUID)
+                return device.sdlGUID == guid ? GamepadDeadZones(stick: 0.5, trigger: 0) : .fromDevice
+            }
+            var sticks: [Double] = []
+            var buttons = 0
+            system.addHandler(kinds: [.gamepad]) { event in
+                if case .gamepad(let gamepad) = event.payload {
+                    if [.leftx, .lefty].contains(gamepad.control) { sticks.append(gamepad.value) }
+                    if !gamepad.control.isAxis { buttons += 1 }
+                }
+                return .pass
+            }
+            try system.start()
+            #expect(runUntil(loop, timeout: .seconds(60)) { finished.value })
+            #expect(runUntil(loop) { buttons >= 30 })
+            system.stop()
+            return (asked, sticks, buttons)
+        }
+        #expect(asked == [guid], "asked once, for the one device")
+        #expect(buttons == 30, "15 presses and releases")
+        #expect(sticks.allSatisfy { $0 == 0 }, "\(sticks.prefix(5))")
+    }
 }

@@ -12,13 +12,13 @@ import RingLoopEvdev
 final class GamepadLayoutStage: HIDEventStage {
     /// The mappings devices are looked up in.
     let mappings: SDLMappingDatabase
-    /// The dead zones, for every device unless `deadZonesByDevice` names it.
-    let deadZones: GamepadDeadZones
+    /// Each device's dead zones.
+    let deadZones: (HIDDeviceInfo) -> GamepadDeadZones
     private var context: HIDStageContext?
     /// Each device's standard gamepad; `nil` once looked up without a mapping.
     private var layouts: [HIDDeviceID: GamepadLayout?] = [:]
 
-    init(mappings: SDLMappingDatabase, deadZones: GamepadDeadZones) {
+    init(mappings: SDLMappingDatabase, deadZones: @escaping (HIDDeviceInfo) -> GamepadDeadZones) {
         self.mappings = mappings
         self.deadZones = deadZones
     }
@@ -76,7 +76,7 @@ final class GamepadLayoutStage: HIDEventStage {
         if layouts[id] == nil {
             guard let device = context?.device(id) else { return }
             layouts[id] = .some(
-                mappings.match(for: device).map { GamepadLayout(device: device, mapping: $0.mapping, deadZones: deadZones) })
+                mappings.match(for: device).map { GamepadLayout(device: device, mapping: $0.mapping, deadZones: deadZones(device)) })
         }
         guard case .some(.some) = layouts[id] else { return }
         body(&layouts[id]!!)
@@ -97,6 +97,16 @@ extension HIDEventSystem {
     /// calling it again replaces the mappings.
     public func addGamepadLayout(
         mappings: SDLMappingDatabase = .bundledWithEnvironment(), deadZones: GamepadDeadZones = .fromDevice
+    ) {
+        addGamepadLayout(mappings: mappings, deadZonesOf: { _ in deadZones })
+    }
+
+    /// Adds the gamepad layout stage with dead zones chosen per device (by its
+    /// ``HIDDeviceInfo/sdlGUID``, name or ids), asked once, when the device's mapping is
+    /// looked up. See ``addGamepadLayout(mappings:deadZones:)``.
+    public func addGamepadLayout(
+        mappings: SDLMappingDatabase = .bundledWithEnvironment(),
+        deadZonesOf deadZones: @escaping (HIDDeviceInfo) -> GamepadDeadZones
     ) {
         loop.preconditionOnLoopThread("HIDEventSystem.addGamepadLayout")
         pipeline.gamepadLayout = GamepadLayoutStage(mappings: mappings, deadZones: deadZones)
