@@ -44,6 +44,7 @@ struct KernelCheck: ParsableCommand {
             ("read path", KernelChecks.readPath), ("hotplug", KernelChecks.hotplug), ("key repeat", KernelChecks.keyRepeat),
             ("state at attach", KernelChecks.stateAtAttach), ("SYN_DROPPED", KernelChecks.droppedAndResynced),
             ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("uhid", UHIDChecks.run),
+            ("rumble", UHIDChecks.rumble),
             ("recordings", CorpusReplay.run), ("demo", KernelChecks.demo),
         ]
         for (phase, run) in phases {
