@@ -40,9 +40,17 @@ extension UHIDChecks {
                     return nodes.contains { $0.name.hasSuffix("Wireless Controller") }
                 }), let pad = nodes.first(where: { $0.name.hasSuffix("Wireless Controller") })
         else { return context.report.fail(name, "the driver made \(nodes.map(\.name)), no gamepad") }
+        // The node appears in /dev a moment after the driver registers it.
+        var opened: Result<EvdevDevice, EvdevError> = .failure(EvdevError(request: .open(path: pad.node), errno: .noSuchFileOrDirectory))
+        waitUntil(.seconds(10)) {
+            opened = Result { () throws(EvdevError) in try EvdevDevice.open(path: pad.node, writable: true) }
+            if case .success = opened { return true }
+            return false
+        }
         let device: EvdevDevice
-        do { device = try EvdevDevice.open(path: pad.node, writable: true) } catch {
-            return context.report.fail(name, "\(pad.node): \(error)")
+        switch opened {
+        case .success(let open): device = open
+        case .failure(let error): return context.report.fail(name, "\(pad.node): \(error)")
         }
         defer { device.close() }
         do {
