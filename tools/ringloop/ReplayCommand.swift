@@ -25,8 +25,9 @@ struct ReplayCommand: ParsableCommand {
             onto the device described in --description FILE, as evemu-play takes it. A
             file may be a FIFO (`<(...)`); up to 4096 devices in all.
 
-            A FUSE node whose device has FF_RUMBLE takes rumble effects (EVIOCSFF, EV_FF,
-            EVIOCRMFF, as ringloop rumble sends them); what it was asked is printed at the end.
+            A FUSE node whose device has FF_RUMBLE takes rumble effects (EVIOCSFF,
+            EV_FF, EVIOCRMFF, as ringloop rumble sends them); what it was asked is
+            printed at the end.
 
             --mount must name a folder where nothing is mounted; one that exists is left
             in place at the end, one made for the replay is removed.
