@@ -35,6 +35,16 @@ static inline long ringloop_read_process_memory(pid_t pid, const void *address, 
     return r < 0 ? -errno : r;
 }
 
+/// Writes `len` bytes into another process's memory (process_vm_writev): an ioctl's reply
+/// into a caller's struct that FUSE does not copy back (EVIOCSFF's effect id). Returns the
+/// bytes written or -errno.
+static inline long ringloop_write_process_memory(pid_t pid, void *address, const void *buffer, size_t len) {
+    struct iovec local = { .iov_base = (void *)buffer, .iov_len = len };
+    struct iovec remote = { .iov_base = address, .iov_len = len };
+    long r = syscall(SYS_process_vm_writev, pid, &local, 1UL, &remote, 1UL, 0UL);
+    return r < 0 ? -errno : r;
+}
+
 /// Lazily detaches a mount (umount2 MNT_DETACH), for stale mounts of a crashed run.
 static inline int ringloop_lazy_unmount(const char *path) {
     return umount2(path, MNT_DETACH) < 0 ? -errno : 0;

@@ -7,6 +7,7 @@
 #include <libevdev/libevdev-uinput.h>
 #include <linux/input.h>
 #include <sys/ioctl.h>
+#include <string.h>
 
 static inline unsigned long ringloop_eviocgrab(void) { return EVIOCGRAB; }
 static inline unsigned long ringloop_eviocsclockid(void) { return EVIOCSCLOCKID; }
@@ -24,6 +25,24 @@ static inline unsigned long ringloop_eviocgkey(unsigned len) { return EVIOCGKEY(
 static inline unsigned long ringloop_eviocgsw(unsigned len) { return EVIOCGSW(len); }
 static inline unsigned long ringloop_eviocgled(unsigned len) { return EVIOCGLED(len); }
 static inline unsigned long ringloop_eviocgmtslots(unsigned len) { return EVIOCGMTSLOTS(len); }
+static inline unsigned long ringloop_eviocsff(void) { return EVIOCSFF; }
+static inline unsigned long ringloop_eviocrmff(void) { return EVIOCRMFF; }
+static inline unsigned long ringloop_eviocgeffects(void) { return EVIOCGEFFECTS; }
+/// Fills `effect` as a rumble (`FF_RUMBLE`): `id` -1 for a new one, the magnitudes, the
+/// length and delay in milliseconds.
+static inline void ringloop_ff_rumble(struct ff_effect *effect, short id, unsigned short strong, unsigned short weak,
+                                      unsigned short length, unsigned short delay) {
+    memset(effect, 0, sizeof *effect);
+    effect->type = FF_RUMBLE;
+    effect->id = id;
+    effect->replay.length = length;
+    effect->replay.delay = delay;
+    effect->u.rumble.strong_magnitude = strong;
+    effect->u.rumble.weak_magnitude = weak;
+}
+static inline short ringloop_ff_effect_id(const struct ff_effect *effect) { return effect->id; }
+/// `EVIOCRMFF` takes the effect's id as the argument itself, not a pointer to it.
+static inline int ringloop_ioctl_value(int fd, unsigned long request, long value) { return ioctl(fd, request, value); }
 static inline long ringloop_input_event_sec(const struct input_event *e) { return e->input_event_sec; }
 static inline long ringloop_input_event_usec(const struct input_event *e) { return e->input_event_usec; }
 // input_event_sec/usec are macros: `time.tv_sec` on 64-bit targets, `__sec` on 32-bit ones

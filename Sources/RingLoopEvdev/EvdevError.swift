@@ -50,6 +50,12 @@ public struct EvdevError: Error, Hashable, Sendable, CustomStringConvertible {
         case setKeyRepeat
         /// A `write(2)` of events (an LED's state).
         case write
+        /// `EVIOCGEFFECTS`.
+        case effectCount
+        /// `EVIOCSFF`.
+        case uploadEffect
+        /// `EVIOCRMFF`.
+        case eraseEffect(Int16)
 
         public var description: String {
             switch self {
@@ -73,6 +79,9 @@ public struct EvdevError: Error, Hashable, Sendable, CustomStringConvertible {
             case .keyRepeat: return "EVIOCGREP"
             case .setKeyRepeat: return "EVIOCSREP"
             case .write: return "write"
+            case .effectCount: return "EVIOCGEFFECTS"
+            case .uploadEffect: return "EVIOCSFF"
+            case .eraseEffect(let id): return "EVIOCRMFF(\(id))"
             }
         }
     }

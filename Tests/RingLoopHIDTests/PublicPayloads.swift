@@ -68,6 +68,8 @@ func madeByAnApp(_ event: HIDEvent) -> HIDEvent {
         payload = .eventsDropped(count: count)
     case .focusChanged(let isFocused):
         payload = .focusChanged(isFocused: isFocused)
+    case .gamepad(let gamepad):
+        payload = .gamepad(GamepadEvent(control: gamepad.control, value: gamepad.value, raw: gamepad.raw))
     }
     return HIDEvent(device: HIDDeviceID(rawValue: event.device.rawValue), timestamp: event.timestamp, payload: payload)
 }

@@ -23,6 +23,37 @@ func everyRecording() throws -> [(name: String, recording: Recording)] {
     return all.sorted { $0.0 < $1.0 }
 }
 
+/// The standard gamepad's events (SDL's names) that a decoded frame of a device with a
+/// bundled mapping makes, beside the frame, as the chain's gamepad stage adds them.
+func withStandardGamepad(_ frame: [HIDEvent], _ layout: inout GamepadLayout?) -> [HIDEvent] {
+    guard layout != nil else { return frame }
+    var out: [HIDEvent] = []
+    for event in frame {
+        out.append(event)
+        let emit: (GamepadEvent) -> Void = {
+            out.append(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .gamepad($0)))
+        }
+        switch event.payload {
+        case .gamepadButton(let button): layout?.process(button: button.code, isDown: button.isDown, emit: emit)
+        case .gamepadAxis(let axis): layout?.process(axis: axis.code, value: axis.value, emit: emit)
+        default: break
+        }
+    }
+    return out
+}
+
+/// The standard gamepad of a recording's device, where the bundled database maps it.
+func standardGamepad(of recording: Recording) -> GamepadLayout? {
+    guard let description = recording.description else { return nil }
+    let device = HIDDeviceInfo(description: description)
+    guard device.roles.contains(.gamepad) || device.roles.contains(.joystick),
+        let match = bundledMappings.match(for: device)
+    else { return nil }
+    return GamepadLayout(device: device, mapping: match.mapping)
+}
+
+let bundledMappings = SDLMappingDatabase.bundled(hints: [:])
+
 /// A batch's bytes read back.
 func roundTrip(_ events: [HIDEvent], sequence: UInt64 = 7) throws -> [HIDEvent] {
     let batch = ServerWire.Batch(sequence: sequence, events: events)
@@ -40,7 +71,9 @@ struct ServerWireTests {
         var total = 0
         var kinds = Set<HIDEvent.Kind>()
         for (name, recording) in recordings {
-            try forEachDecodedFrame(of: recording) { frame in
+            var gamepad = standardGamepad(of: recording)
+            try forEachDecodedFrame(of: recording) { decoded in
+                let frame = withStandardGamepad(decoded, &gamepad)
                 for event in frame {
                     var writer = WireWriter()
                     ServerWire.encode(event, into: &writer)
@@ -72,7 +105,9 @@ struct ServerWireTests {
         var total = 0
         for (name, recording) in try everyRecording() {
             var differing: [(made: HIDEvent, decoded: HIDEvent)] = []
-            forEachDecodedFrame(of: recording) { frame in
+            var gamepad = standardGamepad(of: recording)
+            forEachDecodedFrame(of: recording) { decodedFrame in
+                let frame = withStandardGamepad(decodedFrame, &gamepad)
                 for decoded in frame {
                     let made = madeByAnApp(decoded)
                     if made != decoded { differing.append((made, decoded)) }

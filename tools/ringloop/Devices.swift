@@ -113,6 +113,7 @@ struct Devices: ParsableCommand {
             "version": .string(id(description.version)), "class": .string(info.rawValue), "roles": .array(roles.map(JSON.string)),
             "properties": .array(description.properties.sorted().map { .string(Evdev.shownName(ofProperty: $0)) }),
             "capabilities": .object(capabilities), "slots": .int(description.slotCount),
+            "sdlGUID": .string(device.sdlGUID.hexString),
         ]
     }
 
@@ -132,6 +133,12 @@ struct Devices: ParsableCommand {
             lines.append("  properties  \(description.properties.sorted().map { Evdev.shownName(ofProperty: $0) }.joined(separator: ", "))")
         }
         if description.slotCount > 0 { lines.append("  slots       \(description.slotCount)") }
+        lines.append("  sdl guid    \(device.sdlGUID.hexString)")
+        if device.roles.contains(.gamepad) || device.roles.contains(.joystick),
+            let match = GamepadMappings.database.match(for: device)
+        {
+            lines.append("  sdl mapping \(Format.shown(match.mapping.name)) (\(match.kind.rawValue))")
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -44,6 +44,7 @@ struct KernelCheck: ParsableCommand {
             ("read path", KernelChecks.readPath), ("hotplug", KernelChecks.hotplug), ("key repeat", KernelChecks.keyRepeat),
             ("state at attach", KernelChecks.stateAtAttach), ("SYN_DROPPED", KernelChecks.droppedAndResynced),
             ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("uhid", UHIDChecks.run),
+            ("rumble", UHIDChecks.rumble),
             ("recordings", CorpusReplay.run), ("demo", KernelChecks.demo),
         ]
         for (phase, run) in phases {
@@ -108,7 +109,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
     case key(KeyEvent), button(ButtonEvent), motion(Int32, Int32), scroll(ScrollEvent)
     case absolutePointer(AbsolutePointerEvent), pen(PenEvent), gamepadButton(GamepadButtonEvent)
     case gamepadAxis(GamepadAxisEvent), switchChanged(SwitchEvent), dial(Int32), axis(AxisEvent)
-    case motionSample(MotionEvent)
+    case motionSample(MotionEvent), gamepad(GamepadEvent)
     case digitizer(contacts: [Contact], fingers: Int, boundingBox: Bool, button: Bool)
     case added, removed, dropped(Int), focus(Bool)
 
@@ -133,6 +134,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .deviceRemoved: self = .removed
         case .eventsDropped(let count): self = .dropped(count)
         case .focusChanged(let isFocused): self = .focus(isFocused)
+        case .gamepad(let event): self = .gamepad(event)
         }
     }
 
@@ -154,6 +156,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         case .dial(let steps): return "dial \(steps)"
         case .axis(let event): return "\(event)"
         case .motionSample(let event): return "\(event)"
+        case .gamepad(let event): return "\(event)"
         case .added: return "added"
         case .removed: return "removed"
         case .dropped(let count): return "dropped \(count)"

@@ -132,7 +132,11 @@ final class LiveView {
         counts[device, default: [:]][event.kind.rawValue, default: 0] += 1
         guard !quiet, admits(event) else { return }
         if json {
-            writeLine(EventFormat.jsonLine(EventFormat.json(event, device: device, latencyMicroseconds: latency)))
+            var object = EventFormat.json(event, device: device, latencyMicroseconds: latency)
+            if event.kind == .deviceAdded, let info = system?.device(event.device) {
+                object["sdlGUID"] = info.sdlGUID.hexString
+            }
+            writeLine(EventFormat.jsonLine(object))
         } else {
             let time = Format.pad(Format.fixed(Double(event.timestamp.nanoseconds) / 1e9, 6), 12)
             let lag = event.kind.isTimeless ? "" : "  (\(Format.fixed(latency, 0)) µs)"

@@ -114,6 +114,19 @@ struct Monitor: ParsableCommand {
         completion: .list(HIDDeviceClass.allCases.map(\.rawValue)))
     var observe: String?
 
+    @Flag(
+        help: """
+            Print the standard gamepad's events (kind gamepad: SDL's control names, the value after the dead zone, \
+            the raw value) for devices with an SDL mapping: the bundled SDL_GameControllerDB lines, \
+            SDL_GAMECONTROLLERCONFIG_FILE and SDL_GAMECONTROLLERCONFIG.
+            """)
+    var gamepads = false
+
+    @Option(
+        help: "A gamecontrollerdb.txt-format file of SDL mappings added on top of the bundled ones (implies --gamepads).",
+        completion: .file())
+    var gamepadMappings: String?
+
     func validate() throws {
         try validateServer()
         _ = try eventFilter()
@@ -126,6 +139,9 @@ struct Monitor: ParsableCommand {
             throw ValidationError("--stall-threshold: \(stallThreshold) is not between 1 and 60000 milliseconds")
         }
         if raw, gestures { throw ValidationError("--gestures recognizes HID events; --raw prints evdev events") }
+        if raw, gamepads || gamepadMappings != nil {
+            throw ValidationError("--gamepads and --gamepad-mappings map HID events; --raw prints evdev events")
+        }
     }
 
     /// What monitor takes, for the messages that name it.
@@ -181,7 +197,8 @@ struct Monitor: ParsableCommand {
         // recognizes them as --gestures does.
         return Settings(
             json: json, grab: grab, quiet: false, duration: duration, filter: filter,
-            gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)))
+            gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)),
+            gamepadMappings: gamepads || gamepadMappings != nil ? try GamepadMappings.database(adding: gamepadMappings) : nil)
     }
 
     /// What is monitored: a folder of nodes (some of them, by name), or recordings hosted
@@ -200,6 +217,8 @@ struct Monitor: ParsableCommand {
         var filter: LiveView.Filter = .all
         var gestures = false
         var stallThreshold: Duration = .milliseconds(100)
+        /// The mappings of the standard gamepad's events, when they are printed.
+        var gamepadMappings: SDLMappingDatabase?
         /// With recordings: a first line (the backend is added) and a label per file, each
         /// printed beside its devices' nodes before the chain starts (the demo's header).
         var announce: (title: String, labels: [String])?
@@ -255,6 +274,7 @@ struct Monitor: ParsableCommand {
             configuration: .init(deviceDirectory: directory, shape: .dedicatedThread, grabDevices: settings.grab, nodeNames: names),
             loop: loop)
         let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
+        if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

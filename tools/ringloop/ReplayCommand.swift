@@ -25,6 +25,10 @@ struct ReplayCommand: ParsableCommand {
             onto the device described in --description FILE, as evemu-play takes it. A
             file may be a FIFO (`<(...)`); up to 4096 devices in all.
 
+            A FUSE node whose device has FF_RUMBLE takes rumble effects (EVIOCSFF,
+            EV_FF, EVIOCRMFF, as ringloop rumble sends them); what it was asked is
+            printed at the end.
+
             --mount must name a folder where nothing is mounted; one that exists is left
             in place at the end, one made for the replay is removed.
 
@@ -178,6 +182,12 @@ struct ReplayCommand: ParsableCommand {
             // --keep, the line was said when the replay ended.
             if StandardOutput.isOpen && !(keep && finished) {
                 printError("ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed")
+            }
+            // What programs asked the devices' force feedback to do (a test rig's check of an app's rumble).
+            for case let node as FUSEEvdevNode in replay.devices.joined() where !node.forceFeedbackRequests.isEmpty {
+                printError(
+                    "ringloop replay: \(node.nodePath) force feedback: "
+                        + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))
             }
             if let failure = outcome.failures.first { throw Failure(failure) }
             // Interrupted before the end: 128 + the signal, as the shell's convention says;

@@ -17,7 +17,7 @@ struct RingLoopCommand: ParsableCommand {
         version: PackageVersion.current,
         subcommands: [
             Demo.self, Devices.self, Monitor.self, Describe.self, Record.self, ReplayCommand.self, Serve.self, Doctor.self,
-            KernelCheck.self,
+            KernelCheck.self, Rumble.self,
         ]
     )
 

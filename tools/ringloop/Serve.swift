@@ -123,6 +123,19 @@ struct Serve: ParsableCommand {
     @Flag(help: "One JSON object per line.")
     var json = false
 
+    @Flag(
+        help: """
+            Add the standard gamepad's events (kind gamepad, SDL's control names) beside the raw ones for devices \
+            with an SDL mapping (bundled SDL_GameControllerDB lines, SDL_GAMECONTROLLERCONFIG_FILE, SDL_GAMECONTROLLERCONFIG); \
+            clients get both.
+            """)
+    var gamepads = false
+
+    @Option(
+        help: "A gamecontrollerdb.txt-format file of SDL mappings added on top of the bundled ones (implies --gamepads).",
+        completion: .file())
+    var gamepadMappings: String?
+
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
@@ -276,6 +289,9 @@ struct Serve: ParsableCommand {
                 if key.state == .down { server.focusNext() }
                 return .consumed
             }
+        }
+        if gamepads || gamepadMappings != nil {
+            server.system.addGamepadLayout(mappings: try GamepadMappings.database(adding: gamepadMappings))
         }
         do { try server.start() } catch {
             throw .unavailable("\(error)")

@@ -95,6 +95,10 @@ enum EventFormat {
             object["normalized"] = axis.normalized.map { $0 as Any } ?? JSON.null
         case .eventsDropped(let count): object["count"] = count
         case .focusChanged(let isFocused): object["focused"] = isFocused
+        case .gamepad(let gamepad):
+            object["control"] = gamepad.control.name
+            object["value"] = gamepad.value
+            object["raw"] = Int(gamepad.raw)
         case .deviceAdded, .deviceRemoved: break
         }
         return object

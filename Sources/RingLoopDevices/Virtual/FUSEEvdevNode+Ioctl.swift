@@ -84,7 +84,15 @@ extension FUSEEvdevNode {
                 node.device.setAxis(code, AbsoluteAxis(bytes: input))
                 return (0, [])
             case (.read, EvdevRequest.EVIOCGEFFECTS):
-                return (0, bytes(of: Int32(0)))
+                return (0, bytes(of: Int32(hasRumble ? Self.effectCapacity : 0)))
+            case (.write, EvdevRequest.EVIOCSFF):
+                return uploadEffect(&node, input: input, inputSize: inputSize, caller: pid, argument: argument)
+            case (.write, EvdevRequest.EVIOCRMFF):
+                guard let id = readInt(), let effect = Int16(exactly: id), node.effects[effect] != nil else { return (-EINVAL, []) }
+                node.effects[effect] = nil
+                if node.playing.remove(effect) != nil { node.record(.stop(id: effect)) }
+                node.record(.erase(id: effect))
+                return (0, [])
             case (.write, EvdevRequest.EVIOCGRAB):
                 guard let value = readInt() else { return (-EINVAL, []) }
                 if value != 0 {
@@ -127,6 +135,47 @@ extension FUSEEvdevNode {
         data.withUnsafeBytes { raw in
             _ = fuse_reply_ioctl(req, result == 0 && request.repliesWithLength ? Int32(count) : result, raw.baseAddress, count)
         }
+    }
+
+    /// Effects a virtual pad with `FF_RUMBLE` holds at once (the kernel's memoryless
+    /// drivers' `FF_MEMLESS_EFFECTS`).
+    static let effectCapacity = 16
+
+    /// Whether the described device has `FF_RUMBLE`.
+    var hasRumble: Bool { deviceDescription.has(type: Evdev.EV_FF, code: Evdev.FF_RUMBLE) }
+
+    /// `EVIOCSFF`: a rumble stored under a new id (or the id it names), the id written back
+    /// into the caller's struct as the kernel writes it (FUSE copies nothing back for a
+    /// request that only writes).
+    func uploadEffect(
+        _ node: inout NodeState, input: UnsafeRawPointer?, inputSize: Int, caller: pid_t, argument: UnsafeMutableRawPointer?
+    ) -> (Int32, [UInt8]) {
+        // struct ff_effect: type, id, direction, trigger (2 × u16), replay (length, delay),
+        // then the union at 16 (rumble: strong, weak).
+        guard let input, inputSize >= 20, hasRumble else { return (-EINVAL, []) }
+        let type = input.loadUnaligned(as: UInt16.self)
+        var id = input.loadUnaligned(fromByteOffset: 2, as: Int16.self)
+        guard type == Evdev.FF_RUMBLE else { return (-EINVAL, []) }
+        let effect = RumbleEffect(
+            strong: input.loadUnaligned(fromByteOffset: 16, as: UInt16.self),
+            weak: input.loadUnaligned(fromByteOffset: 18, as: UInt16.self),
+            milliseconds: input.loadUnaligned(fromByteOffset: 10, as: UInt16.self),
+            delayMilliseconds: input.loadUnaligned(fromByteOffset: 12, as: UInt16.self))
+        if id == -1 {
+            guard let free = (0..<Int16(Self.effectCapacity)).first(where: { node.effects[$0] == nil }) else {
+                return (-ENOSPC, [])
+            }
+            id = free
+        } else if node.effects[id] == nil {
+            return (-EINVAL, [])
+        }
+        if let argument {
+            var written = id
+            guard ringloop_write_process_memory(caller, argument + 2, &written, 2) == 2 else { return (-EFAULT, []) }
+        }
+        node.effects[id] = effect
+        node.record(.upload(id: id, effect))
+        return (0, [])
     }
 
     /// A string ioctl: the text and its NUL, cut to `size`; returns the bytes copied.

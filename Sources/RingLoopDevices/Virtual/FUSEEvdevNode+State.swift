@@ -23,6 +23,10 @@ extension FUSEEvdevNode {
         var unlinked = false
         /// Set once the kernel has created the entry (the folder's mknod).
         var published = false
+        /// Force feedback: the uploaded rumbles by id, those playing, what was asked.
+        var effects: [Int16: RumbleEffect] = [:]
+        var playing: Set<Int16> = []
+        var forceFeedback: [ForceFeedbackRequest] = []
 
         /// Calls `body` with each reader's index; `body` may change the reader, not add
         /// or remove one. (Walking the indices by hand keeps no second reference to the
@@ -108,6 +112,63 @@ extension FUSEEvdevNode {
                 }
             }
             return bytes
+        }
+    }
+}
+
+/// What a program asked a virtual device's force feedback to do, in order: what a test
+/// rig asserts of an app's rumble (``FUSEEvdevNode/forceFeedbackRequests``).
+public enum ForceFeedbackRequest: Sendable, Hashable, CustomStringConvertible {
+    /// `EVIOCSFF`: a rumble stored under `id`.
+    case upload(id: Int16, RumbleEffect)
+    /// An `EV_FF` write: play effect `id` `count` times.
+    case play(id: Int16, count: Int32)
+    /// An `EV_FF` write of 0, or the erasure of a playing effect: stop `id`.
+    case stop(id: Int16)
+    /// `EVIOCRMFF`: effect `id` erased.
+    case erase(id: Int16)
+    /// `FF_GAIN`: the overall strength (0…65535).
+    case gain(UInt16)
+
+    public var description: String {
+        switch self {
+        case .upload(let id, let effect):
+            "upload \(id): rumble strong \(effect.strong) weak \(effect.weak) for \(effect.milliseconds) ms"
+                + (effect.delayMilliseconds > 0 ? " after \(effect.delayMilliseconds) ms" : "")
+        case .play(let id, let count): "play \(id)" + (count > 1 ? " \(count) times" : "")
+        case .stop(let id): "stop \(id)"
+        case .erase(let id): "erase \(id)"
+        case .gain(let gain): "gain \(gain)"
+        }
+    }
+}
+
+extension FUSEEvdevNode.NodeState {
+    /// The most requests kept (the oldest go first).
+    static let forceFeedbackLogLimit = 4096
+
+    mutating func record(_ request: ForceFeedbackRequest) {
+        if forceFeedback.count >= Self.forceFeedbackLogLimit { forceFeedback.removeFirst(forceFeedback.count / 2) }
+        forceFeedback.append(request)
+    }
+
+    /// An `EV_FF` event written to the node: code `FF_GAIN` sets the gain; any other code
+    /// is an effect id, played (`value` times) or stopped (0). Unknown ids are ignored, as
+    /// the kernel ignores them.
+    mutating func forceFeedbackWrite(code: UInt16, value: Int32, hasRumble: Bool) {
+        guard hasRumble else { return }
+        if code == Evdev.FF_GAIN {
+            record(.gain(UInt16(clamping: value)))
+            return
+        }
+        let id = Int16(bitPattern: code)
+        guard effects[id] != nil, value >= 0 else { return }
+        if value > 0 {
+            playing.insert(id)
+            record(.play(id: id, count: value))
+        } else {
+            playing.remove(id)
+            record(.stop(id: id))
         }
     }
 }

@@ -66,6 +66,18 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// The requests served so far, counted from the node's creation.
     public var servedRequests: ServedRequests { guarded.withLock { $0.served } }
 
+    /// What programs asked the device's force feedback to do, in order (uploads, plays,
+    /// stops, erasures, gain): a test rig asserts an app's rumble with it. The node takes
+    /// `EVIOCSFF` rumbles, `EV_FF` writes and `EVIOCRMFF` where its description has
+    /// `FF_RUMBLE` (up to 16 effects, as the kernel's memoryless drivers).
+    public var forceFeedbackRequests: [ForceFeedbackRequest] { guarded.withLock { $0.forceFeedback } }
+
+    /// The rumbles playing now, by id (played and neither stopped nor erased since; the
+    /// node does not time them out).
+    public var rumblesPlaying: [Int16: RumbleEffect] {
+        guarded.withLock { node in node.effects.filter { node.playing.contains($0.key) } }
+    }
+
     /// A libfuse reply to make once the lock is released.
     enum Reply {
         case data(fuse_req_t, [UInt8])
@@ -261,6 +273,12 @@ public final class FUSEEvdevNode: @unchecked Sendable {
             if let grabbedBy = node.grabbedBy, grabbedBy != id { return 0 }
             for index in 0..<(size / InputEvent.size) {
                 let record = InputEvent(bytes: bytes + index * InputEvent.size)
+                // Force feedback goes to the device, not to its readers (the kernel's
+                // INPUT_PASS_TO_DEVICE): play, stop, gain.
+                if record.type == Evdev.EV_FF {
+                    node.forceFeedbackWrite(code: record.code, value: record.value, hasRumble: hasRumble)
+                    continue
+                }
                 if let frame = node.device.feed(type: record.type, code: record.code, value: record.value) {
                     node.deliver(frame, replies: &replies)
                 }

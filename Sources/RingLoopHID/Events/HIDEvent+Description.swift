@@ -34,6 +34,7 @@ extension HIDEvent.Payload: CustomStringConvertible {
         case .deviceRemoved: "removed"
         case .eventsDropped(let count): "EVENTS DROPPED (\(count))"
         case .focusChanged(let isFocused): isFocused ? "focus gained" : "focus lost"
+        case .gamepad(let gamepad): "\(gamepad)"
         }
     }
 }
@@ -166,4 +167,9 @@ extension GestureEvent: CustomStringConvertible {
         }
         return text
     }
+}
+
+extension GamepadEvent: CustomStringConvertible {
+    /// The control by SDL's name, its value and the raw value: `gamepad leftx -0.157 (raw -5267)`.
+    public var description: String { "gamepad \(control.name) \(TextFormat.fixed(value, 3)) (raw \(raw))" }
 }

@@ -54,6 +54,9 @@ public struct HIDEvent: Sendable, Equatable {
         /// and touches come to it, or no more. In order with the events around it (the
         /// key-ups of keys held when the focus went come first). Device 0.
         case focusChanged(isFocused: Bool)
+        /// A control of the standard gamepad (SDL's names) changed: made from the raw
+        /// `gamepadButton`/`gamepadAxis` events of a device with an SDL mapping, beside them.
+        case gamepad(GamepadEvent)
     }
 
     /// The event's kind, for routing to handlers.
@@ -76,6 +79,7 @@ public struct HIDEvent: Sendable, Equatable {
         case .deviceRemoved: .deviceRemoved
         case .eventsDropped: .eventsDropped
         case .focusChanged: .focusChanged
+        case .gamepad: .gamepad
         }
     }
 
@@ -83,6 +87,8 @@ public struct HIDEvent: Sendable, Equatable {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case key, button, pointerMotion, scroll, absolutePointer, digitizer, pen, gamepadButton, gamepadAxis
         case switchChanged, dial, motion, axis, deviceAdded, deviceRemoved, eventsDropped, focusChanged
+        /// A standard gamepad control (``GamepadEvent``).
+        case gamepad
 
         /// Whether the event says a device came or went, or the focus did: a full queue
         /// never drops one (it waits aside until there is room), and an app cannot post one.

@@ -13,6 +13,7 @@ final class HIDEventPipeline {
     var keyRepeat: KeyRepeatStage?
     var coalescing: CoalescingStage?
     var gestures: GestureStage?
+    var gamepadLayout: GamepadLayoutStage?
     /// The app's own stages (``HIDEventSystem/addStage(_:)``), in the order added.
     var appStages: [any HIDEventStage] = []
     /// The handlers (always there).
@@ -38,6 +39,7 @@ final class HIDEventPipeline {
             // (The stages that give events their meaning come first, in DESIGN.md §3a's
             // order: keymap, screen mapping, pointer, gamepad layout — each a stored
             // property above, set from the configuration at start.)
+            gamepadLayout,
             // Motion recognizers see every sample, before key repeat and coalescing.
             motion,
             // Key repeat from loop timers in place of the kernel's.

@@ -34,6 +34,7 @@ extension HIDEventSystem {
             case is KeyRepeatStage: "key repeat"
             case is CoalescingStage: "coalescing"
             case is GestureStage: "gestures"
+            case is GamepadLayoutStage: "gamepad layout"
             case is HandlerStage: "handlers"
             default: stage === pipeline.routing ? "routing" : String(describing: type(of: stage))
             }

@@ -135,6 +135,10 @@ package enum ServerWire {
             break
         case .eventsDropped(let count):
             out.u64(UInt64(max(0, count)))
+        case .gamepad(let gamepad):
+            out.u8(gamepad.control.rawValue)
+            out.f64(gamepad.value)
+            out.i32(gamepad.raw)
         }
     }
 
@@ -156,6 +160,7 @@ package enum ServerWire {
         case .axis: payload = 16
         case .deviceAdded, .deviceRemoved, .focusChanged: payload = 0
         case .eventsDropped: payload = 8
+        case .gamepad: payload = 13
         }
         return 13 + payload
     }
@@ -251,6 +256,14 @@ package enum ServerWire {
                 AxisEvent(
                     source: relative ? .relative : .absolute, code: code, value: value,
                     normalized: hasNormalized ? normalized : nil))
+        case .gamepad:
+            let rawControl = try input.u8("gamepad control")
+            guard let control = GamepadControl(rawValue: rawControl) else {
+                throw .unknown(field: "gamepad control", value: UInt64(rawControl))
+            }
+            let value = try input.f64("gamepad value")
+            guard value >= -1 && value <= 1 else { throw .outOfRange(field: "gamepad value", value: value > 0 ? 2 : -2) }
+            payload = .gamepad(GamepadEvent(control: control, value: value, raw: try input.i32("gamepad raw")))
         case .deviceAdded:
             payload = .deviceAdded
         case .deviceRemoved:
