@@ -30,6 +30,10 @@ extension HIDEventServer {
                 }
             case .goodbye:
                 if let client = client(try ServerWire.decodeToken(message.data), sender) { detach(client) }
+            case .rumble:
+                let request = try ServerWire.Rumble(decoding: message.data)
+                guard let client = client(request.token, sender) else { break }
+                rumble(request, from: client)
             default:
                 logAboutPeer(.warning, "event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
             }
@@ -170,12 +174,44 @@ extension HIDEventServer {
     }
 
     /// A client said goodbye, or its process ended.
+    /// A client's rumble: played (or stopped) on the server's device only while the client
+    /// has the focus (the focus moving stops it); refused otherwise, in the log.
+    func rumble(_ request: ServerWire.Rumble, from client: ServedClient) {
+        guard client === focused else {
+            logAboutPeer(
+                .notice,
+                "event server '\(configuration.name)': \(client.hello.name) (\(client.credentials)) may rumble only while it has the focus")
+            return
+        }
+        do throws(HIDError) {
+            if let effect = request.effect {
+                try system.rumble(
+                    request.device, strong: effect.strong, weak: effect.weak, duration: .milliseconds(Int(effect.milliseconds)))
+                rumbling[request.device] = client.id
+            } else {
+                try system.stopRumble(request.device)
+                rumbling[request.device] = nil
+            }
+        } catch {
+            logAboutPeer(.notice, "event server '\(configuration.name)': \(client.hello.name)'s rumble: \(error)")
+        }
+    }
+
+    /// Stops the rumbles `client` started (it lost the focus, or went).
+    func stopRumbles(of client: ServedClient) {
+        for (device, owner) in rumbling where owner == client.id {
+            try? system.stopRumble(device)
+            rumbling[device] = nil
+        }
+    }
+
     func detach(_ client: ServedClient) {
         clientWentAway(client)
     }
 
     func clientWentAway(_ client: ServedClient) {
         guard !client.gone, served[client.id] != nil else { return }
+        stopRumbles(of: client)
         client.gone = true
         served[client.id] = nil
         order.removeAll { $0 === client }

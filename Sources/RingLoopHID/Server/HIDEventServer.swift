@@ -167,6 +167,8 @@ public final class HIDEventServer {
     var byToken: [UInt64: ServedClient] = [:]
     var nextClientID: UInt64 = 1
     var focused: ServedClient?
+    /// The devices rumbling at a client's request, and whose: stopped when it loses the focus.
+    var rumbling: [HIDDeviceID: HIDServerClient.ID] = [:]
     /// Clients that had the focus, most recent last: the focus falls back along it.
     var focusHistory: [HIDServerClient.ID] = []
     /// What every event that reached the clients' stage says about each device.
@@ -276,6 +278,7 @@ public final class HIDEventServer {
         let previous = focused
         focused = target
         if let previous {
+            stopRumbles(of: previous)
             release(previous)
             _ = try? previous.port.send(msgid: ServerWire.MessageID.focus.rawValue, data: ServerWire.focus(false), timeout: .zero)
         }

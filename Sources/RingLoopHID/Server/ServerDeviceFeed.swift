@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import RingLoop
+import RingLoopEvdev
 
 /// The third shape: a client of a ``HIDEventServer``. The devices are the server's; its
 /// events arrive at a port of this process, whose source is the client's source1 (as
@@ -148,6 +149,12 @@ final class ServerDeviceFeed: DeviceFeed {
                 reason: "the server owns the devices: a client does not write their LEDs (the server's handlers can)")
         case .allowedCPUs:
             throw .configuration("the CPUs of the event-system thread: a client of an event server has no such thread")
+        case .rumble(let effect, let device):
+            try send(rumble: effect, device: device.id)
+            return .done
+        case .stopRumble(let device):
+            try send(rumble: nil, device: device.id)
+            return .done
         }
     }
 
@@ -437,6 +444,18 @@ final class ServerDeviceFeed: DeviceFeed {
             // The server's queue is full (or it is going): try again shortly.
             guard ackTimer == nil, case .sendTimeout = error else { return }
             armAcknowledgementTimer()
+        }
+    }
+
+    /// Asks the server to rumble a device (`nil`: to stop it); the server's policy decides
+    /// (the focused client's only).
+    private func send(rumble effect: RumbleEffect?, device: HIDDeviceID) throws(HIDError) {
+        guard let attached else { throw .server(name: attachment.name, reason: "not attached") }
+        let request = ServerWire.Rumble(token: attached.token, device: device, effect: effect)
+        do {
+            try attached.server.send(msgid: ServerWire.MessageID.rumble.rawValue, data: request.encoded, timeout: .zero)
+        } catch {
+            throw .server(name: attachment.name, reason: error.description)
         }
     }
 

@@ -15,6 +15,8 @@ extension ServerWire {
         case requestFocus = 3
         /// The client detaches (a token).
         case goodbye = 4
+        /// The client asks for a device's rumble, or its end (``Rumble``).
+        case rumble = 5
         // Server → client (the client's port).
         /// The server took the client in (``Welcome``).
         case welcome = 10
@@ -140,6 +142,43 @@ extension ServerWire {
             token = try input.u64("ack token")
             sequence = try input.u64("ack sequence")
             try input.expectEnd("ack")
+        }
+    }
+
+    /// A client's request to rumble a device (SDL's two motors for a time), or to stop it.
+    package struct Rumble: Sendable, Equatable {
+        package var token: UInt64
+        package var device: HIDDeviceID
+        /// `nil`: stop the device's rumble.
+        package var effect: RumbleEffect?
+
+        package init(token: UInt64, device: HIDDeviceID, effect: RumbleEffect?) {
+            self.token = token
+            self.device = device
+            self.effect = effect
+        }
+
+        package var encoded: [UInt8] {
+            var out = WireWriter()
+            out.u64(token)
+            out.u32(device.rawValue)
+            out.bool(effect != nil)
+            out.u16(effect?.strong ?? 0)
+            out.u16(effect?.weak ?? 0)
+            out.u16(effect?.milliseconds ?? 0)
+            return out.bytes
+        }
+
+        package init(decoding bytes: [UInt8]) throws(Violation) {
+            var input = WireReader(bytes)
+            token = try input.u64("rumble token")
+            device = HIDDeviceID(rawValue: try input.u32("rumble device"))
+            let plays = try input.bool("rumble flag")
+            let strong = try input.u16("rumble strong")
+            let weak = try input.u16("rumble weak")
+            let milliseconds = try input.u16("rumble duration")
+            try input.expectEnd("rumble")
+            effect = plays ? RumbleEffect(strong: strong, weak: weak, milliseconds: milliseconds) : nil
         }
     }
 

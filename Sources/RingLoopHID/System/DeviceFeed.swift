@@ -49,6 +49,10 @@ enum FeedRequest {
     case setLED(code: UInt16, on: Bool, device: HIDDeviceInfo)
     /// The CPUs the feed's thread may run on.
     case allowedCPUs
+    /// A rumble on a device with `FF_RUMBLE`, replacing one it plays.
+    case rumble(RumbleEffect, device: HIDDeviceInfo)
+    /// The device's rumble stopped.
+    case stopRumble(device: HIDDeviceInfo)
 }
 
 /// A feed's answer to a ``FeedRequest``.
@@ -64,9 +68,16 @@ extension DeviceFeed {
     var serverState: (attached: Bool, focused: Bool)? { nil }
 
     /// What a feed that reads its own nodes does: LEDs are written to the node as a
-    /// compositor writes them (opened write-only for the write), the rest is refused.
-    func controlOwnNodes(_ request: FeedRequest) throws(HIDError) -> FeedAnswer {
+    /// compositor writes them (opened write-only for the write), rumbles played through
+    /// `rumbles`, the rest is refused.
+    func controlOwnNodes(_ request: FeedRequest, rumbles: RumbleOutputs) throws(HIDError) -> FeedAnswer {
         switch request {
+        case .rumble(let effect, let device):
+            try rumbles.play(effect, on: device)
+            return .done
+        case .stopRumble(let device):
+            rumbles.finish(device.id)
+            return .done
         case .requestFocus:
             throw .configuration("requestFocus: this event system is not a client of an event server")
         case .allowedCPUs:
@@ -90,6 +101,7 @@ extension DeviceFeed {
 /// go straight into its queue.
 final class LocalDeviceFeed: DeviceFeed {
     private let monitor: DeviceMonitor
+    private let rumbles: RumbleOutputs
 
     init(
         settings: DeviceMonitor.Settings, loop: RingRunLoop, sink: @escaping (HIDEvent) -> Void,
@@ -97,16 +109,20 @@ final class LocalDeviceFeed: DeviceFeed {
     ) {
         monitor = DeviceMonitor(
             settings: settings, loop: loop, sink: sink, onError: onError, onDevicesChanged: { table.replace($0) })
+        rumbles = RumbleOutputs(loop: loop)
     }
 
     func start() throws(HIDError) { try monitor.start() }
-    func stop() { monitor.stop() }
+    func stop() {
+        rumbles.finishAll()
+        monitor.stop()
+    }
     var eventsRead: Int { monitor.totalEventsRead }
     func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID {
         monitor.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
-    func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try controlOwnNodes(request) }
+    func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try controlOwnNodes(request, rumbles: rumbles) }
 }
 
 /// The `.dedicatedThread` shape: an event-system thread (`hid-events`) reads the devices
@@ -118,6 +134,8 @@ final class ThreadedDeviceFeed: DeviceFeed {
     private let source: LoopPortSource
     private let settings: DeviceMonitor.Settings
     private let table: DeviceTable
+    /// Rumbles are played from the client's loop (where the app asks for them).
+    private let rumbles: RumbleOutputs
 
     /// Creates the thread (on `cpus` when given) and the client-side port source, which
     /// calls `onArrival` on the client's loop when a batch has been forwarded.
@@ -137,6 +155,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
         source = LoopPortSource(doorbell: port) { _ in onArrival() }
         self.settings = settings
         self.table = table
+        rumbles = RumbleOutputs(loop: clientLoop)
         clientLoop.add(source, to: .common)
     }
 
@@ -167,6 +186,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
     }
 
     func stop() {
+        rumbles.finishAll()
         let forwarder = forwarder
         thread.perform {
             forwarder.monitor?.stop()
@@ -213,7 +233,7 @@ final class ThreadedDeviceFeed: DeviceFeed {
 
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer {
         if case .allowedCPUs = request { return .cpus(allowedCPUs()) }
-        return try controlOwnNodes(request)
+        return try controlOwnNodes(request, rumbles: rumbles)
     }
 
     var eventsRead: Int { forwarder.eventsRead }
