@@ -105,7 +105,28 @@ final class LiveView {
         return name
     }
 
-    private func handle(_ event: HIDEvent) {
+    /// Gives each absolute device's events their screen locations (`--screen`,
+    /// `--calibration`, `--device-config`), when set: the screen-mapping stage's core, run
+    /// on the view's copy of each event until the chain runs the stage itself.
+    var screens: DeviceSettingsResolver?
+    private var mapper = ScreenMapper()
+
+    /// Works out the mapping of a device that was added, and says where it maps.
+    private func mapDevice(_ id: HIDDeviceID) {
+        guard let screens, let device = system?.device(id) else { return }
+        let (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device))
+        mapper.setMapping(mapping, for: id)
+        guard ScreenMapper.mapsToScreen(device) || mapping != nil else { return }
+        let target = mapping.map { "\($0.screen.sizeText) (\($0.screen.name))" } ?? "no screen"
+        printError("ringloop monitor: \(Format.shown(device.name)) → \(target): \(reason)")
+    }
+
+    private func handle(_ original: HIDEvent) {
+        var event = original
+        if screens != nil {
+            if event.kind == .deviceAdded { mapDevice(event.device) }
+            mapper.process(&event)
+        }
         let lag = MonotonicInstant.now - event.timestamp
         let (seconds, attoseconds) = lag.components
         let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)

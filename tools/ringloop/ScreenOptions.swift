@@ -1,0 +1,63 @@
+import ArgumentParser
+import RingLoopHID
+
+/// `--screen`, `--calibration` and `--device-config`: the options that put absolute
+/// devices' positions on a screen (for `monitor`; `calibrate` takes `--screen`). Checked
+/// in `validate()`, so a bad value is refused before anything starts, with what would be
+/// valid.
+struct ScreenOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The screen as the app sees it, WIDTHxHEIGHT[@ROTATION]: pixels after the rotation, rotation clockwise (0, 90, 180, 270).",
+            valueName: "WxH[@rot]"))
+    var screen: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A calibration matrix for every absolute device: libinput's six numbers, applied before the rotation.",
+            valueName: "a b c d e f"))
+    var calibration: String?
+
+    @Option(
+        name: .customLong("device-config"),
+        help: ArgumentHelp("A per-device settings file (screens, match sections; see 'Screens and calibration').", valueName: "file"),
+        completion: .file())
+    var deviceConfig: String?
+
+    func validate() throws {
+        do {
+            if let screen { _ = try ScreenDescription(parsing: screen) }
+            if let calibration { _ = try CalibrationMatrix(parsing: calibration) }
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// Whether any of the options was given.
+    var isGiven: Bool { screen != nil || calibration != nil || deviceConfig != nil }
+
+    /// The resolver the options describe, or `nil` when none was given. The settings
+    /// file's problems are printed on standard error, naming `command`; a file that cannot
+    /// be read at all is a failure.
+    func resolver(command: String) throws(Failure) -> DeviceSettingsResolver? {
+        guard isGiven else { return nil }
+        var resolver = DeviceSettingsResolver()
+        do {
+            if let screen { resolver.screens = [try ScreenDescription(parsing: screen)] }
+            if let calibration {
+                resolver.overrides.set(
+                    .calibration, to: .calibration(try CalibrationMatrix(parsing: calibration)), from: .option("--calibration"))
+            }
+        } catch {
+            throw .usage("\(error)")
+        }
+        if let deviceConfig {
+            _ = try InputPath.require(deviceConfig, [.recording], expected: "a settings file")
+            let file: DeviceSettingsFile
+            do { file = try DeviceSettingsFile(contentsOf: deviceConfig) } catch { throw .malformed("\(error)") }
+            for problem in file.problems { printError("ringloop \(command): \(problem)") }
+            resolver.files = [file]
+        }
+        return resolver
+    }
+}
