@@ -40,7 +40,9 @@ public struct CalibrationFit: Sendable, Hashable {
         case notDistinct(first: Int, second: Int)
         /// The touches lie on a line: no matrix maps them onto the targets' rectangle.
         case collinear
-        /// A touch lands too far from its target through the best matrix (numbered from 1).
+        /// A touch lands too far from its target (numbered from 1): the least-squares fit
+        /// leaves a residual over the limit, and this touch is the one the other three
+        /// disagree with; `pixels` is how far from its target their matrix puts it.
         case residualTooLarge(touch: Int, pixels: Double, limit: Double)
 
         public var description: String {
@@ -58,8 +60,8 @@ public struct CalibrationFit: Sendable, Hashable {
             case .residualTooLarge(let touch, let pixels, let limit):
                 let rounded = (pixels * 10).rounded() / 10
                 return
-                    "touch \(touch) (\(targetNames[touch - 1])) lands \(rounded) px from its target through the best matrix "
-                    + "(the limit is \(limit) px): it was probably not on its target; calibrate again"
+                    "touch \(touch) (\(targetNames[touch - 1])) lands \(rounded) px from its target through the matrix the "
+                    + "other three touches give (the limit is \(limit) px): it was probably not on its target; calibrate again"
             }
         }
     }
@@ -113,10 +115,43 @@ public struct CalibrationFit: Sendable, Hashable {
             let dy = point.y - target.y
             return (dx * dx + dy * dy).squareRoot()
         }
-        if let worst = residuals.indices.max(by: { residuals[$0] < residuals[$1] }), residuals[worst] > maximumResidual {
-            throw .residualTooLarge(touch: worst + 1, pixels: residuals[worst], limit: maximumResidual)
+        if residuals.contains(where: { $0 > maximumResidual }) {
+            let (touch, pixels) = outlier(touches: touches, goals: goals, screen: screen, targets: targets)
+            throw .residualTooLarge(touch: touch + 1, pixels: pixels, limit: maximumResidual)
         }
         return CalibrationFit(matrix: matrix, residuals: residuals)
+    }
+
+    /// The touch that was most likely not on its target, and how far from it the other
+    /// three put it.
+    ///
+    /// Four touches fit an affine matrix (six numbers) with two degrees of freedom left, and
+    /// a least-squares fit spreads one bad touch's error equally over all four; so each touch
+    /// is left out in turn, the matrix through the other three is solved exactly, and the
+    /// touch whose leaving out gives the matrix closest to axis-aligned (a panel's matrix
+    /// scales, shifts, flips or swaps its axes, and skews little) is the one named.
+    static func outlier(
+        touches: [(x: Double, y: Double)], goals: [(x: Double, y: Double)], screen: ScreenDescription, targets: [ScreenPoint]
+    ) -> (touch: Int, pixels: Double) {
+        var best: (touch: Int, skew: Double, pixels: Double)?
+        for left in 0..<4 {
+            let kept = (0..<4).filter { $0 != left }
+            let rows = kept.map { [touches[$0].x, touches[$0].y, 1.0] }
+            guard let first = solve(rows, kept.map { goals[$0].x }), let second = solve(rows, kept.map { goals[$0].y }) else {
+                continue
+            }
+            let matrix = CalibrationMatrix(unchecked: first[0], first[1], first[2], second[0], second[1], second[2])
+            let diagonal = abs(matrix.a) + abs(matrix.e)
+            let crossed = abs(matrix.b) + abs(matrix.d)
+            let skew = min(crossed / max(diagonal, 1e-12), diagonal / max(crossed, 1e-12))
+            let point = ScreenMapping(screen: screen, calibration: matrix).location(
+                normalizedX: touches[left].x, normalizedY: touches[left].y)
+            let pixels =
+                ((point.x - targets[left].x) * (point.x - targets[left].x) + (point.y - targets[left].y) * (point.y - targets[left].y))
+                .squareRoot()
+            if best == nil || skew < best!.skew { best = (left, skew, pixels) }
+        }
+        return best.map { ($0.touch, $0.pixels) } ?? (0, 0)
     }
 
     /// Solves the 3×3 system `matrix·x = right` by Gaussian elimination with partial

@@ -1,0 +1,126 @@
+import Foundation
+import RingLoopEvdev
+import RingLoopTestSupport
+import Testing
+
+@testable import RingLoopDevices
+
+/// Recordings of four touches at `ringloop calibrate`'s targets, made on the description of
+/// a real touchscreen (devices/real/evemu/3m.prop, a 3M MicroTouch, protocol B, 0…32767)
+/// through a known calibration matrix with noise, written by the project's evemu writer;
+/// the command must recover the matrix.
+@Suite("ringloop calibrate")
+struct CalibrateCommandTests {
+    /// The matrix the touches are placed through (a resistive panel's scale, skew and shift).
+    static let truth: [Double] = [1.03, 0.02, -0.025, -0.015, 0.97, 0.035]
+
+    /// Where a touch answering each target lands on the device (normalized), worked out by
+    /// hand from libinput's definitions: the targets are (m, m), (1−m, m), (1−m, 1−m),
+    /// (m, 1−m) of the screen as the app sees it; libinput's 90° matrix takes (x, y) to
+    /// (1 − y, x), so the target before the rotation is (t.y, 1 − t.x); the device position
+    /// p solves [a b; d e]·p + (c, f) = that target.
+    static func devicePositions(rotation: Int, margin: Double, matrix: [Double]) -> [(Double, Double)] {
+        let targets = [(margin, margin), (1 - margin, margin), (1 - margin, 1 - margin), (margin, 1 - margin)]
+        let (a, b, c, d, e, f) = (matrix[0], matrix[1], matrix[2], matrix[3], matrix[4], matrix[5])
+        return targets.map { target in
+            let before: (Double, Double)
+            switch rotation {
+            case 90: before = (target.1, 1 - target.0)
+            case 180: before = (1 - target.0, 1 - target.1)
+            case 270: before = (1 - target.1, target.0)  // 270°: (x, y) → (y, 1 − x)
+            default: before = target
+            }
+            let (u, v) = (before.0 - c, before.1 - f)
+            let determinant = a * e - b * d
+            return ((e * u - b * v) / determinant, (a * v - d * u) / determinant)
+        }
+    }
+
+    /// Writes a recording of touches at device positions `positions` (normalized), each
+    /// moved by up to `noise` (normalized) and held for a few frames, and returns its path.
+    static func writeRecording(_ positions: [(Double, Double)], noise: Double, seed: UInt64, name: String) throws -> String {
+        let real = try Recording.load(contentsOf: repository + "/devices/real/evemu/3m.prop")
+        let description = try #require(real.description)
+        let range = Double(description.absoluteAxes[Evdev.ABS_MT_POSITION_X]!.maximum)
+        var random = SeededGenerator(state: seed)
+        var events: [InputEvent] = []
+        var time: Int64 = 10
+        func frame(_ values: [(UInt16, UInt16, Int32)]) {
+            for (type, code, value) in values + [(Evdev.EV_SYN, Evdev.SYN_REPORT, 0)] {
+                events.append(
+                    InputEvent(seconds: time / 1000, microseconds: Int32(time % 1000) * 1000, type: type, code: code, value: value))
+            }
+            time += 12
+        }
+        for (index, position) in positions.enumerated() {
+            let x = Int32((position.0 + Double.random(in: -noise...noise, using: &random)) * range)
+            let y = Int32((position.1 + Double.random(in: -noise...noise, using: &random)) * range)
+            frame([
+                (Evdev.EV_ABS, Evdev.ABS_MT_SLOT, 0), (Evdev.EV_ABS, Evdev.ABS_MT_TRACKING_ID, Int32(index + 1)),
+                (Evdev.EV_ABS, Evdev.ABS_MT_POSITION_X, x), (Evdev.EV_ABS, Evdev.ABS_MT_POSITION_Y, y),
+                (Evdev.EV_KEY, Evdev.BTN_TOUCH, 1), (Evdev.EV_ABS, Evdev.ABS_X, x), (Evdev.EV_ABS, Evdev.ABS_Y, y),
+            ])
+            // The finger settles a little after touching down; the first touch-down is the answer.
+            for step in 1...3 {
+                frame([(Evdev.EV_ABS, Evdev.ABS_MT_POSITION_X, x + Int32(step * 40)), (Evdev.EV_ABS, Evdev.ABS_X, x + Int32(step * 40))])
+            }
+            frame([(Evdev.EV_ABS, Evdev.ABS_MT_TRACKING_ID, -1), (Evdev.EV_KEY, Evdev.BTN_TOUCH, 0)])
+            time += 600
+        }
+        let path = "/tmp/ringloop-calibrate-\(getpid())-\(name).evemu"
+        try EvemuFormat.write(Recording(description: description, events: events)).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("the matrix of four noisy touches placed through a known matrix is recovered, at every rotation", arguments: [0, 90, 180, 270])
+    func recoversTheMatrix(rotation: Int) throws {
+        let screen = rotation % 180 == 0 ? "1920x1080@\(rotation)" : "1080x1920@\(rotation)"
+        // Noise of up to 0.0005 of the range: about a pixel on 1920.
+        let path = try Self.writeRecording(
+            Self.devicePositions(rotation: rotation, margin: 0.1, matrix: Self.truth), noise: 0.0005, seed: UInt64(rotation + 1),
+            name: "r\(rotation)")
+        defer { unlink(path) }
+        let result = try runCommand(["calibrate", "--from", path, "--screen", screen, "--json"])
+        #expect(result.status == 0, "\(result.error)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], "\(result.output)")
+        let matrix = try #require(object["matrix"] as? [Double])
+        #expect(matrix.count == 6)
+        for (got, want) in zip(matrix, Self.truth) { #expect(abs(got - want) < 0.004, "\(matrix) against \(Self.truth)") }
+        let residual = try #require(object["residual_px"] as? Double)
+        #expect(residual < 5, "residual \(residual) px")
+        // The text form prints the same matrix, a udev rule and the settings entry.
+        let text = try runCommand(["calibrate", "--from", path, "--screen", screen])
+        #expect(text.status == 0, "\(text.error)")
+        #expect(text.output.contains("ENV{LIBINPUT_CALIBRATION_MATRIX}=\""))
+        #expect(text.output.contains("[match name=\"3M-3M-MicroTouch-USB-controller Virtual Device\" vendor=0x0596 product=0x0502]"))
+        let line = try #require(text.output.split(separator: "\n").first { $0.hasPrefix("  calibration = ") })
+        let printed = line.dropFirst("  calibration = ".count).split(separator: " ").compactMap { Double($0) }
+        #expect(printed.count == 6 && zip(printed, matrix).allSatisfy { abs($0 - $1) < 1e-5 }, "\(line)")
+    }
+
+    @Test("two touches at one place, a touch far from its target and too few touches are refused, naming the touch")
+    func refusals() throws {
+        var positions = Self.devicePositions(rotation: 0, margin: 0.1, matrix: Self.truth)
+        let same = positions
+        var doubled = same
+        doubled[2] = doubled[1]
+        let doubledPath = try Self.writeRecording(doubled, noise: 0, seed: 1, name: "doubled")
+        defer { unlink(doubledPath) }
+        let refused = try runCommand(["calibrate", "--from", doubledPath, "--screen", "800x480"])
+        #expect(refused.status == 65)
+        #expect(refused.error.contains("touches 2 (top-right) and 3 (bottom-right) are at the same place"), "\(refused.error)")
+        // The bottom-right touch lands a tenth of the screen off.
+        positions[2].0 -= 0.1
+        let offPath = try Self.writeRecording(positions, noise: 0, seed: 2, name: "off")
+        defer { unlink(offPath) }
+        let off = try runCommand(["calibrate", "--from", offPath, "--screen", "800x480"])
+        #expect(off.status == 65)
+        #expect(off.error.contains("touch 3 (bottom-right) lands"), "\(off.error)")
+        let fewPath = try Self.writeRecording(Array(same.prefix(3)), noise: 0, seed: 3, name: "few")
+        defer { unlink(fewPath) }
+        let few = try runCommand(["calibrate", "--from", fewPath, "--screen", "800x480"])
+        #expect(few.status == 65 && few.error.contains("has 3 touches; a calibration takes 4"), "\(few.error)")
+        let badScreen = try runCommand(["calibrate", "--from", fewPath, "--screen", "800x480@45"])
+        #expect(badScreen.status == 64 && badScreen.error.contains("0, 90, 180 and 270"), "\(badScreen.error)")
+    }
+}
