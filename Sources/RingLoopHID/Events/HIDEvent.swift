@@ -283,6 +283,17 @@ public struct DigitizerFrame: Sendable {
         storage.items[index] = contact
     }
 
+    /// Sets every contact's screen location through `mapping`, in place when the buffer
+    /// is not shared.
+    mutating func mapContacts(through mapping: ScreenMapping) {
+        guard count > 0 else { return }
+        makeUnique()
+        for index in 0..<count {
+            let contact = storage.items[index]
+            storage.items[index].screenLocation = mapping.location(normalizedX: contact.normalizedX, normalizedY: contact.normalizedY)
+        }
+    }
+
     /// Removes the contact with `trackingID`, if there is one (order kept).
     mutating func remove(trackingID: Int32) {
         guard let index = (0..<count).first(where: { storage.items[$0].trackingID == trackingID }) else { return }

@@ -59,17 +59,17 @@ public struct ScreenMapper: Sendable {
     /// Adds the screen location by `mapping` to a contact, pen or absolute pointer event.
     @inline(__always)
     public static func apply(_ mapping: ScreenMapping, to event: inout HIDEvent) {
-        switch event.payload {
-        case .digitizer(var frame):
-            // The event lets go of the frame first, so its contacts' buffer is not shared
-            // and is changed in place.
-            event.payload = .deviceAdded
-            for index in 0..<frame.count {
-                var contact = frame[index]
-                contact.screenLocation = mapping.location(normalizedX: contact.normalizedX, normalizedY: contact.normalizedY)
-                frame.replace(at: index, with: contact)
-            }
+        if case .digitizer = event.payload {
+            // Taken out of the event first (the event holds a placeholder meanwhile), so the
+            // frame's contacts are not shared and change in place.
+            var payload = HIDEvent.Payload.deviceAdded
+            swap(&payload, &event.payload)
+            guard case .digitizer(var frame) = consume payload else { return }
+            frame.mapContacts(through: mapping)
             event.payload = .digitizer(frame)
+            return
+        }
+        switch event.payload {
         case .pen(var pen):
             pen.screenLocation = mapping.location(normalizedX: pen.normalizedX, normalizedY: pen.normalizedY)
             event.payload = .pen(pen)
