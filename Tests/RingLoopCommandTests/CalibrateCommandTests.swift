@@ -123,4 +123,29 @@ struct CalibrateCommandTests {
         let badScreen = try runCommand(["calibrate", "--from", fewPath, "--screen", "800x480@45"])
         #expect(badScreen.status == 64 && badScreen.error.contains("0, 90, 180 and 270"), "\(badScreen.error)")
     }
+
+    @Test(
+        "live: the touches replayed on a FUSE virtual touchscreen answer the targets announced one by one",
+        .enabled(if: FUSEHere.usable, FUSEHere.missing))
+    func live() throws {
+        let path = try Self.writeRecording(
+            Self.devicePositions(rotation: 90, margin: 0.1, matrix: Self.truth), noise: 0.0005, seed: 9, name: "live")
+        defer { unlink(path) }
+        let mount = "/tmp/ringloop-calibrate-live-\(getpid())"
+        let replay = try Spawned(
+            ringloop, ["replay", path, "--backend", "fuse", "--mount", mount, "--wait-for-readers", "1", "--wait", "30"],
+            directory: repository)
+        #expect(replay.waitFor("\n"))
+        let result = try runCommand(["calibrate", mount + "/event0", "--screen", "1080x1920@90", "--json", "--timeout", "60"], timeout: 90)
+        #expect(replay.finish(timeout: .seconds(30)) == 0, "\(replay.error)")
+        #expect(result.status == 0, "\(result.error)")
+        // Each target is announced once, in order, the next after each touch.
+        let announced = result.error.split(separator: "\n").filter { $0.hasPrefix("touch target ") }
+        #expect(
+            announced.map { String($0.prefix(17)) } == ["touch target 1 of", "touch target 2 of", "touch target 3 of", "touch target 4 of"])
+        #expect(announced.first?.contains("(top-left) at (108, 192) px of 1080x1920@90") == true, "\(announced)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], "\(result.output)")
+        let matrix = try #require(object["matrix"] as? [Double])
+        for (got, want) in zip(matrix, Self.truth) { #expect(abs(got - want) < 0.004, "\(matrix)") }
+    }
 }

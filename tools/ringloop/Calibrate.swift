@@ -181,8 +181,10 @@ struct Calibrate: ParsableCommand {
                 nodeNames: [Monitor.name(of: device)]),
             loop: loop)
         let state = LiveCalibration()
+        let json = self.json
         func announce(_ index: Int) {
-            writeLine(
+            // With --json, standard output holds the one object; the targets go to standard error.
+            (json ? printError : writeLine)(
                 "touch target \(index + 1) of 4 (\(CalibrationFit.targetNames[index])) at (\(Format.fixed(targets[index].x, 0)), "
                     + "\(Format.fixed(targets[index].y, 0))) px of \(screen.sizeText)")
         }
