@@ -139,6 +139,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
+    @OptionGroup(title: "Screens")
+    var screenOptions: ScreenOptions
+
     func validate() throws {
         guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else {
             throw ValidationError("the name must be 1 to \(LocalMessagePort.maximumNameLength) bytes")
@@ -279,7 +282,7 @@ struct Serve: ParsableCommand {
                 clientAccess: grants.attach, observerAccess: grants.observe, keyboardObserverAccess: grants.observeKeyboards,
                 focusRequestAccess: grants.focus, focusOnAttach: HIDEventServer.FocusOnAttach(rawValue: focus)!,
                 notRespondingTimeout: .milliseconds(Int(notResponding * 1000)), maximumClients: maxClients,
-                maximumClientsPerUser: maxClientsPerUser),
+                maximumClientsPerUser: maxClientsPerUser, screens: try screenOptions.resolver(command: "serve")),
             loop: loop)
         let json = json
         server.addClientObserver { event in writeLine(Self.line(event, json: json)) }

@@ -109,6 +109,10 @@ public final class HIDEventServer {
         /// Clients of one user other than the server's own at once; those users together
         /// have at most ``maximumClients`` less this, so the server's user always has room.
         public var maximumClientsPerUser: Int
+        /// Where absolute devices' positions go: with a resolver, clients get each contact,
+        /// pen and absolute pointer with its screen location (``ScreenMapper``), worked out
+        /// as each device attaches.
+        public var screens: DeviceSettingsResolver?
 
         /// Settings of a server; every grant defaults to the server's own user.
         /// - Parameters:
@@ -126,13 +130,15 @@ public final class HIDEventServer {
         ///     acknowledge nothing before it is not responding.
         ///   - maximumClients: Clients at once.
         ///   - maximumClientsPerUser: Clients of one user other than the server's at once.
+        ///   - screens: Where absolute devices' positions go (`nil`: no screen mapping).
         public init(
             name: String, namespace: MessagePortNamespace = .abstract, devices: HIDEventSystem.Configuration = .init(),
             clientAccess: PeerPolicy = .sameUser, observerAccess: PeerPolicy = .sameUser,
             keyboardObserverAccess: PeerPolicy = .sameUser,
             focusRequestAccess: PeerPolicy = .sameUser, focusOnAttach: FocusOnAttach = .newest,
             maximumOutstandingBatches: Int = 256, notRespondingTimeout: Duration = .seconds(5), maximumClients: Int = 64,
-            maximumClientsPerUser: Int = 16
+            maximumClientsPerUser: Int = 16,
+            screens: DeviceSettingsResolver? = nil
         ) {
             self.name = name
             self.namespace = namespace
@@ -146,6 +152,7 @@ public final class HIDEventServer {
             self.notRespondingTimeout = notRespondingTimeout
             self.maximumClients = maximumClients
             self.maximumClientsPerUser = maximumClientsPerUser
+            self.screens = screens
         }
     }
 
@@ -173,6 +180,8 @@ public final class HIDEventServer {
     var truth = VisibleStates()
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
+    /// Each absolute device's screen mapping, when the configuration has ``Configuration/screens``.
+    var screenMapper = ScreenMapper()
     var observers: [(HIDServerClientEvent) -> Void] = []
     var watchTimer: LoopTimer?
     /// Lines about what a client's process did (a refusal, a message dropped): a process
