@@ -149,3 +149,56 @@ struct CalibrateCommandTests {
         for (got, want) in zip(matrix, Self.truth) { #expect(abs(got - want) < 0.004, "\(matrix)") }
     }
 }
+
+@Suite("ringloop serve with screens", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct ServeScreensCommandTests {
+    @Test(
+        "serve --device-config: a client gets screen locations; SIGHUP reads the file again, names its bad line, and the next touch maps by the new settings"
+    )
+    func reloadOnHangUp() throws {
+        let name = ServeCommandTests.uniqueName("screens")
+        let config = "/tmp/ringloop-serve-screens-\(getpid()).conf"
+        defer { unlink(config) }
+        try "version = 1\n[screen panel]\nsize = 1920x1080\n[match name=\"ELAN*\"]\nscreen = panel\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        // The ELAN panel is 0…3200 × 0…1800: (800, 1350) is (0.25, 0.75) of it.
+        func down(_ id: Int) -> [(Int, Int, Int)] {
+            [(3, 0x2f, 0), (3, 0x39, id), (3, 0x35, 800), (3, 0x36, 1350), (1, 0x14a, 1), (3, 0, 800), (3, 1, 1350)]
+        }
+        let lift: [(Int, Int, Int)] = [(3, 0x2f, 0), (3, 0x39, -1), (1, 0x14a, 0)]
+        let touches = try testRecording("touchscreen-multitouch", [(0.3, down(1)), (0.4, lift), (8.0, down(2)), (8.1, lift)])
+        defer { unlink(touches) }
+        let server = try Spawned(
+            ringloop, ["serve", name, touches, "--device-config", config, "--wait-clients", "1", "--json"], directory: repository)
+        #expect(server.waitFor("\"serving\""), "\(server.error)")
+        let client = try Spawned(ringloop, ["monitor", "--server", name, "--json"], directory: repository)
+        func location(_ id: Int) -> [Double]? {
+            for object in jsonLines(client.output, kind: "digitizer") {
+                for contact in object["contacts"] as? [[String: Any]] ?? [] where contact["id"] as? Int == id {
+                    if let screen = contact["screen"] as? [String: Double], let x = screen["x"], let y = screen["y"] { return [x, y] }
+                }
+            }
+            return nil
+        }
+        #expect(waitUntil(timeout: .seconds(30)) { location(1) != nil }, "\(client.output)\n\(server.error)")
+        // Upright 1920x1080: (0.25, 0.75) → (480, 810).
+        #expect(location(1) == [480, 810])
+        // The new reading turns the panel 180° and has a matrix of three numbers: refused, named, the rest used.
+        try "version = 1\n[screen panel]\nsize = 1920x1080\n[match name=\"ELAN*\"]\nscreen = panel\ncalibration = 1 0 0\nrotation = 180\n"
+            .write(
+                toFile: config, atomically: true, encoding: .utf8)
+        server.signal(SIGHUP)
+        #expect(server.waitFor("read \(config) again (1 problem)", inError: true), "\(server.error)")
+        #expect(server.error.contains("\(config):6: calibration: a calibration matrix has 6 numbers"), "\(server.error)")
+        #expect(
+            server.error.contains("ELAN Touchscreen → 1920x1080@180 (panel): screen from \(config):5, rotation from \(config):7"),
+            "\(server.error)")
+        // 180°: (1 − 0.25, 1 − 0.75) → (1440, 270).
+        #expect(waitUntil(timeout: .seconds(30)) { location(2) != nil }, "\(client.output)")
+        #expect(location(2) == [1440, 270])
+        client.signal(SIGTERM)
+        #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")
+        server.signal(SIGTERM)
+        #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
+    }
+}

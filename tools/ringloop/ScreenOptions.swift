@@ -39,7 +39,11 @@ struct ScreenOptions: ParsableArguments {
     /// The resolver the options describe, or `nil` when none was given. The settings
     /// file's problems are printed on standard error, naming `command`; a file that cannot
     /// be read at all is a failure.
-    func resolver(command: String) throws(Failure) -> DeviceSettingsResolver? {
+    func resolver(command: String) throws(Failure) -> DeviceSettingsResolver? { try settings(command: command)?.resolver }
+
+    /// The resolver and the settings file's store (to read it again on `SIGHUP`), or `nil`
+    /// when no option was given.
+    func settings(command: String) throws(Failure) -> ScreenSettings? {
         guard isGiven else { return nil }
         var resolver = DeviceSettingsResolver()
         do {
@@ -51,13 +55,42 @@ struct ScreenOptions: ParsableArguments {
         } catch {
             throw .usage("\(error)")
         }
+        var settings = ScreenSettings(resolver: resolver, command: command)
         if let deviceConfig {
             _ = try InputPath.require(deviceConfig, [.recording], expected: "a settings file")
-            let file: DeviceSettingsFile
-            do { file = try DeviceSettingsFile(contentsOf: deviceConfig) } catch { throw .malformed("\(error)") }
-            for problem in file.problems { printError("ringloop \(command): \(problem)") }
-            resolver.files = [file]
+            var store = DeviceSettingsStore(path: deviceConfig)
+            let problems = store.reload()
+            guard let file = store.current else { throw .malformed(problems.map(\.description).joined(separator: "; ")) }
+            for problem in problems { printError("ringloop \(command): \(problem)") }
+            settings.resolver.files = [file]
+            settings.store = store
         }
+        return settings
+    }
+}
+
+/// What the screen options give a command: the resolver, and the settings file to read
+/// again on `SIGHUP`.
+struct ScreenSettings {
+    var resolver: DeviceSettingsResolver
+    var store: DeviceSettingsStore?
+    let command: String
+
+    init(resolver: DeviceSettingsResolver, command: String) {
+        self.resolver = resolver
+        self.command = command
+    }
+
+    /// Reads the settings file again, printing what could not be used (a refused key keeps
+    /// its previous value; an unreadable file keeps the previous reading), and returns the
+    /// resolver to use from now on.
+    mutating func reload() -> DeviceSettingsResolver {
+        guard var store else { return resolver }
+        let problems = store.reload()
+        for problem in problems { printError("ringloop \(command): \(problem)") }
+        self.store = store
+        if let file = store.current { resolver.files = [file] }
+        printError("ringloop \(command): read \(store.path) again (\(problems.count) problem\(problems.count == 1 ? "" : "s"))")
         return resolver
     }
 }

@@ -5,7 +5,7 @@ extension HIDEventServer {
     /// Routes one event that no handler of the server consumed (server loop).
     func route(_ original: HIDEvent) {
         var event = original
-        if let screens = configuration.screens {
+        if let screens {
             // The screen mapping, until the chain runs it as a stage: clients get locations.
             if event.kind == .deviceAdded, let device = system.device(event.device) {
                 screenMapper.setMapping(screens.mapping(for: device, identity: DeviceIdentity(device)).mapping, for: event.device)

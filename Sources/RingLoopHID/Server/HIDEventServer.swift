@@ -180,8 +180,11 @@ public final class HIDEventServer {
     var truth = VisibleStates()
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
-    /// Each absolute device's screen mapping, when the configuration has ``Configuration/screens``.
+    /// Each absolute device's screen mapping, when there are ``screens``.
     var screenMapper = ScreenMapper()
+    /// Where absolute devices' positions go (``Configuration/screens`` until
+    /// ``updateScreens(_:)``).
+    public private(set) var screens: DeviceSettingsResolver?
     var observers: [(HIDServerClientEvent) -> Void] = []
     var watchTimer: LoopTimer?
     /// Lines about what a client's process did (a refusal, a message dropped): a process
@@ -200,6 +203,7 @@ public final class HIDEventServer {
     /// ``start()``.
     public init(configuration: Configuration, loop: RingRunLoop = .current) {
         self.configuration = configuration
+        self.screens = configuration.screens
         self.loop = loop
         system = HIDEventSystem(configuration: configuration.devices, loop: loop)
         handle.server = self
@@ -253,6 +257,26 @@ public final class HIDEventServer {
         served = [:]
         byToken = [:]
         focused = nil
+    }
+
+    /// Replaces the screens and per-device settings (a settings file read again on
+    /// `SIGHUP`): every attached device's mapping is worked out again, so its next events
+    /// carry locations by the new settings without a restart. Server loop only.
+    /// - Returns: for each attached device whose positions map to a screen or did, where
+    ///   it maps now and why.
+    @discardableResult
+    public func updateScreens(_ screens: DeviceSettingsResolver?) -> [(device: HIDDeviceInfo, mapping: ScreenMapping?, reason: String)] {
+        loop.preconditionOnLoopThread("HIDEventServer.updateScreens")
+        self.screens = screens
+        screenMapper.removeAll()
+        guard let screens else { return [] }
+        var changes: [(device: HIDDeviceInfo, mapping: ScreenMapping?, reason: String)] = []
+        for device in liveDevices.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
+            let (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device))
+            screenMapper.setMapping(mapping, for: device.id)
+            if mapping != nil || ScreenMapper.mapsToScreen(device) { changes.append((device, mapping, reason)) }
+        }
+        return changes
     }
 
     /// The clients attached, in the order they attached.
