@@ -202,3 +202,23 @@ struct ServeScreensCommandTests {
         #expect(server.finish(timeout: .seconds(20)) == 0, "\(server.error)")
     }
 }
+
+@Suite("ringloop describe with settings")
+struct DescribeSettingsTests {
+    @Test("describe --device-config shows each setting with its file and line, and the screen, as comments the readers skip")
+    func settingsAsComments() throws {
+        let config = "/tmp/ringloop-describe-\(getpid()).conf"
+        defer { unlink(config) }
+        try
+            "version = 1\n[screen main]\nsize = 1080x1920\nrotation = 90\n[match vendor=0x0596 class=touchscreen]\ncalibration = 1.02 0 -0.01 0 0.98 0.01\ntap = no\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try runCommand(["describe", "devices/real/evemu/3m.prop", "--device-config", config])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("#   calibration = 1.02 0 -0.01 0 0.98 0.01 (from \(config):6)\n"), "\(result.output)")
+        #expect(result.output.contains("#   tap = no (from \(config):7)\n"))
+        #expect(result.output.contains("#   screen: main 1080x1920@90, screen: the only screen, calibration from \(config):6\n"))
+        let original = try Recording.load(contentsOf: repository + "/devices/real/evemu/3m.prop")
+        let described = try EvemuFormat.parse(result.output)
+        #expect(described.description == original.description)
+    }
+}
