@@ -105,28 +105,21 @@ final class LiveView {
         return name
     }
 
-    /// Gives each absolute device's events their screen locations (`--screen`,
-    /// `--calibration`, `--device-config`), when set: the screen-mapping stage's core, run
-    /// on the view's copy of each event until the chain runs the stage itself.
+    /// The screens the system maps absolute devices onto (`--screen`, `--calibration`,
+    /// `--device-config`; its screen-mapping stage does the mapping): the view says where
+    /// each device maps, and why, as it is added.
     var screens: DeviceSettingsResolver?
-    private var mapper = ScreenMapper()
 
-    /// Works out the mapping of a device that was added, and says where it maps.
-    private func mapDevice(_ id: HIDDeviceID) {
+    /// Says where a device that was added maps.
+    private func sayWhereDeviceMaps(_ id: HIDDeviceID) {
         guard let screens, let device = system?.device(id) else { return }
-        let (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device))
-        mapper.setMapping(mapping, for: id)
-        guard ScreenMapper.mapsToScreen(device) || mapping != nil else { return }
-        let target = mapping.map { "\($0.screen.sizeText) (\($0.screen.name))" } ?? "no screen"
-        printError("ringloop monitor: \(Format.shown(device.name)) → \(target): \(reason)")
+        let report = ScreenMappingReport(device: device, screens: screens)
+        guard ScreenMapper.mapsToScreen(device) || report.mapping != nil else { return }
+        printError("ringloop monitor: " + Format.shown(report.line))
     }
 
-    private func handle(_ original: HIDEvent) {
-        var event = original
-        if screens != nil {
-            if event.kind == .deviceAdded { mapDevice(event.device) }
-            mapper.process(&event)
-        }
+    private func handle(_ event: HIDEvent) {
+        if screens != nil, event.kind == .deviceAdded { sayWhereDeviceMaps(event.device) }
         let lag = MonotonicInstant.now - event.timestamp
         let (seconds, attoseconds) = lag.components
         let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)

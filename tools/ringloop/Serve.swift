@@ -381,9 +381,6 @@ private final class ScreenReloader: @unchecked Sendable {
 
     func reload() {
         let resolver = settings.reload()
-        for (device, mapping, reason) in server?.updateScreens(resolver) ?? [] {
-            let target = mapping.map { "\($0.screen.sizeText) (\($0.screen.name))" } ?? "no screen"
-            printError("ringloop serve: \(Format.shown(device.name)) → \(target): \(reason)")
-        }
+        for report in server?.updateScreens(resolver) ?? [] { printError("ringloop serve: \(Format.shown(report.line))") }
     }
 }

@@ -3,15 +3,7 @@ import RingLoop
 // The last stage of the server's chain: what the server's handlers left goes to clients.
 extension HIDEventServer {
     /// Routes one event that no handler of the server consumed (server loop).
-    func route(_ original: HIDEvent) {
-        var event = original
-        if let screens {
-            // The screen mapping, until the chain runs it as a stage: clients get locations.
-            if event.kind == .deviceAdded, let device = system.device(event.device) {
-                screenMapper.setMapping(screens.mapping(for: device, identity: DeviceIdentity(device)).mapping, for: event.device)
-            }
-            screenMapper.process(&event)
-        }
+    func route(_ event: HIDEvent) {
         truth.apply(event)
         let clients = order
         switch event.kind {

@@ -109,9 +109,9 @@ public final class HIDEventServer {
         /// Clients of one user other than the server's own at once; those users together
         /// have at most ``maximumClients`` less this, so the server's user always has room.
         public var maximumClientsPerUser: Int
-        /// Where absolute devices' positions go: with a resolver, clients get each contact,
-        /// pen and absolute pointer with its screen location (``ScreenMapper``), worked out
-        /// as each device attaches.
+        /// Where absolute devices' positions go: with a resolver, the server's event system
+        /// runs the screen-mapping stage (``HIDEventSystem/setScreens(_:)``), so its handlers
+        /// and its clients get each contact, pen and absolute pointer with its screen location.
         public var screens: DeviceSettingsResolver?
 
         /// Settings of a server; every grant defaults to the server's own user.
@@ -180,11 +180,6 @@ public final class HIDEventServer {
     var truth = VisibleStates()
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
-    /// Each absolute device's screen mapping, when there are ``screens``.
-    var screenMapper = ScreenMapper()
-    /// Where absolute devices' positions go (``Configuration/screens`` until
-    /// ``updateScreens(_:)``).
-    public private(set) var screens: DeviceSettingsResolver?
     var observers: [(HIDServerClientEvent) -> Void] = []
     var watchTimer: LoopTimer?
     /// Lines about what a client's process did (a refusal, a message dropped): a process
@@ -203,9 +198,9 @@ public final class HIDEventServer {
     /// ``start()``.
     public init(configuration: Configuration, loop: RingRunLoop = .current) {
         self.configuration = configuration
-        self.screens = configuration.screens
         self.loop = loop
         system = HIDEventSystem(configuration: configuration.devices, loop: loop)
+        if let screens = configuration.screens { system.setScreens(screens) }
         handle.server = self
     }
 
@@ -261,23 +256,11 @@ public final class HIDEventServer {
 
     /// Replaces the screens and per-device settings (a settings file read again on
     /// `SIGHUP`): every attached device's mapping is worked out again, so its next events
-    /// carry locations by the new settings without a restart. Server loop only.
-    /// - Returns: for each attached device whose positions map to a screen or did, where
-    ///   it maps now and why.
+    /// carry locations by the new settings without a restart (``HIDEventSystem/setScreens(_:)``).
+    /// Server loop only.
+    /// - Returns: where each attached device that maps to a screen maps now, and why.
     @discardableResult
-    public func updateScreens(_ screens: DeviceSettingsResolver?) -> [(device: HIDDeviceInfo, mapping: ScreenMapping?, reason: String)] {
-        loop.preconditionOnLoopThread("HIDEventServer.updateScreens")
-        self.screens = screens
-        screenMapper.removeAll()
-        guard let screens else { return [] }
-        var changes: [(device: HIDDeviceInfo, mapping: ScreenMapping?, reason: String)] = []
-        for device in liveDevices.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
-            let (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device))
-            screenMapper.setMapping(mapping, for: device.id)
-            if mapping != nil || ScreenMapper.mapsToScreen(device) { changes.append((device, mapping, reason)) }
-        }
-        return changes
-    }
+    public func updateScreens(_ screens: DeviceSettingsResolver?) -> [ScreenMappingReport] { system.setScreens(screens) }
 
     /// The clients attached, in the order they attached.
     public var clients: [HIDServerClient] { order.map(\.info) }
