@@ -22,15 +22,27 @@ enum ScreenBench {
             screen: try ScreenDescription(parsing: "1080x1920@90"),
             calibration: try CalibrationMatrix(parsing: "1.02 0.01 -0.01 -0.02 0.98 0.02"))
         let target = BenchSize.of(quick ? 200_000 : 2_000_000)
+        var results: [BenchResult] = []
+        for (name, throughStage) in [("screen.map", false), ("screen.stage", true)] {
+            results += measure(name, events: events, mapping: mapping, throughStage: throughStage, target: target, rounds: rounds)
+        }
+        return results
+    }
+
+    static func measure(
+        _ name: String, events: [HIDEvent], mapping: ScreenMapping, throughStage: Bool, target: Int, rounds: Int
+    ) -> [BenchResult] {
         var costs: [Double] = []
         var allocations: [Double] = []
         for _ in 0..<rounds {
             var start = MonotonicInstant.now
             var before: UInt = 0
-            let probe = ScreenMappingThroughput.run(events: events, mapping: mapping, warmRounds: 1, measuredRounds: 1) {}
+            let probe = ScreenMappingThroughput.run(
+                events: events, mapping: mapping, throughStage: throughStage, warmRounds: 1, measuredRounds: 1
+            ) {}
             let measuredRounds = max(2, target / max(1, probe.positions))
             let (positions, checksum) = ScreenMappingThroughput.run(
-                events: events, mapping: mapping, warmRounds: 2, measuredRounds: measuredRounds,
+                events: events, mapping: mapping, throughStage: throughStage, warmRounds: 2, measuredRounds: measuredRounds,
                 beforeMeasured: {
                     before = ringloop_malloc_count()
                     start = .now
@@ -41,9 +53,9 @@ enum ScreenBench {
             allocations.append(Double(allocated) / Double(positions))
             if checksum.isNaN { print(checksum) }
         }
-        var results = [BenchResult("screen.map.ns_per_contact", "ns", ours: median(costs))]
+        var results = [BenchResult(name + ".ns_per_contact", "ns", ours: median(costs))]
         if ringloop_malloc_counting() != 0 {
-            results.append(BenchResult("screen.map.allocs_per_contact", "allocs", ours: median(allocations)))
+            results.append(BenchResult(name + ".allocs_per_contact", "allocs", ours: median(allocations)))
         }
         return results
     }

@@ -52,6 +52,9 @@ final class ScreenMappingStage: HIDEventStage {
         return remapAttachedDevices()
     }
 
+    /// Maps `device` through `mapping` (for the benchmark, which has no system).
+    func setMapping(_ mapping: ScreenMapping?, for device: HIDDeviceID) { mapper.setMapping(mapping, for: device) }
+
     /// The mapping of `device` (a device whose mapping was never worked out: `nil`).
     func mapping(for device: HIDDeviceID) -> ScreenMapping? { mapper.mapping(for: device) }
 

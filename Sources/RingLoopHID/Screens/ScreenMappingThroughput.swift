@@ -11,11 +11,19 @@ package enum ScreenMappingThroughput {
     /// positions (contacts, pens, absolute pointers) mapped in the measured rounds and a
     /// sum of their locations (to keep the work observable). `beforeMeasured` runs between
     /// the two.
+    /// With `throughStage`, each event goes through the chain's ``ScreenMappingStage``
+    /// instead, borrowed as the pipeline hands it over, and the mapped event it emits is
+    /// kept in place of the old one.
     package static func run(
-        events: [HIDEvent], mapping: ScreenMapping, warmRounds: Int, measuredRounds: Int, beforeMeasured: () -> Void
+        events: [HIDEvent], mapping: ScreenMapping, throughStage: Bool = false, warmRounds: Int, measuredRounds: Int,
+        beforeMeasured: () -> Void
     ) -> (positions: Int, checksum: Double) {
         var mapper = ScreenMapper()
-        for device in 1...8 { mapper.setMapping(mapping, for: HIDDeviceID(rawValue: UInt32(device))) }
+        let stage = ScreenMappingStage(screens: DeviceSettingsResolver())
+        for device in 1...8 {
+            mapper.setMapping(mapping, for: HIDDeviceID(rawValue: UInt32(device)))
+            stage.setMapping(mapping, for: HIDDeviceID(rawValue: UInt32(device)))
+        }
         // Each event its own buffer, as the decoder's events are once taken off the queue.
         var working: [HIDEvent] = events.map { event in
             guard case .digitizer(let frame) = event.payload else { return event }
@@ -38,7 +46,11 @@ package enum ScreenMappingThroughput {
                 checksum = 0
             }
             for index in working.indices {
-                mapper.process(&working[index])
+                if throughStage {
+                    stage.process(working[index]) { working[index] = $0 }
+                } else {
+                    mapper.process(&working[index])
+                }
                 if case .pen(let pen) = working[index].payload { checksum += pen.screenLocation?.x ?? 0 }
             }
             if case .digitizer(let frame) = working[working.count - 1].payload, frame.count > 0 {
