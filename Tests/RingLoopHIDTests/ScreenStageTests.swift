@@ -56,4 +56,46 @@ struct ScreenStageTests {
             system.stop()
         }
     }
+
+    @Test("frames kept by a handler keep their own locations while the stage reuses the buffers of frames let go")
+    func reusedBuffersDoNotAlias() throws {
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            var configuration = HIDEventSystem.Configuration()
+            configuration.input = .postedOnly
+            let system = HIDEventSystem(configuration: configuration, loop: loop)
+            final class Kept { var frames: [DigitizerFrame] = []; var seen = 0 }
+            let kept = Kept()
+            system.addHandler { event in
+                if case .digitizer(let frame) = event.payload {
+                    kept.seen += 1
+                    if kept.seen % 3 == 0 { kept.frames.append(frame) }  // the others are let go
+                }
+                return .pass
+            }
+            system.setScreens(DeviceSettingsResolver(screens: [try ScreenDescription(parsing: "3200x1800")]))
+            try system.start()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer { close(ends[1]) }
+            _ = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: try ServerTestDevices.touchscreen())
+            // Upright 3200x1800 on a 0…3200 × 0…1800 panel: a location is the position itself.
+            writeFrames(stamped(TestFrames.touch(slot: 0, id: 1, x: 10, y: 20, first: true)), to: ends[1])
+            for step in 1...300 {
+                writeFrames(stamped(TestFrames.touch(slot: 0, id: 1, x: Int32(10 + step), y: 20)), to: ends[1])
+                if step % 50 == 0 { #expect(runUntil(loop) { kept.seen == step + 1 }) }
+            }
+            #expect(kept.frames.count == 100)
+            // The third, sixth… frames (x = 10 + seen − 1): a buffer reused while held would show a later x.
+            let keptX: [Int32] = kept.frames.map { $0[0].x }
+            let expectedX: [Int32] = (1...100).map { (third: Int) -> Int32 in Int32(9 + 3 * third) }
+            #expect(keptX == expectedX)
+            for frame in kept.frames {
+                let contact = frame[0]
+                let location = try #require(contact.screenLocation)
+                #expect(abs(location.x - Double(contact.x)) < 1e-9 && abs(location.y - Double(contact.y)) < 1e-9, "\(contact)")
+            }
+            system.stop()
+        }
+    }
 }

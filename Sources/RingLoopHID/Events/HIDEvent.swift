@@ -10,7 +10,7 @@ public struct HIDDeviceID: Hashable, Sendable, CustomStringConvertible {
 /// One HID event decoded from an evdev frame, with its device and the kernel's
 /// `CLOCK_MONOTONIC` timestamp of the frame.
 ///
-/// A small value type of fixed size (81 bytes), so the event queue holds events without
+/// A small value type of fixed size (105 bytes), so the event queue holds events without
 /// allocating and copying one is cheap: a multitouch frame's contacts (up to
 /// ``DigitizerFrame/capacity``) are in a buffer the frame shares (copy on write).
 public struct HIDEvent: Sendable, Equatable {

@@ -7,13 +7,17 @@ import RingLoop
 /// screens (``HIDEventSystem/setScreens(_:)``).
 ///
 /// The stage receives each event borrowed (``HIDEventStage/process(_:emit:)``), so a
-/// digitizer frame's contacts are copied once into a buffer of the mapped event's own (one
-/// allocation per touch frame); ``ScreenMapper/process(_:)`` on an event held alone
-/// allocates nothing.
+/// digitizer frame's mapped contacts go into a buffer of the mapped event's own: one the
+/// stage emitted before and no event holds any more, as the decoder reuses its buffers,
+/// so the stage allocates nothing once warm.
 final class ScreenMappingStage: HIDEventStage {
     private(set) var screens: DeviceSettingsResolver
     private var mapper = ScreenMapper()
     private var context: HIDStageContext?
+    /// Contact buffers of frames this stage emitted, reused once no event holds them.
+    private var frameBuffers: [ContactStorage] = []
+    /// The most buffers kept (frames held at once downstream: recognizers, a queue to clients).
+    static let frameBufferLimit = 64
 
     init(screens: DeviceSettingsResolver) { self.screens = screens }
 
@@ -24,7 +28,12 @@ final class ScreenMappingStage: HIDEventStage {
 
     func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
         switch event.payload {
-        case .digitizer, .pen, .absolutePointer:
+        case .digitizer(let frame):
+            guard let mapping = mapper.mapping(for: event.device) else { return emit(event) }
+            var mapped = event
+            mapped.payload = .digitizer(self.mapped(frame, through: mapping))
+            emit(mapped)
+        case .pen, .absolutePointer:
             var mapped = event
             mapper.process(&mapped)
             emit(mapped)
@@ -42,6 +51,37 @@ final class ScreenMappingStage: HIDEventStage {
     func remove(emit: (HIDEvent) -> Void) {
         mapper.removeAll()
         context = nil
+    }
+
+    /// `frame` with each contact's screen location, on a reused buffer.
+    private func mapped(_ frame: DigitizerFrame, through mapping: ScreenMapping) -> DigitizerFrame {
+        var mapped = newFrame()
+        mapped.fingerCount = frame.fingerCount
+        mapped.isBoundingBox = frame.isBoundingBox
+        mapped.buttonDown = frame.buttonDown
+        for index in 0..<frame.count {
+            var contact = frame[index]
+            contact.screenLocation = mapping.location(normalizedX: contact.normalizedX, normalizedY: contact.normalizedY)
+            mapped.append(contact)
+        }
+        if frameBuffers.count < Self.frameBufferLimit, mapped.count > 0 {
+            if frameBuffers.capacity < Self.frameBufferLimit { frameBuffers.reserveCapacity(Self.frameBufferLimit) }
+            frameBuffers.append(mapped.buffer)
+        }
+        return mapped
+    }
+
+    /// An empty frame on a buffer no event holds any more, or on a new one.
+    private func newFrame() -> DigitizerFrame {
+        var index = frameBuffers.count - 1
+        while index >= 0 {
+            if isKnownUniquelyReferenced(&frameBuffers[index]) {
+                frameBuffers.swapAt(index, frameBuffers.count - 1)
+                return DigitizerFrame(reusing: frameBuffers.removeLast())
+            }
+            index -= 1
+        }
+        return DigitizerFrame()
     }
 
     /// Takes new screens and settings: every attached device's mapping is worked out again.

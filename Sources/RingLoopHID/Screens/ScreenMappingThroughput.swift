@@ -13,7 +13,7 @@ package enum ScreenMappingThroughput {
     /// the two.
     /// With `throughStage`, each event goes through the chain's ``ScreenMappingStage``
     /// instead, borrowed as the pipeline hands it over, and the mapped event it emits is
-    /// kept in place of the old one.
+    /// read and let go (as the handlers let it go).
     package static func run(
         events: [HIDEvent], mapping: ScreenMapping, throughStage: Bool = false, warmRounds: Int, measuredRounds: Int,
         beforeMeasured: () -> Void
@@ -47,7 +47,11 @@ package enum ScreenMappingThroughput {
             }
             for index in working.indices {
                 if throughStage {
-                    stage.process(working[index]) { working[index] = $0 }
+                    stage.process(working[index]) { mapped in
+                        if case .digitizer(let frame) = mapped.payload, frame.count > 0 {
+                            checksum += frame[0].screenLocation?.x ?? 0
+                        }
+                    }
                 } else {
                     mapper.process(&working[index])
                 }

@@ -14,4 +14,9 @@ public struct ScreenPoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "(\(x), \(y))" }
+
+    /// ` → (540.0, 960.0) px` for an event's text; nothing without a location.
+    static func shown(_ location: ScreenPoint?) -> String {
+        location.map { " → (\(TextFormat.fixed($0.x, 1)), \(TextFormat.fixed($0.y, 1))) px" } ?? ""
+    }
 }
