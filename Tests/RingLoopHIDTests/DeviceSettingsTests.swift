@@ -173,3 +173,19 @@ struct DeviceSettingsTests {
         #expect(DeviceSettingsResolver(files: [try #require(store.current)]).settings(for: pen).calibration?.c == 0.1)
     }
 }
+
+@Suite("udev's properties through libudev")
+struct UdevPropertiesTests {
+    @Test(
+        "a character device's properties come from libudev (the kernel's uevent at least); a file that is not one has none",
+        .enabled(if: UdevProperties.isAvailable, "libudev.so.1"))
+    func characterDevice() {
+        // /dev/null is 1:3; its uevent says MAJOR=1, MINOR=3, DEVNAME=null, which libudev gives
+        // with the node's path, its subsystem and its sysfs path (no udev database needed).
+        let properties = UdevProperties.of(node: "/dev/null")
+        #expect(properties["DEVNAME"] == "/dev/null" && properties["MAJOR"] == "1" && properties["MINOR"] == "3", "\(properties)")
+        #expect(properties["SUBSYSTEM"] == "mem" && properties["DEVPATH"] == "/devices/virtual/mem/null", "\(properties)")
+        #expect(UdevProperties.of(node: "/etc/hostname").isEmpty)
+        #expect(UdevProperties.of(node: "/nonexistent/event0").isEmpty)
+    }
+}

@@ -52,7 +52,7 @@ struct Describe: ParsableCommand {
                 guard fd >= 0 else { throw Failure.input(input, errno: .init(rawValue: errno)) }
                 defer { close(fd) }
                 let description = try InputDeviceDescription(fileDescriptor: fd)
-                text = EvemuFormat.describe(description, kernel: kernelRelease()) + (try settingsLines(description))
+                text = EvemuFormat.describe(description, kernel: kernelRelease()) + (try settingsLines(description, node: input))
             } else {
                 let descriptions = try Recording.loadAll(contentsOf: input).compactMap(\.description)
                 guard !descriptions.isEmpty else {
@@ -76,10 +76,10 @@ struct Describe: ParsableCommand {
 extension Describe {
     /// The device's settings and screen as comment lines (nothing without the screen
     /// options): what the chain would apply to it, each value with its source.
-    func settingsLines(_ description: InputDeviceDescription) throws(Failure) -> String {
+    func settingsLines(_ description: InputDeviceDescription, node: String? = nil) throws(Failure) -> String {
         guard let resolver = try screenOptions.resolver(command: "describe") else { return "" }
         let info = HIDDeviceInfo(description: description)
-        let identity = DeviceIdentity(info)
+        let identity = DeviceIdentity(info, properties: node.map { UdevProperties.of(node: $0) } ?? [:])
         var lines = ["# ringloop settings:"]
         let shown = resolver.settings(for: identity).shown
         lines += shown.isEmpty ? ["#   (none)"] : shown.map { "#   " + $0 }

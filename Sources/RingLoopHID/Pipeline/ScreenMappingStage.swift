@@ -122,10 +122,11 @@ public struct ScreenMappingReport: Sendable {
     /// Why: the sources of its screen, rotation and calibration, or why none.
     public var reason: String
 
-    /// Where `device` maps by `screens`, and why.
+    /// Where `device` maps by `screens`, and why; udev's properties of its node count
+    /// where udev knows it (``UdevProperties``).
     public init(device: HIDDeviceInfo, screens: DeviceSettingsResolver) {
         self.device = device
-        (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device))
+        (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device, properties: UdevProperties.of(node: device.path)))
     }
 
     /// One line: `NAME → 1080x1920@90 (HDMI-A-1): screen from …`.
