@@ -222,3 +222,42 @@ struct DescribeSettingsTests {
         #expect(described.description == original.description)
     }
 }
+
+@Suite("ringloop monitor --screen", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct MonitorScreenCommandTests {
+    @Test(
+        "a touchscreen recording played with --screen 1080x1920@90 gives every contact a location equal to libinput's formula (Python), inside the rotated screen without a calibration",
+        .enabled(if: access("/usr/bin/python3", X_OK) == 0, "python3"), arguments: ["1 0 0 0 1 0", "1.02 0.01 -0.01 -0.02 0.98 0.02"])
+    func locationsMatchTheFormula(matrix: String) throws {
+        let recording = "devices/touchscreen-multitouch.evemu"
+        let result = try runCommand(
+            ["monitor", recording, "--screen", "1080x1920@90", "--calibration", matrix, "--json", "--speed", "4"], timeout: 120)
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.error.contains("ELAN Touchscreen → 1080x1920@90 (screen): screen: the only screen, calibration from --calibration"))
+        var points: [(x: Int, y: Int, screen: [Double])] = []
+        for object in jsonLines(result.output, kind: "digitizer") {
+            for contact in object["contacts"] as? [[String: Any]] ?? [] {
+                let screen = try #require(contact["screen"] as? [String: Double], "\(contact)")
+                points.append((try #require(contact["x"] as? Int), try #require(contact["y"] as? Int), [screen["x"]!, screen["y"]!]))
+            }
+        }
+        #expect(points.count > 50, "\(points.count) contacts")
+        let pointsFile = "/tmp/ringloop-monitor-screen-\(getpid()).points"
+        defer { unlink(pointsFile) }
+        try points.map { "mt \($0.x) \($0.y)\n" }.joined().write(toFile: pointsFile, atomically: true, encoding: .utf8)
+        let python = try Spawned(
+            "/usr/bin/python3",
+            ["-c", libinputFormulaScript, repository + "/" + recording, pointsFile, "1080", "1920", "90"]
+                + matrix.split(separator: " ").map(String.init))
+        #expect(python.finish(timeout: .seconds(60)) == 0, "\(python.error)")
+        let expected = python.output.split(separator: "\n").map { $0.split(separator: " ").map { Double($0)! } }
+        try #require(expected.count == points.count)
+        for (point, want) in zip(points, expected) {
+            #expect(abs(point.screen[0] - want[0]) < 1e-6 && abs(point.screen[1] - want[1]) < 1e-6, "\(point) against \(want)")
+            if matrix == "1 0 0 0 1 0" {
+                // (A calibration that scales up may put an edge touch past the screen, as libinput does.)
+                #expect((0...1080).contains(point.screen[0]) && (0...1920).contains(point.screen[1]), "\(point) outside the screen")
+            }
+        }
+    }
+}
