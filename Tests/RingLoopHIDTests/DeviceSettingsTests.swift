@@ -1,5 +1,6 @@
 import Glibc
 import RingLoopEvdev
+import RingLoopTestSupport
 import Testing
 
 @testable import RingLoopHID
@@ -171,6 +172,39 @@ struct DeviceSettingsTests {
         #expect(
             gone.first?.description.contains("cannot read") == true && gone.first?.description.contains("previous reading stays") == true)
         #expect(DeviceSettingsResolver(files: [try #require(store.current)]).settings(for: pen).calibration?.c == 0.1)
+    }
+}
+
+extension DeviceSettingsTests {
+    @Test(
+        "20,000 mutations of a good file (bytes changed, lines cut, joined, repeated) read without a crash; each problem names a line of the file"
+    )
+    func mutations() {
+        var random = SeededGenerator.forTest("device settings mutations")
+        let original = Array(Self.good.utf8)
+        let pieces: [[UInt8]] = [
+            "[", "]", "=", "\"", "#", ";", " ", "\n", "x", "@", "-", "0x", "ffff", "1e308", "nan", "[match", "[screen",
+        ]
+        .map { Array($0.utf8) }
+        for round in 0..<20_000 {
+            var bytes = original
+            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                let at = Int.random(in: 0...bytes.count, using: &random)
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0 where at < bytes.count: bytes[at] = UInt8.random(in: 0...255, using: &random)
+                case 1: bytes.insert(contentsOf: pieces.randomElement(using: &random)!, at: at)
+                case 2 where at < bytes.count: bytes.removeSubrange(at..<min(bytes.count, at + Int.random(in: 1...20, using: &random)))
+                default: bytes.insert(contentsOf: bytes[at...].prefix(30), at: at)
+                }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let file = DeviceSettingsFile(text: text, path: "m.conf")
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
+            for problem in file.problems where !(1...lines).contains(problem.line) {
+                Issue.record("round \(round): \(problem) names line \(problem.line) of \(lines)")
+            }
+            _ = DeviceSettingsResolver(files: [file]).settings(for: Self.panel)
+        }
     }
 }
 
