@@ -10,17 +10,18 @@ struct Calibrate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Fit a touchscreen's calibration matrix from touches at four targets.",
         discussion: """
-            The targets are, in order, the top-left, top-right, bottom-right and bottom-left
-            corners of the screen as the app sees it, inset by --margin (a fraction of the
-            screen). The first touch-down of each of the first four touches answers them. The
-            matrix is the least-squares fit from the device's normalized positions to the
-            targets' (libinput's calibration matrix: it applies before the screen's rotation).
-            Touches that are not distinct, or one that lands too far from its target through
-            the best matrix (--max-residual), are refused, naming the touch.
+            The targets are, in order, the top-left, top-right, bottom-right and
+            bottom-left corners of the screen as the app sees it, inset by --margin (a
+            fraction of the screen). The first touch-down of each of the first four
+            touches answers them. The matrix is the least-squares fit from the device's
+            normalized positions to the targets' (libinput's calibration matrix: it
+            applies before the screen's rotation). Touches that are not distinct, or one
+            that the other three put too far from its target (--max-residual), are
+            refused, naming the touch.
 
             Printed: the matrix, the udev rule line (LIBINPUT_CALIBRATION_MATRIX) and the
             per-device settings entry; with --json one object
-            {"matrix": [a, b, c, d, e, f], "residual_px": …}.
+            {"matrix": [a, b, c, d, e, f], "residual_px": N}.
 
             Examples:
               ringloop calibrate /dev/input/event5 --screen 1080x1920@90
@@ -51,7 +52,7 @@ struct Calibrate: ParsableCommand {
     @Option(help: "Live: give up after this many seconds without four touches.")
     var timeout = 120.0
 
-    @Flag(help: "One JSON object: {\"matrix\": [a, b, c, d, e, f], \"residual_px\": …}.")
+    @Flag(help: "One JSON object: {\"matrix\": [a, b, c, d, e, f], \"residual_px\": N}.")
     var json = false
 
     func validate() throws {

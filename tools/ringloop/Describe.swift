@@ -18,8 +18,8 @@ struct Describe: ParsableCommand {
 
             With --device-config (and --screen, --calibration), comment lines after each
             description give the device's settings, each with where it came from
-            ("calibration = … (from /etc/ringloop/devices.conf:12)"), and the screen its
-            positions map to, and why.
+            ("calibration = 1 0 0 0 1 0 (from /etc/ringloop/devices.conf:12)"), and
+            the screen its positions map to, and why.
 
             -o writes as a shell's `>` would: into a FIFO or a character device; a regular
             file is replaced only once the whole description is written; a folder is
