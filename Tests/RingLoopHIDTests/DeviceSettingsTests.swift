@@ -124,6 +124,14 @@ struct DeviceSettingsTests {
         let resolver = DeviceSettingsResolver(files: [file], overrides: overrides)
         let fromOption = resolver.settings(for: panel)
         #expect(fromOption.calibration == .identity && fromOption.source(of: .calibration) == .option("--calibration"))
+        // udev's class tag: a device udev calls a touchscreen (a rule's override) is one;
+        // a tag the device's roles already have changes nothing.
+        var tagged = DeviceIdentity(name: "odd", roles: [.pointer])
+        tagged.properties = ["ID_INPUT_TOUCHSCREEN": "1", "ID_INPUT_MOUSE": "1"]
+        let retagged = DeviceSettingsResolver().settings(for: tagged)
+        #expect(retagged.deviceClass == .touchscreen && retagged.source(of: .deviceClass).description == "udev's ID_INPUT_TOUCHSCREEN")
+        tagged.roles = [.touchscreen]
+        #expect(DeviceSettingsResolver().settings(for: tagged).deviceClass == nil)
         // A malformed property is not used, and is said.
         var broken = Self.panel
         broken.properties = [DeviceIdentity.calibrationProperty: "1 0 0"]

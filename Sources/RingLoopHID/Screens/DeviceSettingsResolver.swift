@@ -44,6 +44,14 @@ public struct DeviceSettingsResolver: Sendable {
         if let text = device.properties[DeviceIdentity.ignoreProperty], let value = try? DeviceSettingKey.ignore.parse(Substring(text)) {
             settings.set(.ignore, to: value, from: .udev(property: DeviceIdentity.ignoreProperty))
         }
+        // udev's class tags (its input_id builtin, or a rule or hwdb entry that overrides it):
+        // the first one set that the device's own roles lack becomes its class, as libinput
+        // takes udev's word for what a device is.
+        for (property, deviceClass) in Self.udevClasses where device.properties[property] == "1" {
+            if device.roles.contains(deviceClass) { break }
+            settings.set(.deviceClass, to: .deviceClass(deviceClass), from: .udev(property: property))
+            break
+        }
         for file in files {
             for section in file.sections where section.match.matches(device) {
                 for entry in section.entries {
@@ -59,6 +67,12 @@ public struct DeviceSettingsResolver: Sendable {
         }
         return settings
     }
+
+    /// udev's `ID_INPUT_*` tags and the classes they name, the most specific first.
+    static let udevClasses: [(String, HIDDeviceClass)] = [
+        ("ID_INPUT_TOUCHSCREEN", .touchscreen), ("ID_INPUT_TABLET", .tablet), ("ID_INPUT_TOUCHPAD", .touchpad),
+        ("ID_INPUT_JOYSTICK", .joystick), ("ID_INPUT_MOUSE", .pointer), ("ID_INPUT_KEYBOARD", .keyboard),
+    ]
 
     /// Problems with udev properties of `device` that were not used (a malformed
     /// `LIBINPUT_CALIBRATION_MATRIX`), for `describe` and the log.
@@ -78,9 +92,9 @@ public struct DeviceSettingsResolver: Sendable {
     public func mapping(for info: HIDDeviceInfo, identity: DeviceIdentity) -> (mapping: ScreenMapping?, reason: String) {
         let settings = settings(for: identity)
         if settings.ignore { return (nil, "ignored (from \(settings.source(of: .ignore)))") }
-        let mapsToScreen =
-            settings.deviceClass.map { $0 == .touchscreen || $0 == .tablet } ?? ScreenMapper.mapsToScreen(info)
-        guard mapsToScreen else { return (nil, "a \(settings.deviceClass ?? info.deviceClass) does not map to a screen") }
+        guard ScreenMapper.mapsToScreen(info, as: settings.deviceClass) else {
+            return (nil, "a \(settings.deviceClass ?? info.deviceClass) does not map to a screen")
+        }
         let screens = allScreens
         var screen: ScreenDescription
         var why: String

@@ -35,8 +35,11 @@ public struct ScreenMapper: Sendable {
     /// Whether a device's positions belong on a screen: a touchscreen, a tablet (pen
     /// display or graphics tablet) or an absolute pointer — not a touchpad, whose positions
     /// move a pointer, nor a gamepad's, joystick's or tablet pad's axes.
-    public static func mapsToScreen(_ info: HIDDeviceInfo) -> Bool {
-        switch info.deviceClass {
+    /// - Parameters:
+    ///   - info: the device.
+    ///   - deviceClass: the class its settings give it instead of its own, if any.
+    public static func mapsToScreen(_ info: HIDDeviceInfo, as deviceClass: HIDDeviceClass? = nil) -> Bool {
+        switch deviceClass ?? info.deviceClass {
         case .touchscreen, .tablet: return true
         case .pointer:
             let absolute = info.codes[Evdev.EV_ABS] ?? []
