@@ -242,7 +242,8 @@ struct MonitorScreenCommandTests {
             }
         }
         #expect(points.count > 50, "\(points.count) contacts")
-        let pointsFile = "/tmp/ringloop-monitor-screen-\(getpid()).points"
+        // One file per case: the cases run at once.
+        let pointsFile = "/tmp/ringloop-monitor-screen-\(getpid())-\(matrix.hashValue).points"
         defer { unlink(pointsFile) }
         try points.map { "mt \($0.x) \($0.y)\n" }.joined().write(toFile: pointsFile, atomically: true, encoding: .utf8)
         let python = try Spawned(
