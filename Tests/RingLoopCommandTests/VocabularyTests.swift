@@ -48,7 +48,8 @@ extension CommandTests {
 
     @Test("--help's discussions are wrapped as written: the same text at 80 columns as at 200 (no orphaned lines), in ASCII")
     func helpWrapping() throws {
-        for command in [[], ["demo"], ["devices"], ["monitor"], ["describe"], ["record"], ["replay"], ["serve"], ["doctor"], ["rumble"]] {
+        let commands = [[], ["demo"], ["devices"], ["monitor"], ["describe"], ["record"], ["replay"], ["serve"], ["doctor"], ["rumble"]]
+        for command in commands + [["calibrate"]] {
             let narrow = try runCommand(command + ["--help"], timeout: 20, environment: ["COLUMNS": "80"])
             let wide = try runCommand(command + ["--help"], timeout: 20, environment: ["COLUMNS": "200"])
             // The discussion: after the overview (wrapped by argument-parser, one sentence),

@@ -62,7 +62,7 @@ struct Bench: ParsableCommand {
 
     static let all = [
         "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "motion", "gamepad",
-        "hid.e2e.pipe",
+        "screen", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
     ]
@@ -115,6 +115,7 @@ struct Bench: ParsableCommand {
         if selected("gestures") { emit(try HIDBench.gestures(quick: quick, rounds: rounds)) }
         if selected("motion") { emit(try MotionBench.results(quick: quick, rounds: rounds)) }
         if selected("gamepad") { emit(try GamepadBench.results(quick: quick, rounds: rounds)) }
+        if selected("screen") { emit(try ScreenBench.results(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.pipe") { emit(HIDBench.pipeResults(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.fuse") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("hid.scale") { emit(ScaleBench.results(quick: quick, rounds: rounds)) }

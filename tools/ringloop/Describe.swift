@@ -1,5 +1,6 @@
 import ArgumentParser
 import RingLoopDevices
+import RingLoopHID
 import RingLoopToolSupport
 
 #if canImport(Glibc)
@@ -14,6 +15,11 @@ struct Describe: ParsableCommand {
             record file, whose devices are described one after the other. The output is
             what evemu-describe prints, its comment block included: what `ringloop replay`
             and evemu-device take.
+
+            With --device-config (and --screen, --calibration), comment lines after each
+            description give the device's settings, each with where it came from
+            ("calibration = 1 0 0 0 1 0 (from /etc/ringloop/devices.conf:12)"), and
+            the screen its positions map to, and why.
 
             -o writes as a shell's `>` would: into a FIFO or a character device; a regular
             file is replaced only once the whole description is written; a folder is
@@ -31,6 +37,9 @@ struct Describe: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output file (default: standard output).", completion: .file())
     var output: String?
 
+    @OptionGroup(title: "Screens")
+    var screenOptions: ScreenOptions
+
     func run() throws {
         try Failure.reporting("describe") {
             guard let input else {
@@ -43,14 +52,14 @@ struct Describe: ParsableCommand {
                 guard fd >= 0 else { throw Failure.input(input, errno: .init(rawValue: errno)) }
                 defer { close(fd) }
                 let description = try InputDeviceDescription(fileDescriptor: fd)
-                text = EvemuFormat.describe(description, kernel: kernelRelease())
+                text = EvemuFormat.describe(description, kernel: kernelRelease()) + (try settingsLines(description, node: input))
             } else {
                 let descriptions = try Recording.loadAll(contentsOf: input).compactMap(\.description)
                 guard !descriptions.isEmpty else {
                     throw Failure.wrongKind(
                         path: input, found: "is an events-only recording", expected: "a device node or a recording with a description")
                 }
-                text = descriptions.map { EvemuFormat.describe($0) }.joined()
+                text = try descriptions.map { EvemuFormat.describe($0) + (try settingsLines($0)) }.joined()
             }
             guard let output else {
                 StandardOutput.write(text)
@@ -61,5 +70,21 @@ struct Describe: ParsableCommand {
             try file.write(text)
             try file.commit()
         }
+    }
+}
+
+extension Describe {
+    /// The device's settings and screen as comment lines (nothing without the screen
+    /// options): what the chain would apply to it, each value with its source.
+    func settingsLines(_ description: InputDeviceDescription, node: String? = nil) throws(Failure) -> String {
+        guard let resolver = try screenOptions.resolver(command: "describe") else { return "" }
+        let info = HIDDeviceInfo(description: description)
+        let identity = DeviceIdentity(info, properties: node.map { UdevProperties.of(node: $0) } ?? [:])
+        var lines = ["# ringloop settings:"]
+        let shown = resolver.settings(for: identity).shown
+        lines += shown.isEmpty ? ["#   (none)"] : shown.map { "#   " + $0 }
+        let (mapping, reason) = resolver.mapping(for: info, identity: identity)
+        lines.append("#   screen: " + (mapping.map { "\($0.screen.name) \($0.screen.sizeText), " } ?? "none, ") + reason)
+        return lines.map { Format.shown($0) }.joined(separator: "\n") + "\n"
     }
 }

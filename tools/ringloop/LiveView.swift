@@ -105,7 +105,21 @@ final class LiveView {
         return name
     }
 
+    /// The screens the system maps absolute devices onto (`--screen`, `--calibration`,
+    /// `--device-config`; its screen-mapping stage does the mapping): the view says where
+    /// each device maps, and why, as it is added.
+    var screens: DeviceSettingsResolver?
+
+    /// Says where a device that was added maps.
+    private func sayWhereDeviceMaps(_ id: HIDDeviceID) {
+        guard let screens, let device = system?.device(id) else { return }
+        let report = ScreenMappingReport(device: device, screens: screens)
+        guard ScreenMapper.mapsToScreen(device) || report.mapping != nil else { return }
+        printError("ringloop monitor: " + Format.shown(report.line))
+    }
+
     private func handle(_ event: HIDEvent) {
+        if screens != nil, event.kind == .deviceAdded { sayWhereDeviceMaps(event.device) }
         let lag = MonotonicInstant.now - event.timestamp
         let (seconds, attoseconds) = lag.components
         let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)

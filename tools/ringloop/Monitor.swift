@@ -127,6 +127,9 @@ struct Monitor: ParsableCommand {
         completion: .file())
     var gamepadMappings: String?
 
+    @OptionGroup(title: "Screens")
+    var screenOptions: ScreenOptions
+
     func validate() throws {
         try validateServer()
         _ = try eventFilter()
@@ -198,7 +201,8 @@ struct Monitor: ParsableCommand {
         return Settings(
             json: json, grab: grab, quiet: false, duration: duration, filter: filter,
             gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)),
-            gamepadMappings: gamepads || gamepadMappings != nil ? try GamepadMappings.database(adding: gamepadMappings) : nil)
+            gamepadMappings: gamepads || gamepadMappings != nil ? try GamepadMappings.database(adding: gamepadMappings) : nil,
+            screens: try screenOptions.resolver(command: "monitor"))
     }
 
     /// What is monitored: a folder of nodes (some of them, by name), or recordings hosted
@@ -219,6 +223,8 @@ struct Monitor: ParsableCommand {
         var stallThreshold: Duration = .milliseconds(100)
         /// The mappings of the standard gamepad's events, when they are printed.
         var gamepadMappings: SDLMappingDatabase?
+        /// Where absolute devices' positions go (`--screen`, `--calibration`, `--device-config`).
+        var screens: DeviceSettingsResolver?
         /// With recordings: a first line (the backend is added) and a label per file, each
         /// printed beside its devices' nodes before the chain starts (the demo's header).
         var announce: (title: String, labels: [String])?
@@ -275,6 +281,8 @@ struct Monitor: ParsableCommand {
             loop: loop)
         let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
         if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
+        view.screens = settings.screens
+        if let screens = settings.screens { system.setScreens(screens) }
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

@@ -51,6 +51,8 @@ extension Monitor {
             loop: loop)
         let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
         if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
+        view.screens = settings.screens
+        if let screens = settings.screens { system.setScreens(screens) }
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

@@ -17,6 +17,7 @@ struct RingLoopCommand: ParsableCommand {
         version: PackageVersion.current,
         subcommands: [
             Demo.self, Devices.self, Monitor.self, Describe.self, Record.self, ReplayCommand.self, Serve.self, Doctor.self,
+            Calibrate.self,
             KernelCheck.self, Rumble.self,
         ]
     )

@@ -139,6 +139,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
+    @OptionGroup(title: "Screens")
+    var screenOptions: ScreenOptions
+
     func validate() throws {
         guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else {
             throw ValidationError("the name must be 1 to \(LocalMessagePort.maximumNameLength) bytes")
@@ -243,8 +246,26 @@ struct Serve: ParsableCommand {
             ended.store(true, ordering: .releasing)
             loop.stop()
         }
-        let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
+        // With a settings file, SIGHUP reads it again (as daemons do) instead of ending.
+        let screens = try screenOptions.settings(command: "serve")
+        let reloads = screens?.store != nil
+        let signals: LoopSignalSource
+        do {
+            signals = try LoopSignalSource(reloads ? endingSignals.subtracting([SIGHUP]) : endingSignals, on: loop) { _ in end() }
+        } catch {
+            throw .failed("cannot watch signals: \(String(cString: strerror(error.rawValue)))")
+        }
         defer { signals.invalidate() }
+        // Made before any thread starts, as the ending signals' source: every thread
+        // inherits SIGHUP blocked, so it reaches this source rather than ending the process.
+        var hangUp: LoopSignalSource?
+        let reloader = screens.map { ScreenReloader(settings: $0) }
+        if reloads, let reloader {
+            do { hangUp = try LoopSignalSource([SIGHUP], on: loop) { _ in reloader.reload() } } catch {
+                throw .failed("cannot watch SIGHUP: \(String(cString: strerror(error.rawValue)))")
+            }
+        }
+        defer { hangUp?.invalidate() }
         StandardOutput.whenClosed(end)
         let outputWatch = StandardOutput.watchForClose(on: loop)
         defer { outputWatch?.invalidate() }
@@ -279,8 +300,9 @@ struct Serve: ParsableCommand {
                 clientAccess: grants.attach, observerAccess: grants.observe, keyboardObserverAccess: grants.observeKeyboards,
                 focusRequestAccess: grants.focus, focusOnAttach: HIDEventServer.FocusOnAttach(rawValue: focus)!,
                 notRespondingTimeout: .milliseconds(Int(notResponding * 1000)), maximumClients: maxClients,
-                maximumClientsPerUser: maxClientsPerUser),
+                maximumClientsPerUser: maxClientsPerUser, screens: screens?.resolver),
             loop: loop)
+        reloader?.server = server
         let json = json
         server.addClientObserver { event in writeLine(Self.line(event, json: json)) }
         if let focusKey, let code = Evdev.code(named: focusKey)?.code {
@@ -345,5 +367,20 @@ struct Serve: ParsableCommand {
             text = "responding \(info.id): \(info.name)"
         }
         return json ? EventFormat.jsonLine(object) : text
+    }
+}
+
+/// Reads the settings file again on `SIGHUP` and gives the server the new settings.
+private final class ScreenReloader: @unchecked Sendable {
+    // @unchecked: made, used and dropped on the main loop's thread, where the signal
+    // source calls it.
+    weak var server: HIDEventServer?
+    var settings: ScreenSettings
+
+    init(settings: ScreenSettings) { self.settings = settings }
+
+    func reload() {
+        let resolver = settings.reload()
+        for report in server?.updateScreens(resolver) ?? [] { printError("ringloop serve: \(Format.shown(report.line))") }
     }
 }

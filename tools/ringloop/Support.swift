@@ -54,13 +54,16 @@ enum EventFormat {
         case .absolutePointer(let pointer):
             object["x"] = Int(pointer.x)
             object["y"] = Int(pointer.y)
+            if let location = pointer.screenLocation { object["screen"] = screen(location) }
         case .digitizer(let frame):
             object["fingers"] = frame.fingerCount
             object["contacts"] = frame.contacts.map { contact -> [String: Any] in
-                [
+                var shown: [String: Any] = [
                     "id": Int(contact.trackingID), "slot": Int(contact.slot), "phase": contact.phase.rawValue,
                     "x": Int(contact.x), "y": Int(contact.y),
                 ]
+                if let location = contact.screenLocation { shown["screen"] = screen(location) }
+                return shown
             }
         case .pen(let pen):
             object["tool"] = pen.tool.rawValue
@@ -69,6 +72,7 @@ enum EventFormat {
             object["x"] = Int(pen.x)
             object["y"] = Int(pen.y)
             object["pressure"] = pen.pressure
+            if let location = pen.screenLocation { object["screen"] = screen(location) }
         case .gamepadButton(let button):
             object["code"] = Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)
             object["state"] = button.isDown ? "down" : "up"
@@ -103,6 +107,9 @@ enum EventFormat {
         }
         return object
     }
+
+    /// A location on the screen, `{"x": …, "y": …}` in pixels.
+    static func screen(_ location: ScreenPoint) -> [String: Any] { ["x": location.x, "y": location.y] }
 
     /// A gesture's state change, with the names docs/COMMANDS.md documents.
     static func json(_ event: GestureEvent, device: String) -> [String: Any] {

@@ -18,7 +18,7 @@ extension HIDEvent.Payload: CustomStringConvertible {
         case .pointerMotion(let dx, let dy): "motion \(dx) \(dy)"
         case .scroll(let scroll):
             "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
-        case .absolutePointer(let pointer): "absolute \(pointer.x) \(pointer.y)"
+        case .absolutePointer(let pointer): "absolute \(pointer.x) \(pointer.y)" + ScreenPoint.shown(pointer.screenLocation)
         case .digitizer(let frame): "\(frame)"
         case .pen(let pen): "\(pen)"
         case .gamepadButton(let button):
@@ -89,9 +89,12 @@ extension AxisEvent: CustomStringConvertible {
 }
 
 extension DigitizerFrame: CustomStringConvertible {
-    /// The fingers down and each contact as `#tracking-id@slot phase x,y`.
+    /// The fingers down and each contact as `#tracking-id@slot phase x,y`, and its screen
+    /// location when it has one (`→ (540.0, 960.0) px`).
     public var description: String {
-        let contacts = self.contacts.map { "#\($0.trackingID)@\($0.slot) \($0.phase) \($0.x),\($0.y)" }
+        let contacts = self.contacts.map {
+            "#\($0.trackingID)@\($0.slot) \($0.phase) \($0.x),\($0.y)" + ScreenPoint.shown($0.screenLocation)
+        }
         return "touch \(fingerCount) finger(s)\(isBoundingBox ? " (bounding box)" : ""): \(contacts.joined(separator: ", "))"
     }
 }
@@ -101,7 +104,7 @@ extension PenEvent: CustomStringConvertible {
     public var description: String {
         "pen \(tool) \(inProximity ? (touching ? "touching" : "hovering") : "out") \(x),\(y) pressure "
             + "\(TextFormat.fixed(Double(pressure), 2)) tilt \(TextFormat.fixed(Double(tiltX), 0))°,"
-            + "\(TextFormat.fixed(Double(tiltY), 0))° buttons \(barrelButtons)"
+            + "\(TextFormat.fixed(Double(tiltY), 0))° buttons \(barrelButtons)" + ScreenPoint.shown(screenLocation)
     }
 }
 

@@ -10,7 +10,7 @@ public struct HIDDeviceID: Hashable, Sendable, CustomStringConvertible {
 /// One HID event decoded from an evdev frame, with its device and the kernel's
 /// `CLOCK_MONOTONIC` timestamp of the frame.
 ///
-/// A small value type of fixed size (81 bytes), so the event queue holds events without
+/// A small value type of fixed size (105 bytes), so the event queue holds events without
 /// allocating and copying one is cheap: a multitouch frame's contacts (up to
 /// ``DigitizerFrame/capacity``) are in a buffer the frame shares (copy on write).
 public struct HIDEvent: Sendable, Equatable {
@@ -157,13 +157,18 @@ public struct AbsolutePointerEvent: Sendable, Hashable {
     public var y: Int32
     public var normalizedX: Double
     public var normalizedY: Double
+    /// The location in pixels of the screen the device maps to, after its calibration and
+    /// the screen's rotation; `nil` when no screen mapping applies (see ``ScreenMapper``).
+    public var screenLocation: ScreenPoint?
 
-    /// A position in device units, and the same over the axes' ranges (0…1).
-    public init(x: Int32, y: Int32, normalizedX: Double, normalizedY: Double) {
+    /// A position in device units, and the same over the axes' ranges (0…1); the screen
+    /// location when one is known.
+    public init(x: Int32, y: Int32, normalizedX: Double, normalizedY: Double, screenLocation: ScreenPoint? = nil) {
         self.x = x
         self.y = y
         self.normalizedX = normalizedX
         self.normalizedY = normalizedY
+        self.screenLocation = screenLocation
     }
 }
 
@@ -196,6 +201,10 @@ public struct Contact: Sendable, Hashable {
     public var distance: Int32 = 0
     /// `ABS_MT_TOOL_TYPE`: 0 finger, 1 pen, 2 palm, 0x0a dial (0 when not reported).
     public var toolType: Int32 = 0
+    /// The location in pixels of the screen the device maps to, after its calibration and
+    /// the screen's rotation; `nil` when no screen mapping applies (a touchpad, or a
+    /// touchscreen without a screen: see ``ScreenMapper``).
+    public var screenLocation: ScreenPoint?
 
     /// A contact; what is not given is what a device that does not report it gives
     /// (append it to a ``DigitizerFrame`` to make a multitouch event).
@@ -203,7 +212,7 @@ public struct Contact: Sendable, Hashable {
         slot: Int16 = 0, trackingID: Int32 = -1, phase: Phase = .moved, x: Int32 = 0, y: Int32 = 0,
         normalizedX: Double = 0, normalizedY: Double = 0, millimetresX: Double? = nil, millimetresY: Double? = nil,
         pressure: Int32 = 0, size: Int32 = 0, minor: Int32 = 0, orientation: Int32 = 0, distance: Int32 = 0,
-        toolType: Int32 = 0
+        toolType: Int32 = 0, screenLocation: ScreenPoint? = nil
     ) {
         self.slot = slot
         self.trackingID = trackingID
@@ -220,6 +229,7 @@ public struct Contact: Sendable, Hashable {
         self.orientation = orientation
         self.distance = distance
         self.toolType = toolType
+        self.screenLocation = screenLocation
     }
 }
 
@@ -273,6 +283,17 @@ public struct DigitizerFrame: Sendable {
         storage.items[index] = contact
     }
 
+    /// Sets every contact's screen location through `mapping`, in place when the buffer
+    /// is not shared.
+    mutating func mapContacts(through mapping: ScreenMapping) {
+        guard count > 0 else { return }
+        makeUnique()
+        for index in 0..<count {
+            let contact = storage.items[index]
+            storage.items[index].screenLocation = mapping.location(normalizedX: contact.normalizedX, normalizedY: contact.normalizedY)
+        }
+    }
+
     /// Removes the contact with `trackingID`, if there is one (order kept).
     mutating func remove(trackingID: Int32) {
         guard let index = (0..<count).first(where: { storage.items[$0].trackingID == trackingID }) else { return }
@@ -322,12 +343,15 @@ public struct PenEvent: Sendable, Hashable {
     public var tiltY: Double
     /// Barrel buttons held (1 = BTN_STYLUS, 2 = BTN_STYLUS2, 4 = BTN_STYLUS3).
     public var barrelButtons: UInt8
+    /// The location in pixels of the screen the tablet maps to, after its calibration and
+    /// the screen's rotation; `nil` when no screen mapping applies (see ``ScreenMapper``).
+    public var screenLocation: ScreenPoint?
 
     /// A pen event; what is not given is what a pen that does not report it gives.
     public init(
         tool: Tool = .pen, inProximity: Bool, touching: Bool, x: Int32, y: Int32, normalizedX: Double,
         normalizedY: Double, pressure: Double = 0, distance: Int32 = 0, tiltX: Double = 0, tiltY: Double = 0,
-        barrelButtons: UInt8 = 0
+        barrelButtons: UInt8 = 0, screenLocation: ScreenPoint? = nil
     ) {
         self.tool = tool
         self.inProximity = inProximity
@@ -341,6 +365,7 @@ public struct PenEvent: Sendable, Hashable {
         self.tiltX = tiltX
         self.tiltY = tiltY
         self.barrelButtons = barrelButtons
+        self.screenLocation = screenLocation
     }
 }
 

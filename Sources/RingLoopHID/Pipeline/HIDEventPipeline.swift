@@ -14,6 +14,7 @@ final class HIDEventPipeline {
     var coalescing: CoalescingStage?
     var gestures: GestureStage?
     var gamepadLayout: GamepadLayoutStage?
+    var screenMapping: ScreenMappingStage?
     /// The app's own stages (``HIDEventSystem/addStage(_:)``), in the order added.
     var appStages: [any HIDEventStage] = []
     /// The handlers (always there).
@@ -39,6 +40,7 @@ final class HIDEventPipeline {
             // (The stages that give events their meaning come first, in DESIGN.md §3a's
             // order: keymap, screen mapping, pointer, gamepad layout — each a stored
             // property above, set from the configuration at start.)
+            screenMapping,
             gamepadLayout,
             // Motion recognizers see every sample, before key repeat and coalescing.
             motion,
@@ -124,6 +126,7 @@ final class HIDEventPipeline {
         if stage === keyRepeat { keyRepeat = nil }
         if stage === coalescing { coalescing = nil }
         if stage === gestures { gestures = nil }
+        if stage === screenMapping { screenMapping = nil }
         if stage === routing { routing = nil }
         ordered = stageOrder()
     }

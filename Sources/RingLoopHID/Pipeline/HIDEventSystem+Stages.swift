@@ -35,6 +35,7 @@ extension HIDEventSystem {
             case is CoalescingStage: "coalescing"
             case is GestureStage: "gestures"
             case is GamepadLayoutStage: "gamepad layout"
+            case is ScreenMappingStage: "screen mapping"
             case is HandlerStage: "handlers"
             default: stage === pipeline.routing ? "routing" : String(describing: type(of: stage))
             }

@@ -109,6 +109,10 @@ public final class HIDEventServer {
         /// Clients of one user other than the server's own at once; those users together
         /// have at most ``maximumClients`` less this, so the server's user always has room.
         public var maximumClientsPerUser: Int
+        /// Where absolute devices' positions go: with a resolver, the server's event system
+        /// runs the screen-mapping stage (``HIDEventSystem/setScreens(_:)``), so its handlers
+        /// and its clients get each contact, pen and absolute pointer with its screen location.
+        public var screens: DeviceSettingsResolver?
 
         /// Settings of a server; every grant defaults to the server's own user.
         /// - Parameters:
@@ -126,13 +130,15 @@ public final class HIDEventServer {
         ///     acknowledge nothing before it is not responding.
         ///   - maximumClients: Clients at once.
         ///   - maximumClientsPerUser: Clients of one user other than the server's at once.
+        ///   - screens: Where absolute devices' positions go (`nil`: no screen mapping).
         public init(
             name: String, namespace: MessagePortNamespace = .abstract, devices: HIDEventSystem.Configuration = .init(),
             clientAccess: PeerPolicy = .sameUser, observerAccess: PeerPolicy = .sameUser,
             keyboardObserverAccess: PeerPolicy = .sameUser,
             focusRequestAccess: PeerPolicy = .sameUser, focusOnAttach: FocusOnAttach = .newest,
             maximumOutstandingBatches: Int = 256, notRespondingTimeout: Duration = .seconds(5), maximumClients: Int = 64,
-            maximumClientsPerUser: Int = 16
+            maximumClientsPerUser: Int = 16,
+            screens: DeviceSettingsResolver? = nil
         ) {
             self.name = name
             self.namespace = namespace
@@ -146,6 +152,7 @@ public final class HIDEventServer {
             self.notRespondingTimeout = notRespondingTimeout
             self.maximumClients = maximumClients
             self.maximumClientsPerUser = maximumClientsPerUser
+            self.screens = screens
         }
     }
 
@@ -195,6 +202,7 @@ public final class HIDEventServer {
         self.configuration = configuration
         self.loop = loop
         system = HIDEventSystem(configuration: configuration.devices, loop: loop)
+        if let screens = configuration.screens { system.setScreens(screens) }
         handle.server = self
     }
 
@@ -247,6 +255,14 @@ public final class HIDEventServer {
         byToken = [:]
         focused = nil
     }
+
+    /// Replaces the screens and per-device settings (a settings file read again on
+    /// `SIGHUP`): every attached device's mapping is worked out again, so its next events
+    /// carry locations by the new settings without a restart (``HIDEventSystem/setScreens(_:)``).
+    /// Server loop only.
+    /// - Returns: where each attached device that maps to a screen maps now, and why.
+    @discardableResult
+    public func updateScreens(_ screens: DeviceSettingsResolver?) -> [ScreenMappingReport] { system.setScreens(screens) }
 
     /// The clients attached, in the order they attached.
     public var clients: [HIDServerClient] { order.map(\.info) }

@@ -19,7 +19,7 @@ import RingLoopEvdev
 /// (`FuzzServerWire`) runs the decoders in CI.
 package enum ServerWire {
     /// The format's version.
-    package static let version: UInt16 = 1
+    package static let version: UInt16 = 2
 
     /// A message that breaks the format; the receiver drops it (and a client that sends
     /// one is dropped).
@@ -84,6 +84,7 @@ package enum ServerWire {
             out.i32(pointer.y)
             out.f64(pointer.normalizedX)
             out.f64(pointer.normalizedY)
+            encode(pointer.screenLocation, into: &out)
         case .digitizer(let frame):
             out.u8(UInt8(frame.count))
             out.i32(Int32(clamping: frame.fingerCount))
@@ -91,7 +92,7 @@ package enum ServerWire {
             for index in 0..<frame.count { encode(frame[index], into: &out) }
         case .pen(let pen):
             out.u8(UInt8(penTools.firstIndex(of: pen.tool)!))
-            out.u8((pen.inProximity ? 1 : 0) | (pen.touching ? 2 : 0))
+            out.u8((pen.inProximity ? 1 : 0) | (pen.touching ? 2 : 0) | (pen.screenLocation != nil ? 4 : 0))
             out.i32(pen.x)
             out.i32(pen.y)
             out.f64(pen.normalizedX)
@@ -101,6 +102,8 @@ package enum ServerWire {
             out.f64(pen.tiltX)
             out.f64(pen.tiltY)
             out.u8(pen.barrelButtons)
+            out.f64(pen.screenLocation?.x ?? 0)
+            out.f64(pen.screenLocation?.y ?? 0)
         case .gamepadButton(let button):
             out.u16(button.code)
             out.bool(button.isDown)
@@ -150,9 +153,9 @@ package enum ServerWire {
         case .button: payload = 7
         case .pointerMotion: payload = 8
         case .scroll: payload = 17
-        case .absolutePointer: payload = 24
+        case .absolutePointer: payload = 41
         case .digitizer(let frame): payload = 6 + frame.count * contactSize
-        case .pen: payload = 55
+        case .pen: payload = 71
         case .gamepadButton, .switchChanged: payload = 3
         case .gamepadAxis: payload = 14
         case .dial: payload = 4
@@ -166,7 +169,7 @@ package enum ServerWire {
     }
 
     /// The bytes of one encoded contact.
-    private static let contactSize = 72
+    private static let contactSize = 88
 
     private static let penTools: [PenEvent.Tool] = [.pen, .eraser, .brush, .pencil, .airbrush, .mouse, .lens]
     private static let phases: [Contact.Phase] = [.began, .moved, .stationary, .ended, .cancelled]
@@ -179,9 +182,12 @@ package enum ServerWire {
         out.i32(contact.y)
         out.f64(contact.normalizedX)
         out.f64(contact.normalizedY)
-        out.u8((contact.millimetresX != nil ? 1 : 0) | (contact.millimetresY != nil ? 2 : 0))
+        out.u8(
+            (contact.millimetresX != nil ? 1 : 0) | (contact.millimetresY != nil ? 2 : 0) | (contact.screenLocation != nil ? 4 : 0))
         out.f64(contact.millimetresX ?? 0)
         out.f64(contact.millimetresY ?? 0)
+        out.f64(contact.screenLocation?.x ?? 0)
+        out.f64(contact.screenLocation?.y ?? 0)
         for value in [contact.pressure, contact.size, contact.minor, contact.orientation, contact.distance, contact.toolType] {
             out.i32(value)
         }
@@ -220,10 +226,12 @@ package enum ServerWire {
                     vertical: try input.f64("scroll vertical"), horizontal: try input.f64("scroll horizontal"),
                     isHighResolution: try input.bool("scroll hi-res flag")))
         case .absolutePointer:
-            payload = .absolutePointer(
-                AbsolutePointerEvent(
-                    x: try input.i32("pointer x"), y: try input.i32("pointer y"),
-                    normalizedX: try input.f64("pointer normalized x"), normalizedY: try input.f64("pointer normalized y")))
+            var pointer = AbsolutePointerEvent(
+                x: try input.i32("pointer x"), y: try input.i32("pointer y"),
+                normalizedX: try input.f64("pointer normalized x"), normalizedY: try input.f64("pointer normalized y"))
+            let hasLocation = try input.bool("pointer screen flag")
+            pointer.screenLocation = try decodeScreenLocation("pointer screen x", "pointer screen y", hasIt: hasLocation, from: &input)
+            payload = .absolutePointer(pointer)
         case .digitizer:
             payload = .digitizer(try decodeFrame(from: &input))
         case .pen:
@@ -292,6 +300,23 @@ package enum ServerWire {
         return frame
     }
 
+    /// A screen location as a flag byte and two numbers (both 0 without one).
+    private static func encode(_ location: ScreenPoint?, into out: inout WireWriter) {
+        out.bool(location != nil)
+        out.f64(location?.x ?? 0)
+        out.f64(location?.y ?? 0)
+    }
+
+    /// Reads a screen location: the flag, then both numbers (0 when the flag is off).
+    private static func decodeScreenLocation(
+        _ fieldX: StaticString, _ fieldY: StaticString, hasIt: Bool, from input: inout WireReader
+    ) throws(Violation) -> ScreenPoint? {
+        let x = try input.f64(fieldX)
+        let y = try input.f64(fieldY)
+        guard hasIt || (x == 0 && y == 0) else { throw .notCanonical(field: "\(fieldX) and y") }
+        return hasIt ? ScreenPoint(x: x, y: y) : nil
+    }
+
     private static func decodeContact(from input: inout WireReader) throws(Violation) -> Contact {
         var contact = Contact()
         contact.slot = try input.i16("contact slot")
@@ -307,12 +332,13 @@ package enum ServerWire {
         contact.normalizedX = try input.f64("contact normalized x")
         contact.normalizedY = try input.f64("contact normalized y")
         let flags = try input.u8("contact millimetre flags")
-        guard flags & ~3 == 0 else { throw .unknown(field: "contact millimetre flags", value: UInt64(flags)) }
+        guard flags & ~7 == 0 else { throw .unknown(field: "contact millimetre flags", value: UInt64(flags)) }
         let millimetresX = try input.f64("contact millimetres x")
         let millimetresY = try input.f64("contact millimetres y")
         guard flags & 1 != 0 || millimetresX == 0, flags & 2 != 0 || millimetresY == 0 else {
             throw .notCanonical(field: "contact millimetres")
         }
+        contact.screenLocation = try decodeScreenLocation("contact screen x", "contact screen y", hasIt: flags & 4 != 0, from: &input)
         contact.millimetresX = flags & 1 != 0 ? millimetresX : nil
         contact.millimetresY = flags & 2 != 0 ? millimetresY : nil
         contact.pressure = try input.i32("contact pressure")
@@ -351,7 +377,7 @@ package enum ServerWire {
         let tool = try input.u8("pen tool")
         guard Int(tool) < penTools.count else { throw .unknown(field: "pen tool", value: UInt64(tool)) }
         let flags = try input.u8("pen flags")
-        guard flags & ~3 == 0 else { throw .unknown(field: "pen flags", value: UInt64(flags)) }
+        guard flags & ~7 == 0 else { throw .unknown(field: "pen flags", value: UInt64(flags)) }
         let x = try input.i32("pen x")
         let y = try input.i32("pen y")
         let normalizedX = try input.f64("pen normalized x")
@@ -362,9 +388,10 @@ package enum ServerWire {
         let tiltY = try input.f64("pen tilt y")
         let buttons = try input.u8("pen barrel buttons")
         guard buttons & ~7 == 0 else { throw .unknown(field: "pen barrel buttons", value: UInt64(buttons)) }
+        let location = try decodeScreenLocation("pen screen x", "pen screen y", hasIt: flags & 4 != 0, from: &input)
         return PenEvent(
             tool: penTools[Int(tool)], inProximity: flags & 1 != 0, touching: flags & 2 != 0, x: x, y: y,
             normalizedX: normalizedX, normalizedY: normalizedY, pressure: pressure, distance: distance, tiltX: tiltX,
-            tiltY: tiltY, barrelButtons: buttons)
+            tiltY: tiltY, barrelButtons: buttons, screenLocation: location)
     }
 }
