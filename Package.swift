@@ -42,6 +42,12 @@ let package = Package(
             providers: [.apt(["libevdev-dev"])]
         ),
         .systemLibrary(
+            name: "CXKBCommon",
+            path: "Sources/CXKBCommon",
+            pkgConfig: "xkbcommon",
+            providers: [.apt(["libxkbcommon-dev", "xkb-data"])]
+        ),
+        .systemLibrary(
             name: "CFuse",
             path: "Sources/CFuse",
             pkgConfig: "fuse3",
@@ -87,7 +93,7 @@ let package = Package(
         .target(
             name: "RingLoopHID",
             dependencies: [
-                "RingLoop", "RingLoopEvdev", .product(name: "SystemPackage", package: "swift-system"),
+                "RingLoop", "RingLoopEvdev", "CXKBCommon", .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

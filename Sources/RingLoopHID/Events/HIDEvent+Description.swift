@@ -40,12 +40,18 @@ extension HIDEvent.Payload: CustomStringConvertible {
 }
 
 extension KeyEvent: CustomStringConvertible {
-    /// The key's name (``codeName``), its state, its usage and the modifiers held:
-    /// `key KEY_A down usage 7:4 modifiers 0x02`.
+    /// The key's name (``codeName``), its state, its usage and the modifiers held, then,
+    /// where a keymap read it, its keysym and text: `key KEY_A down usage 7:4 modifiers 0x02
+    /// keysym A text "A"`.
     public var description: String {
         let usage = self.usage.map { " usage \($0)" } ?? ""
         let modifiers = self.modifiers.isEmpty ? "" : " modifiers 0x" + TextFormat.hex(self.modifiers.rawValue, digits: 2)
-        return "key \(codeName) \(state)\(usage)\(modifiers)"
+        var keymap = ""
+        if keysym != 0 {
+            keymap = " keysym \(Keymap.keysymName(keysym))"
+            if !text.isEmpty { keymap += " text \(text.string.debugDescription)" }
+        }
+        return "key \(codeName) \(state)\(usage)\(modifiers)\(keymap)"
     }
 
     /// The kernel's name of the key (`KEY_A`, `KEY_LEFTSHIFT`), or its number where the

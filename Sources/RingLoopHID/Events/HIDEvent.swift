@@ -106,14 +106,40 @@ public struct KeyEvent: Sendable, Hashable {
     public var state: State
     /// Modifiers held after this event.
     public var modifiers: KeyModifiers
+    /// The keysym in the seat's keymap (`XKB_KEY_a` is 0x61; ``Keymap/keysymName(_:)`` names
+    /// it), or 0 where no keymap interpreted the event. A composed sequence's last key
+    /// carries the sequence's result.
+    public var keysym: UInt32
+    /// The UTF-8 text the event typed in the seat's keymap: a press's or repeat's
+    /// character(s), a composed sequence's result; empty for a release, a dead key, a key
+    /// without text, and where no keymap interpreted the event.
+    public var text: KeyText
+    /// The keymap's modifiers after this event, locks (Caps Lock, Num Lock), latches and the
+    /// layout in effect included; all empty where no keymap interpreted the event.
+    public var keymapModifiers: KeymapModifierState
 
     /// A key event, as the decoder makes one (for an app's own tests of its handlers, or a
     /// synthetic key): `usage` is what ``HIDUsage/forLinuxKey(_:)`` gives for `code`.
-    public init(usage: HIDUsage?, code: UInt16, state: State, modifiers: KeyModifiers = []) {
+    ///
+    /// - Parameters:
+    ///   - usage: The HID usage, or `nil`.
+    ///   - code: The Linux key code.
+    ///   - state: Down, up or repeat.
+    ///   - modifiers: The modifier keys held after the event.
+    ///   - keysym: The keysym in the seat's keymap, 0 for none.
+    ///   - text: The text typed.
+    ///   - keymapModifiers: The keymap's modifiers after the event.
+    public init(
+        usage: HIDUsage?, code: UInt16, state: State, modifiers: KeyModifiers = [], keysym: UInt32 = 0,
+        text: KeyText = KeyText(), keymapModifiers: KeymapModifierState = KeymapModifierState()
+    ) {
         self.usage = usage
         self.code = code
         self.state = state
         self.modifiers = modifiers
+        self.keysym = keysym
+        self.text = text
+        self.keymapModifiers = keymapModifiers
     }
 }
 

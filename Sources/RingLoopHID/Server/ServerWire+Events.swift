@@ -68,6 +68,15 @@ package enum ServerWire {
             out.u16(key.usage?.page ?? 0)
             out.u16(key.usage?.usage ?? 0)
             out.u8(key.modifiers.rawValue)
+            out.u32(key.keysym)
+            key.text.withUTF8 { text in
+                out.u8(UInt8(text.count))
+                for byte in text { out.u8(byte) }
+            }
+            out.u8(key.keymapModifiers.effective.rawValue)
+            out.u8(key.keymapModifiers.latched.rawValue)
+            out.u8(key.keymapModifiers.locked.rawValue)
+            out.u8(key.keymapModifiers.layout)
         case .button(let button):
             out.u16(button.code)
             out.i32(Int32(clamping: button.number))
@@ -149,7 +158,7 @@ package enum ServerWire {
     static func encodedSize(_ event: HIDEvent) -> Int {
         let payload: Int
         switch event.payload {
-        case .key: payload = 9
+        case .key(let key): payload = 9 + 4 + 1 + key.text.count + 4
         case .button: payload = 7
         case .pointerMotion: payload = 8
         case .scroll: payload = 17
@@ -210,10 +219,18 @@ package enum ServerWire {
             let usage = try input.u16("key usage")
             guard hasUsage || (page == 0 && usage == 0) else { throw .outOfRange(field: "key usage", value: Int64(usage)) }
             let modifiers = KeyModifiers(rawValue: try input.u8("key modifiers"))
+            let keysym = try input.u32("key keysym")
+            let text = try input.keyText("key text")
+            let keymapModifiers = KeymapModifierState(
+                effective: KeymapModifiers(rawValue: try input.u8("key effective modifiers")),
+                latched: KeymapModifiers(rawValue: try input.u8("key latched modifiers")),
+                locked: KeymapModifiers(rawValue: try input.u8("key locked modifiers")),
+                layout: try input.u8("key layout"))
             payload = .key(
                 KeyEvent(
                     usage: hasUsage ? HIDUsage(page: page, usage: usage) : nil, code: code,
-                    state: [KeyEvent.State.down, .up, .repeat][Int(rawState)], modifiers: modifiers))
+                    state: [KeyEvent.State.down, .up, .repeat][Int(rawState)], modifiers: modifiers, keysym: keysym,
+                    text: text, keymapModifiers: keymapModifiers))
         case .button:
             let code = try input.code("button code", maximum: Evdev.KEY_MAX)
             let number = try input.i32("button number", in: 0...Int32(Evdev.KEY_MAX) + 1)
@@ -393,5 +410,32 @@ package enum ServerWire {
             tool: penTools[Int(tool)], inProximity: flags & 1 != 0, touching: flags & 2 != 0, x: x, y: y,
             normalizedX: normalizedX, normalizedY: normalizedY, pressure: pressure, distance: distance, tiltX: tiltX,
             tiltY: tiltY, barrelButtons: buttons, screenLocation: location)
+    }
+}
+
+extension WireReader {
+    /// A key's text: a count of at most ``KeyText/capacity`` bytes, then that many bytes of
+    /// valid UTF-8 (control characters are text here: Ctrl+C types U+0003).
+    mutating func keyText(_ field: StaticString) throws(ServerWire.Violation) -> KeyText {
+        let count = Int(try u8(field))
+        guard count <= KeyText.capacity else { throw .outOfRange(field: "\(field)", value: Int64(count)) }
+        var bytes: (UInt64, UInt64) = (0, 0)
+        for index in 0..<count {
+            let byte = try u8(field)
+            withUnsafeMutableBytes(of: &bytes) { $0[index] = byte }
+        }
+        return try withUnsafeBytes(of: &bytes) { raw throws(ServerWire.Violation) in
+            let utf8 = UnsafeBufferPointer(start: raw.bindMemory(to: UInt8.self).baseAddress, count: count)
+            var iterator = utf8.makeIterator()
+            var decoder = Unicode.UTF8()
+            decoding: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue: continue
+                case .emptyInput: break decoding
+                case .error: throw .notUTF8(field: "\(field)")
+                }
+            }
+            return KeyText(utf8: utf8)
+        }
     }
 }
