@@ -9,6 +9,9 @@ import RingLoop
 /// or recognizers runs its events through the handlers alone.
 final class HIDEventPipeline {
     // The library's stages, each present only when configured or asked for.
+    var keymap: KeymapStage?
+    /// Whether an event server ends the keymap's compose sequence when its focus moves.
+    var keymapFollowsServerFocus = false
     var motion: MotionStage?
     var keyRepeat: KeyRepeatStage?
     var coalescing: CoalescingStage?
@@ -46,6 +49,10 @@ final class HIDEventPipeline {
             motion,
             // Key repeat from loop timers in place of the kernel's.
             keyRepeat,
+            // The keymap after key repeat: the chain's own repeats get their text from the
+            // seat's state when they fire (Shift pressed meanwhile), and a repeat of a key
+            // the keymap says does not repeat (Caps Lock) is consumed there.
+            keymap,
             // One motion event per device and pass, flushed at BeforeWaiting.
             coalescing,
             // Touch frames for the recognizers; touches they claim taken back.

@@ -25,11 +25,12 @@ extension HIDEventSystem {
     }
 
     /// The stages every event goes through now, in order, by name: the library's
-    /// (`motion`, `key repeat`, `coalescing`, `gestures`, when present), the app's (by
+    /// (`keymap`, `motion`, `key repeat`, `coalescing`, `gestures`, when present), the app's (by
     /// type name), `handlers`, and `routing` in an event server.
     public var stageOrder: [String] {
         pipeline.ordered.map { stage in
             switch stage {
+            case is KeymapStage: "keymap"
             case is MotionStage: "motion"
             case is KeyRepeatStage: "key repeat"
             case is CoalescingStage: "coalescing"
