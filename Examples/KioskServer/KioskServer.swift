@@ -15,6 +15,11 @@
 // as the bundled recordings' devices and fed through pipes; it starts two apps, "Left"
 // and "Right", as processes of their own, taps and types, presses F1, taps and types
 // again, then ends the apps with SIGTERM. Each app prints what reaches its handlers.
+//
+// The server holds the keymap (the system's keyboard layout, as `ringloop keymap` shows
+// it), as a Wayland compositor does: each key reaches the app in front with its text, so a
+// German or French keyboard types what its keys say. The demo types its words as the keys
+// that type them in that keymap.
 import Glibc
 import RingLoop
 import RingLoopDevices
@@ -71,7 +76,8 @@ do {
     case "serve":
         guard arguments.count == 3, arguments[1] == "--devices" else { usage("serve needs --devices DIR") }
         try runServer(
-            name: serverName, namespace: namespace, devices: .init(deviceDirectory: arguments[2], shape: .dedicatedThread), script: nil)
+            name: serverName, namespace: namespace, devices: .init(deviceDirectory: arguments[2], shape: .dedicatedThread),
+            keymap: try Keymap(.init()), script: nil)
     case "app":
         guard arguments.count == 2 else { usage("app needs a TITLE") }
         try runApp(title: arguments[1], server: serverName, namespace: namespace)
@@ -90,10 +96,9 @@ func runApp(title: String, server: String, namespace: MessagePortNamespace) thro
     let system = HIDEventSystem(configuration: .init(server: server, namespace: namespace, clientName: title), loop: loop)
     let typed = LoopBound("", loop: loop)
     system.addHandler(kinds: [.key]) { event in
-        guard case .key(let key) = event.payload, key.state == .down,
-            let name = Evdev.name(ofCode: key.code, type: Evdev.EV_KEY), name.hasPrefix("KEY_"), name.count == 5
-        else { return .pass }
-        let character = name.suffix(1).lowercased()
+        // The text comes with the key, from the server's keymap.
+        guard case .key(let key) = event.payload, key.state != .up, !key.text.isEmpty else { return .pass }
+        let character = key.text.string
         typed.value += character
         say("\(title): typed \(character)")
         return .consumed
@@ -126,13 +131,15 @@ func runApp(title: String, server: String, namespace: MessagePortNamespace) thro
 /// The server: the devices, F1 to move the focus, a line per change among the apps;
 /// `script` (the demo) runs once the server is up, on a thread of its own.
 func runServer(
-    name: String, namespace: MessagePortNamespace, devices: HIDEventSystem.Configuration, streams: [HIDDeviceInfo] = [],
+    name: String, namespace: MessagePortNamespace, devices: HIDEventSystem.Configuration, keymap: Keymap,
+    streams: [HIDDeviceInfo] = [],
     script: ((HIDEventServer, [Int32]) -> Void)?
 ) throws {
     let loop = RingRunLoop.current
     let signals = try loop.signals([SIGINT, SIGTERM])
     let server = HIDEventServer(
         configuration: .init(name: name, namespace: namespace, devices: devices, focusOnAttach: .first), loop: loop)
+    server.setKeymap(keymap, composeTable: try ComposeTable.forLocale())
     server.system.addHandler(usage: HIDUsage(page: 0x07, usage: 0x3a)) { [unowned server] event in  // F1
         if case .key(let key) = event.payload, key.state == .down { server.focusNext() }
         return .consumed
@@ -176,10 +183,13 @@ func runDemo(name: String, namespace: MessagePortNamespace, recordings: String) 
     }
     let touchscreen = try description(of: recordings + "/touchscreen-multitouch.evemu")
     let keyboard = try description(of: recordings + "/keyboard.evemu")
+    let keymap = try Keymap(.init())
+    // The words as the keys that type them in the keymap (Shift and AltGr included).
+    let strokes = try ["hi", "yo", "ok"].map { word in try keymap.keyStrokes(typing: word) }
     try runServer(
-        name: name, namespace: namespace, devices: .init(deviceDirectory: "/tmp", nodeNames: []), streams: [touchscreen, keyboard]
-    ) {
-        server, ends in
+        name: name, namespace: namespace, devices: .init(deviceDirectory: "/tmp", nodeNames: []), keymap: keymap,
+        streams: [touchscreen, keyboard]
+    ) { server, ends in
         let loop = server.loop
         let apps = ["Left", "Right"].map { title -> Child in
             var arguments = ["app", title, "--name", name]
@@ -199,12 +209,10 @@ func runDemo(name: String, namespace: MessagePortNamespace, recordings: String) 
                 send(screen, [(3, 0x39, -1), (1, 0x14a, 0)])
                 pause()
             }
-            func type(_ text: String) {
-                for character in text {
-                    guard let code = Evdev.code(named: "KEY_" + character.uppercased())?.code else { continue }
-                    send(keys, [(1, code, 1)])
-                    send(keys, [(1, code, 0)])
-                    pause()
+            func type(_ word: [KeyStroke]) {
+                for stroke in word {
+                    send(keys, [(1, stroke.code, stroke.isDown ? 1 : 0)])
+                    if !stroke.isDown { pause() }
                 }
             }
             func press(_ code: UInt16) {
@@ -214,12 +222,12 @@ func runDemo(name: String, namespace: MessagePortNamespace, recordings: String) 
             }
             pause()
             tap(800, 450)
-            type("hi")
+            type(strokes[0])
             press(Evdev.KEY_F1)
             tap(2400, 1350)
-            type("yo")
+            type(strokes[1])
             press(Evdev.KEY_F1)
-            type("ok")
+            type(strokes[2])
             usleep(300_000)
             done.store(true, ordering: .releasing)
         }

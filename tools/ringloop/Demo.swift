@@ -42,6 +42,9 @@ struct Demo: ParsableCommand {
     @Flag(help: "Use the bundled recordings even when real devices are readable.")
     var recorded = false
 
+    @OptionGroup(title: "Keymap (key events' keysym and text; the system's keymap where not given)")
+    var keymapOptions: KeymapOptions
+
     func validate() throws {
         try OptionRange.speed(speed)
         try OptionRange.duration(duration)
@@ -51,6 +54,7 @@ struct Demo: ParsableCommand {
         try Failure.reporting("demo") {
             let realDevices = folderEntries("/dev/input").filter { $0.hasPrefix("event") && access("/dev/input/\($0)", R_OK) == 0 }
             var settings = Monitor.Settings(quiet: quiet, duration: duration)
+            (settings.keymap, settings.composeTable) = try keymapOptions.keymapForReading(command: "demo")
             if !realDevices.isEmpty && !recorded && recordings == nil {
                 writeLine("ringloop demo: monitoring \(realDevices.count) device(s) in /dev/input (Ctrl-C to stop)")
                 settings.command = "demo"  // the line above says what it watches

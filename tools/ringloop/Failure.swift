@@ -1,5 +1,6 @@
 import ArgumentParser
 import RingLoopDevices
+import RingLoopHID
 import SystemPackage
 
 #if canImport(Glibc)
@@ -107,6 +108,13 @@ enum Failure: Error, Equatable {
             case .notEvdev(let path, let reason):
                 self = .wrongKind(path: path, found: "is not an evdev device (\(reason))", expected: "an evdev device node")
             }
+        case let error as KeymapError:
+            switch error {
+            case .unknownLayout, .unknownVariant, .unknownOption, .unknownModel, .compilationFailed: self = .usage("\(error)")
+            case .consoleConfiguration: self = .malformed("\(error)")
+            case .unreadableFile, .noComposeTable, .noContext: self = .unavailable("\(error)")
+            }
+        case let error as UntypableCharacter: self = .malformed("\(error)")
         case let error as ValidationError: self = .usage(error.message)
         default: self = .failed("\(error)")
         }

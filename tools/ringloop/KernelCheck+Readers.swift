@@ -102,6 +102,11 @@ final class ChainWatch: @unchecked Sendable {
         return failure
     }
 
+    /// Sets the chain's keymap (the keymap stage), or takes it away.
+    func setKeymap(_ keymap: Keymap?) {
+        onLoop { self.system?.setKeymap(keymap) }
+    }
+
     /// The newest device attached so far (0 for none): devices attached later have a
     /// greater id. Take it before creating a device whose node name may be reused.
     func mark() -> UInt32 { state.withLock { $0.paths.keys.map(\.rawValue).max() ?? 0 } }

@@ -43,8 +43,8 @@ struct KernelCheck: ParsableCommand {
         let phases: [(String, (CheckContext) -> Void)] = [
             ("read path", KernelChecks.readPath), ("hotplug", KernelChecks.hotplug), ("key repeat", KernelChecks.keyRepeat),
             ("state at attach", KernelChecks.stateAtAttach), ("SYN_DROPPED", KernelChecks.droppedAndResynced),
-            ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("uhid", UHIDChecks.run),
-            ("rumble", UHIDChecks.rumble),
+            ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("keymap", KernelChecks.keymap),
+            ("uhid", UHIDChecks.run), ("rumble", UHIDChecks.rumble),
             ("recordings", CorpusReplay.run), ("demo", KernelChecks.demo),
         ]
         for (phase, run) in phases {

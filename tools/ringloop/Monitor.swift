@@ -130,6 +130,9 @@ struct Monitor: ParsableCommand {
     @OptionGroup(title: "Screens")
     var screenOptions: ScreenOptions
 
+    @OptionGroup(title: "Keymap (key events' keysym and text; the system's keymap where not given)")
+    var keymapOptions: KeymapOptions
+
     func validate() throws {
         try validateServer()
         _ = try eventFilter()
@@ -152,11 +155,19 @@ struct Monitor: ParsableCommand {
 
     func run() throws {
         try Failure.reporting("monitor") {
-            if let server { return try monitorServer(server, try settings()) }
+            if let server {
+                // The server's keymap gives the keys their text; a keymap given here reads them again.
+                var settings = try settings()
+                if keymapOptions.isGiven {
+                    (settings.keymap, settings.composeTable) = try keymapOptions.keymapForReading(command: "monitor")
+                }
+                return try monitorServer(server, settings)
+            }
             var kinds: [String: InputPath] = [:]
             for input in inputs { kinds[input] = try InputPath.require(input, [.node, .folder, .recording], expected: Self.accepted) }
             if raw { return try runRaw(kinds: kinds) }
-            let settings = try self.settings()
+            var settings = try self.settings()
+            (settings.keymap, settings.composeTable) = try keymapOptions.keymapForReading(command: "monitor")
             if let folder = inputs.first(where: { kinds[$0] == .folder }) {
                 guard inputs.count == 1 else {
                     throw Failure.usage("a folder is monitored alone (every evdev node in it); got \(inputs.count) arguments")
@@ -230,6 +241,10 @@ struct Monitor: ParsableCommand {
         var announce: (title: String, labels: [String])?
         /// The command named in the FUSE folder's path (`/tmp/ringloop-NAME-PID`).
         var command = "monitor"
+        /// The keymap key events are read with (keysym and text), or `nil`.
+        var keymap: Keymap?
+        /// The Compose table for its dead keys.
+        var composeTable: ComposeTable?
     }
 
     /// Runs the chain on the main loop until a signal, `duration`, a closed standard
@@ -283,6 +298,11 @@ struct Monitor: ParsableCommand {
         if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
         view.screens = settings.screens
         if let screens = settings.screens { system.setScreens(screens) }
+        // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
+        if let keymap = settings.keymap {
+            // A monitor watches keyboards; it sets their LEDs only when it grabs them.
+            system.setKeymap(keymap, composeTable: settings.composeTable, controlsLEDs: settings.grab)
+        }
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

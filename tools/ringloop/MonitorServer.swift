@@ -53,6 +53,11 @@ extension Monitor {
         if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
         view.screens = settings.screens
         if let screens = settings.screens { system.setScreens(screens) }
+        // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
+        if let keymap = settings.keymap {
+            // A monitor watches keyboards; it sets their LEDs only when it grabs them.
+            system.setKeymap(keymap, composeTable: settings.composeTable, controlsLEDs: settings.grab)
+        }
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

@@ -19,6 +19,7 @@ struct RingLoopCommand: ParsableCommand {
             Demo.self, Devices.self, Monitor.self, Describe.self, Record.self, ReplayCommand.self, Serve.self, Doctor.self,
             Calibrate.self,
             KernelCheck.self, Rumble.self,
+            KeymapCommand.self, TypeCommand.self,
         ]
     )
 

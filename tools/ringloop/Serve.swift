@@ -142,6 +142,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Screens")
     var screenOptions: ScreenOptions
 
+    @OptionGroup(title: "Keymap (the server's; clients get keysym and text with each key; the system's where not given)")
+    var keymapOptions: KeymapOptions
+
     func validate() throws {
         guard !name.isEmpty, name.utf8.count <= LocalMessagePort.maximumNameLength else {
             throw ValidationError("the name must be 1 to \(LocalMessagePort.maximumNameLength) bytes")
@@ -303,6 +306,9 @@ struct Serve: ParsableCommand {
                 maximumClientsPerUser: maxClientsPerUser, screens: screens?.resolver),
             loop: loop)
         reloader?.server = server
+        // The server holds the keymap: clients get keysym and text with each key event.
+        let (keymap, composeTable) = try keymapOptions.keymapForReading(command: "serve")
+        server.setKeymap(keymap, composeTable: composeTable)
         let json = json
         server.addClientObserver { event in writeLine(Self.line(event, json: json)) }
         if let focusKey, let code = Evdev.code(named: focusKey)?.code {

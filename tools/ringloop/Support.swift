@@ -41,6 +41,10 @@ enum EventFormat {
             object["usage"] = key.usage.map { Int($0.usage) as Any } ?? JSON.null
             object["state"] = key.state.rawValue
             object["modifiers"] = Int(key.modifiers.rawValue)
+            if key.keysym != 0 {
+                object["keysym"] = Keymap.keysymName(key.keysym)
+                object["text"] = key.text.string
+            }
         case .button(let button):
             object["code"] = Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)
             object["button"] = button.number
