@@ -61,7 +61,8 @@ struct Bench: ParsableCommand {
     )
 
     static let all = [
-        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "gestures", "motion", "gamepad",
+        "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "keys.text", "gestures", "motion",
+        "gamepad",
         "screen", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
@@ -112,6 +113,7 @@ struct Bench: ParsableCommand {
         if selected("timers.cancel") { emit(try TimerBench.cancel(quick: quick, rounds: quick ? 1 : rounds)) }
         if selected("idle") { emit(TimerBench.idle(quick: quick)) }
         if selected("hid.decode") { emit(try HIDBench.decode(quick: quick, rounds: rounds)) }
+        if selected("keys.text") { emit(try HIDBench.keyText(quick: quick, rounds: rounds)) }
         if selected("gestures") { emit(try HIDBench.gestures(quick: quick, rounds: rounds)) }
         if selected("motion") { emit(try MotionBench.results(quick: quick, rounds: rounds)) }
         if selected("gamepad") { emit(try GamepadBench.results(quick: quick, rounds: rounds)) }

@@ -61,6 +61,42 @@ enum HIDBench {
         return results
     }
 
+    /// Keymap cost per key event (keysym, text, modifiers, LEDs, compose), from memory: a
+    /// German text with Shift, AltGr (`@`, `€`) and a dead key (`^` then `e`) typed as key
+    /// strokes once, then fed as key events to one seat's keyboard state round after round;
+    /// allocations counted.
+    static func keyText(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let keymap = try Keymap(configuration: KeyboardConfiguration(layout: "de"))
+        let compose = try ComposeTable(locale: "en_US.UTF-8")
+        let text = "Grüße aus Köln, 10 € für Anna@example.org — {Straße} êa! "
+        let strokes = try keymap.keyStrokes(typing: text, composeTable: compose)
+        let events = strokes.map { KeyEvent(usage: nil, code: $0.code, state: $0.isDown ? .down : .up) }
+        let state = KeyboardState(keymap: keymap, composeTable: compose)
+        let measuredRounds = max(2, BenchSize.of(quick ? 200_000 : 2_000_000) / events.count)
+        var perKey: [Double] = []
+        var allocations: [Double] = []
+        for _ in 0..<rounds {
+            var sink = 0
+            for var event in events { sink &+= state.apply(to: &event).text.count }
+            let before = ringloop_malloc_count()
+            let start = MonotonicInstant.now
+            for _ in 0..<measuredRounds {
+                for var event in events { sink &+= state.apply(to: &event).text.count }
+            }
+            let elapsed = (MonotonicInstant.now - start).secondsValue
+            let allocated = ringloop_malloc_count() - before
+            if sink == -1 { print(sink) }
+            let fed = measuredRounds * events.count
+            perKey.append(elapsed * 1e9 / Double(fed))
+            allocations.append(Double(allocated) / Double(fed))
+        }
+        var results = [BenchResult("keys.text.ns_per_key", "ns", ours: median(perKey))]
+        if ringloop_malloc_counting() != 0 {
+            results.append(BenchResult("keys.text.allocs_per_key", "allocs", ours: median(allocations)))
+        }
+        return results
+    }
+
     /// Recognizer cost per touch frame with ten recognizers (taps, long press, pans,
     /// swipes, pinch, rotation, edge pan), from memory: the touchscreen's gesture
     /// recordings decoded once, then fed round after round; allocations counted.
