@@ -40,9 +40,9 @@ final class HIDEventPipeline {
     /// handlers (and, in a server, to its clients).
     func stageOrder() -> [any HIDEventStage] {
         let library: [(any HIDEventStage)?] = [
-            // (The stages that give events their meaning come first, in DESIGN.md §3a's
-            // order: keymap, screen mapping, pointer, gamepad layout — each a stored
-            // property above, set from the configuration at start.)
+            // The stages that give events their meaning come first (DESIGN.md §3a): the
+            // screen's pixels for absolute positions, then SDL's standard gamepad. (The
+            // pointer stage goes between them when it comes.)
             screenMapping,
             gamepadLayout,
             // Motion recognizers see every sample, before key repeat and coalescing.
