@@ -1,4 +1,5 @@
 import CLibURing
+import CThreads
 #if canImport(Glibc)
 import Glibc
 #endif
