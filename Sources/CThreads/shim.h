@@ -48,42 +48,6 @@ static inline void ringloop_cpu_relax(void) {
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
-/// The stop signals a thread the package starts blocks from its birth (SIGINT, SIGTERM,
-/// SIGHUP, SIGQUIT), so that they reach the signalfd of `signals(_:)` or the thread that
-/// waits for them, and never a library thread that would take their default action.
-static inline void ringloop_stop_signals(sigset_t *set) {
-    sigemptyset(set);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGHUP);
-    sigaddset(set, SIGQUIT);
-}
-
-/// The handler of a signal the loop reads from a signalfd, for a thread that does not
-/// block it (one started before `signals(_:)` by code that is not the package's): it
-/// leaves the signal blocked in that thread once the handler returns (the saved context's
-/// mask) and sends it to the process again, where it waits for the signalfd, or for
-/// another such thread, which does the same. Only async-signal-safe calls.
-static inline void ringloop_signal_forwarder(int signo, siginfo_t *info, void *context) {
-    (void)info;
-    int saved = errno;
-    ucontext_t *user = (ucontext_t *)context;
-    sigaddset(&user->uc_sigmask, signo);
-    kill(getpid(), signo);
-    errno = saved;
-}
-
-/// Installs `ringloop_signal_forwarder` for `signo` (in place of its default action).
-/// Returns 0 or -errno.
-static inline int ringloop_forward_signal(int signo) {
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_sigaction = ringloop_signal_forwarder;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    return sigaction(signo, &action, NULL) == 0 ? 0 : -errno;
-}
-
 #endif
 }
 
