@@ -218,7 +218,9 @@ struct GamepadAgainstSDLTests {
         let myButtons = mine.filter { !$0.control.isAxis }.map { "\($0.control.name) \(Int($0.value))" }
         #expect(!myButtons.isEmpty, "\(file): the recording presses buttons")
         try withDeviceFolder { folder in
-            let node = try folder.addDevice(description)
+            // A buffer that holds the whole recording: a probe slowed down (a sanitizer, a
+            // loaded machine) must not lose frames to an overflow the comparison would see.
+            let node = try folder.addDevice(description, bufferSize: 1 << 16)
             let probe = try Spawned(
                 try #require(SDLProbe.path), [node.path, "--mapping", line, "--events", "--seconds", "120"])
             #expect(probe.waitFor("ready"), "sdl-probe: \(probe.error)")

@@ -43,7 +43,11 @@ struct GamepadStageTests {
             let loop = RingRunLoop.current
             let finished = LoopBound(false, loop: loop)
             let system = HIDEventSystem(
-                configuration: .init(replaying: session, shape: .clientLoop, finished: { finished.value = true }), loop: loop)
+                // A queue that holds the whole recording: a loop slowed down (a sanitizer, a
+                // loaded machine) reads it in bigger batches, which must not overflow.
+                configuration: .init(
+                    replaying: session, shape: .clientLoop, queueCapacity: 1 << 16, finished: { finished.value = true }),
+                loop: loop)
             system.addGamepadLayout(mappings: database)
             var seen: [GamepadEvent] = []
             var previous: HIDEvent.Kind?
@@ -87,7 +91,11 @@ struct GamepadStageTests {
             let loop = RingRunLoop.current
             let finished = LoopBound(false, loop: loop)
             let system = HIDEventSystem(
-                configuration: .init(replaying: session, shape: .clientLoop, finished: { finished.value = true }), loop: loop)
+                // A queue that holds the whole recording: a loop slowed down (a sanitizer, a
+                // loaded machine) reads it in bigger batches, which must not overflow.
+                configuration: .init(
+                    replaying: session, shape: .clientLoop, queueCapacity: 1 << 16, finished: { finished.value = true }),
+                loop: loop)
             var asked: [SDLJoystickGUID] = []
             system.addGamepadLayout(mappings: SDLMappingDatabase.bundled(hints: [:])) { device in
                 asked.append(device.sdlGUID)

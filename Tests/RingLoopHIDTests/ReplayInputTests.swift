@@ -38,7 +38,8 @@ struct ReplayInputTests {
             let onLoop = LoopBound(false, loop: loop)
             let system = HIDEventSystem(
                 configuration: .init(
-                    replaying: session, shape: shape,
+                    // The queue holds every event: a slow loop reads in big batches.
+                    replaying: session, shape: shape, queueCapacity: 1 << 16,
                     finished: {
                         onLoop.value = RingRunLoop.current === loop
                         finished.value = true
