@@ -167,6 +167,7 @@ let package = Package(
             path: "Fuzz/FrameDecoder"),
         .executableTarget(name: "FuzzPortWire", dependencies: ["RingLoop"], path: "Fuzz/PortWire"),
         .executableTarget(name: "FuzzServerWire", dependencies: ["RingLoopHID"], path: "Fuzz/ServerWire"),
+        .executableTarget(name: "FuzzSettingsText", dependencies: ["RingLoopHID"], path: "Fuzz/SettingsText"),
         .executableTarget(
             name: "FuzzDeviceNode", dependencies: ["RingLoopDevices", "RingLoopEvdev"], path: "Fuzz/DeviceNode"),
 

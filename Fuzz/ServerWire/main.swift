@@ -1,7 +1,7 @@
 // libFuzzer target: the event server's messages as a server and as a client read them
 // (RingLoopHID's ServerWire). The first byte picks the message: 0 an event batch, 1 a
 // device description, 2 a hello, 3 an acknowledgement, 4 a welcome, 5 a focus change,
-// 6 a token; the rest is the message's bytes. Nothing may trap; whatever decodes must
+// 6 a token, 7 a rumble request; the rest is the message's bytes. Nothing may trap; whatever decodes must
 // encode to bytes that decode to the same value, and a batch's events must hold only
 // what their fields allow (contact counts, codes, finite numbers).
 // Build and run with tools/fuzz.
@@ -12,7 +12,7 @@ public func fuzzServerWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
     do throws(ServerWire.Violation) {
-        switch data[0] % 7 {
+        switch data[0] % 8 {
         case 0:
             let batch = try ServerWire.Batch(decoding: bytes)
             precondition(batch.events.count <= ServerWire.maximumBatchEvents, "a batch of \(batch.events.count) events")
@@ -41,10 +41,14 @@ public func fuzzServerWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let focused = try ServerWire.decodeFocus(bytes)
             let again = try ServerWire.decodeFocus(ServerWire.focus(focused))
             precondition(again == focused)
-        default:
+        case 6:
             let token = try ServerWire.decodeToken(bytes)
             let again = try ServerWire.decodeToken(ServerWire.token(token))
             precondition(again == token)
+        default:
+            let rumble = try ServerWire.Rumble(decoding: bytes)
+            let again = try ServerWire.Rumble(decoding: rumble.encoded)
+            precondition(again == rumble, "a rumble did not read back the same")
         }
     } catch {
         _ = error.description
