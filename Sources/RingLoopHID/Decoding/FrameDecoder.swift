@@ -106,8 +106,10 @@ package struct FrameDecoder {
     /// Contact buffers of frames this decoder emitted, reused once no event holds them
     /// (so a warm decoder allocates nothing, however long events wait in a queue, up to
     /// this many frames held at once).
-    var frameBuffers: [ContactStorage] = []
+    var framePool = DigitizerFramePool(limit: frameBufferLimit)
     static let frameBufferLimit = 32
+    /// The buffers kept to reuse (for tests).
+    var frameBuffers: [ContactStorage] { framePool.buffers }
     /// The touch position axes (multitouch where the device has them), looked up once.
     let touchRangeX: AbsoluteAxis
     let touchRangeY: AbsoluteAxis
@@ -323,17 +325,7 @@ struct BitSet768 {
 // Digitizer frames on reused buffers.
 extension FrameDecoder {
     /// An empty frame on a buffer no event holds any more, or on a new one.
-    mutating func newDigitizerFrame() -> DigitizerFrame {
-        var index = frameBuffers.count - 1
-        while index >= 0 {
-            if isKnownUniquelyReferenced(&frameBuffers[index]) {
-                frameBuffers.swapAt(index, frameBuffers.count - 1)
-                return DigitizerFrame(reusing: frameBuffers.removeLast())
-            }
-            index -= 1
-        }
-        return DigitizerFrame()
-    }
+    mutating func newDigitizerFrame() -> DigitizerFrame { framePool.frame() }
 
     /// Emits `frame` and keeps its buffer to reuse once the event is gone.
     mutating func emitDigitizer(_ frame: DigitizerFrame, at time: MonotonicInstant, into out: inout [HIDEvent]) {
@@ -342,9 +334,5 @@ extension FrameDecoder {
     }
 
     /// Keeps `buffer` among those to reuse (a frame not emitted gives its buffer back).
-    mutating func keep(_ buffer: ContactStorage) {
-        guard frameBuffers.count < Self.frameBufferLimit, buffer !== ContactStorage.empty else { return }
-        if frameBuffers.capacity < Self.frameBufferLimit { frameBuffers.reserveCapacity(Self.frameBufferLimit) }
-        frameBuffers.append(buffer)
-    }
+    mutating func keep(_ buffer: ContactStorage) { framePool.keep(buffer) }
 }

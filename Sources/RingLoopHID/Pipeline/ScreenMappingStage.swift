@@ -14,10 +14,9 @@ final class ScreenMappingStage: HIDEventStage {
     private(set) var screens: DeviceSettingsResolver
     private var mapper = ScreenMapper()
     private var context: HIDStageContext?
-    /// Contact buffers of frames this stage emitted, reused once no event holds them.
-    private var frameBuffers: [ContactStorage] = []
-    /// The most buffers kept (frames held at once downstream: recognizers, a queue to clients).
-    static let frameBufferLimit = 64
+    /// Contact buffers of frames this stage emitted, reused once no event holds them (at
+    /// most 64 frames held at once downstream: recognizers, a queue to clients).
+    private var framePool = DigitizerFramePool(limit: 64)
 
     init(screens: DeviceSettingsResolver) { self.screens = screens }
 
@@ -55,7 +54,7 @@ final class ScreenMappingStage: HIDEventStage {
 
     /// `frame` with each contact's screen location, on a reused buffer.
     private func mapped(_ frame: DigitizerFrame, through mapping: ScreenMapping) -> DigitizerFrame {
-        var mapped = newFrame()
+        var mapped = framePool.frame()
         mapped.fingerCount = frame.fingerCount
         mapped.isBoundingBox = frame.isBoundingBox
         mapped.buttonDown = frame.buttonDown
@@ -64,24 +63,8 @@ final class ScreenMappingStage: HIDEventStage {
             contact.screenLocation = mapping.location(normalizedX: contact.normalizedX, normalizedY: contact.normalizedY)
             mapped.append(contact)
         }
-        if frameBuffers.count < Self.frameBufferLimit, mapped.count > 0 {
-            if frameBuffers.capacity < Self.frameBufferLimit { frameBuffers.reserveCapacity(Self.frameBufferLimit) }
-            frameBuffers.append(mapped.buffer)
-        }
+        framePool.keep(mapped.buffer)
         return mapped
-    }
-
-    /// An empty frame on a buffer no event holds any more, or on a new one.
-    private func newFrame() -> DigitizerFrame {
-        var index = frameBuffers.count - 1
-        while index >= 0 {
-            if isKnownUniquelyReferenced(&frameBuffers[index]) {
-                frameBuffers.swapAt(index, frameBuffers.count - 1)
-                return DigitizerFrame(reusing: frameBuffers.removeLast())
-            }
-            index -= 1
-        }
-        return DigitizerFrame()
     }
 
     /// Takes new screens and settings: every attached device's mapping is worked out again.
