@@ -169,11 +169,8 @@ struct Calibrate: ParsableCommand {
         guard let device else { throw .usage("no device") }
         _ = try InputPath.require(device, [.node], expected: "an evdev device node")
         let loop = RingRunLoop.main
-        let ended = Atomic<Bool>(false)
-        let end: @Sendable () -> Void = {
-            ended.store(true, ordering: .releasing)
-            loop.stop()
-        }
+        let ended = LoopEnding(loop: loop)
+        let end: @Sendable () -> Void = { ended.end() }
         let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
         defer { signals.invalidate() }
         let system = HIDEventSystem(
@@ -203,7 +200,7 @@ struct Calibrate: ParsableCommand {
         defer { system.stop() }
         announce(0)
         loop.add(LoopTimer(after: .milliseconds(Int(timeout * 1000))) { _ in end() }, to: .common)
-        while !ended.load(ordering: .acquiring) {
+        while !ended.hasEnded {
             if loop.run(mode: .default, until: .distantFuture) == .finished { break }
         }
         guard state.collector.touches.count == 4, let info = state.info else {

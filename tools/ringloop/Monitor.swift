@@ -251,11 +251,8 @@ struct Monitor: ParsableCommand {
     /// output, or (with recordings) the end of every replay; prints the summary.
     static func monitor(_ source: Source, _ settings: Settings) throws(Failure) {
         let loop = RingRunLoop.main
-        let ended = Atomic<Bool>(false)
-        let end: @Sendable () -> Void = {
-            ended.store(true, ordering: .releasing)
-            loop.stop()
-        }
+        let ended = LoopEnding(loop: loop)
+        let end: @Sendable () -> Void = { ended.end() }
         // Before any thread starts (the FUSE server's, the event system's): all inherit
         // the blocked signals.
         let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
@@ -327,7 +324,7 @@ struct Monitor: ParsableCommand {
             // Every hosted device attached, then the replay: the devices of one file on that
             // file's clock, each file from its own start.
             let expected = session.devices.joined().count
-            while system.devices.count < expected && !ended.load(ordering: .acquiring) {
+            while system.devices.count < expected && !ended.hasEnded {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
             let quiet = settings.quiet
@@ -343,7 +340,7 @@ struct Monitor: ParsableCommand {
                     loop.wakeUp()
                 })
         }
-        while !ended.load(ordering: .acquiring) {
+        while !ended.hasEnded {
             let result = loop.run(mode: .default, until: .distantFuture)
             if result == .finished { break }
         }
@@ -380,11 +377,8 @@ extension Monitor {
             recording = file.recordings[0]
         }
         let loop = RingRunLoop.current
-        let ended = Atomic<Bool>(false)
-        let end: @Sendable () -> Void = {
-            ended.store(true, ordering: .releasing)
-            loop.stop()
-        }
+        let ended = LoopEnding(loop: loop)
+        let end: @Sendable () -> Void = { ended.end() }
         let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
         defer { signals.invalidate() }
         StandardOutput.whenClosed(end)

@@ -31,11 +31,8 @@ extension Monitor {
     /// a closed standard output; prints the summary.
     func monitorServer(_ name: String, _ settings: Settings) throws(Failure) {
         let loop = RingRunLoop.main
-        let ended = Atomic<Bool>(false)
-        let end: @Sendable () -> Void = {
-            ended.store(true, ordering: .releasing)
-            loop.stop()
-        }
+        let ended = LoopEnding(loop: loop)
+        let end: @Sendable () -> Void = { ended.end() }
         let signals = try LoopSignalSource.ending(on: loop) { _ in end() }
         defer { signals.invalidate() }
         StandardOutput.whenClosed(end)
@@ -70,7 +67,7 @@ extension Monitor {
         if let duration = settings.duration {
             loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common)
         }
-        while !ended.load(ordering: .acquiring) {
+        while !ended.hasEnded {
             if loop.run(mode: .default, until: .distantFuture) == .finished { break }
         }
         system.stop()

@@ -100,7 +100,7 @@ enum RawView {
     /// starts then); a `hosted` device's removal ends the monitor without an error.
     static func run(
         node: String, json: Bool, grab: Bool, duration: Double?, loop: RingRunLoop, end: @escaping @Sendable () -> Void,
-        ended: borrowing Atomic<Bool>, started: (() -> Void)? = nil, hosted: Bool = false
+        ended: LoopEnding, started: (() -> Void)? = nil, hosted: Bool = false
     ) throws(Failure) {
         let fd = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .input(node, errno: Errno(rawValue: errno)) }
@@ -156,7 +156,7 @@ enum RawView {
         loop.add(source, to: .common)
         if let duration { loop.add(LoopTimer(after: .milliseconds(Int(duration * 1000))) { _ in end() }, to: .common) }
         started?()
-        while !ended.load(ordering: .acquiring) {
+        while !ended.hasEnded {
             if loop.run(mode: .default, until: .distantFuture) == .finished { break }
         }
         source.invalidate()

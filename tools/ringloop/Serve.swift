@@ -244,11 +244,8 @@ struct Serve: ParsableCommand {
     /// their devices kept until the end.
     private func serve(_ source: Monitor.Source) throws(Failure) {
         let loop = RingRunLoop.main
-        let ended = Atomic<Bool>(false)
-        let end: @Sendable () -> Void = {
-            ended.store(true, ordering: .releasing)
-            loop.stop()
-        }
+        let ended = LoopEnding(loop: loop)
+        let end: @Sendable () -> Void = { ended.end() }
         // With a settings file, SIGHUP reads it again (as daemons do) instead of ending.
         let screens = try screenOptions.settings(command: "serve")
         let reloads = screens?.store != nil
@@ -330,13 +327,13 @@ struct Serve: ParsableCommand {
         }
         if let session {
             let expected = session.devices.joined().count
-            while (server.system.devices.count < expected || server.clients.count < waitClients) && !ended.load(ordering: .acquiring) {
+            while (server.system.devices.count < expected || server.clients.count < waitClients) && !ended.hasEnded {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
             // The devices stay after the replay, until the server ends.
             session.start()
         }
-        while !ended.load(ordering: .acquiring) {
+        while !ended.hasEnded {
             if loop.run(mode: .default, until: .distantFuture) == .finished { break }
         }
         session?.cancel()

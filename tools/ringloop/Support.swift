@@ -3,6 +3,7 @@ import RingLoop
 import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -21,6 +22,25 @@ extension LoopSignalSource {
         do { return try LoopSignalSource(endingSignals, on: loop, handler: handler) } catch {
             throw .failed("cannot watch signals: \(String(cString: strerror(error.rawValue)))")
         }
+    }
+}
+
+/// How a command's run on its loop ends: a signal, a closed standard output, a timer or
+/// the end of a replay calls ``end()``, which stops the loop; the run's own `while` asks
+/// ``hasEnded`` (a stop ends only the innermost run). Any thread.
+final class LoopEnding: Sendable {
+    private let loop: RingRunLoop
+    private let ended = Atomic<Bool>(false)
+
+    init(loop: RingRunLoop) { self.loop = loop }
+
+    /// Whether ``end()`` was called.
+    var hasEnded: Bool { ended.load(ordering: .acquiring) }
+
+    /// Ends the run: marks it ended and stops the loop.
+    func end() {
+        ended.store(true, ordering: .releasing)
+        loop.stop()
     }
 }
 
