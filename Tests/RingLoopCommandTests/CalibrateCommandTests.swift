@@ -190,9 +190,11 @@ struct ServeScreensCommandTests {
         server.signal(SIGHUP)
         #expect(server.waitFor("read \(config) again (1 problem)", inError: true), "\(server.error)")
         #expect(server.error.contains("\(config):6: calibration: a calibration matrix has 6 numbers"), "\(server.error)")
+        // (The device's new mapping is said after the reading's line: wait for it, bounded.)
         #expect(
-            server.error.contains("ELAN Touchscreen → 1920x1080@180 (panel): screen from \(config):5, rotation from \(config):7"),
-            "\(server.error)")
+            waitUntil(timeout: .seconds(30)) {
+                server.error.contains("ELAN Touchscreen → 1920x1080@180 (panel): screen from \(config):5, rotation from \(config):7")
+            }, "\(server.error)")
         // 180°: (1 − 0.25, 1 − 0.75) → (1440, 270).
         #expect(waitUntil(timeout: .seconds(30)) { location(2) != nil }, "\(client.output)")
         #expect(location(2) == [1440, 270])
