@@ -115,7 +115,7 @@ struct CapabilityTests {
         let roles = HIDDeviceInfo.roles(codes: description.codes, properties: description.properties)
         #expect(roles.isSuperset(of: [.keyboard, .pointer]))
         let events = try runChain(recording, shape: .dedicatedThread)
-        let motion = payloads(events) { if case .pointerMotion(let dx, let dy) = $0 { (dx, dy) } else { nil } }
+        let motion = payloads(events) { if case .pointerMotion(let motion) = $0 { (motion.dx, motion.dy) } else { nil } }
         #expect(
             motion.reduce(0) { $0 + Int($1.0) } == recording.events.filter { $0.type == 2 && $0.code == 0 }.reduce(0) { $0 + Int($1.value) }
         )

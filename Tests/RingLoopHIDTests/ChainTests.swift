@@ -143,7 +143,7 @@ struct ChainTests {
             case .scroll(let scroll):
                 vertical += scroll.vertical
                 horizontal += scroll.horizontal
-            case .pointerMotion(let x, _): dx += x
+            case .pointerMotion(let motion): dx += motion.dx
             default: break
             }
         }
@@ -204,7 +204,7 @@ func summary(_ event: HIDEvent) -> String {
     switch event.payload {
     case .key(let key): "key \(key.code) \(key.state)"
     case .button(let button): "button \(button.number) \(button.isDown)"
-    case .pointerMotion(let dx, let dy): "motion \(dx) \(dy)"
+    case .pointerMotion(let motion): "motion \(motion.dx) \(motion.dy)"
     case .scroll(let scroll): "scroll \(scroll.vertical) \(scroll.horizontal)"
     case .digitizer(let frame): "touch " + frame.contacts.map { "\($0.trackingID):\($0.phase):\($0.x),\($0.y)" }.joined(separator: " ")
     case .pen(let pen): "pen \(pen.tool) \(pen.inProximity) \(pen.touching) \(pen.x) \(pen.y) \(pen.barrelButtons)"

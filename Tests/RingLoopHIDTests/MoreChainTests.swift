@@ -143,10 +143,10 @@ struct MoreChainTests {
             var dx: Int32 = 0
             var dy: Int32 = 0
             for event in events {
-                if case .pointerMotion(let x, let y) = event.payload {
+                if case .pointerMotion(let motion) = event.payload {
                     count += 1
-                    dx += x
-                    dy += y
+                    dx += motion.dx
+                    dy += motion.dy
                 }
             }
             return (count, dx, dy)

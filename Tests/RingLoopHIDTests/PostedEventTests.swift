@@ -27,7 +27,7 @@ struct PostedEventTests {
 
     @Test("posted events reach the handlers queued, in order, through the handlers' filters", arguments: HIDEventSystem.Shape.allCases)
     func order(shape: HIDEventSystem.Shape) throws {
-        let motion = HIDEvent(device: HIDDeviceID(rawValue: 9), timestamp: .now, payload: .pointerMotion(dx: 3, dy: -1))
+        let motion = HIDEvent(device: HIDDeviceID(rawValue: 9), timestamp: .now, payload: .pointerMotion(PointerMotionEvent(dx: 3, dy: -1)))
         let posted = [Self.key(30, .down), motion, Self.key(30, .up)]
         let (all, keys, inPost) = try onFreshThread { () throws -> ([HIDEvent], [HIDEvent], Int) in
             let loop = RingRunLoop.current

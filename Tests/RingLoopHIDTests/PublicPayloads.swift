@@ -12,12 +12,16 @@ func madeByAnApp(_ event: HIDEvent) -> HIDEvent {
         payload = .key(KeyEvent(usage: key.usage, code: key.code, state: key.state, modifiers: key.modifiers))
     case .button(let button):
         payload = .button(ButtonEvent(code: button.code, number: button.number, isDown: button.isDown))
-    case .pointerMotion(let dx, let dy):
-        payload = .pointerMotion(dx: dx, dy: dy)
+    case .pointerMotion(let motion):
+        payload = .pointerMotion(
+            PointerMotionEvent(
+                dx: motion.dx, dy: motion.dy, acceleratedDX: motion.acceleratedDX, acceleratedDY: motion.acceleratedDY,
+                cursor: motion.cursor.map { PointerCursor(location: $0.location, screen: $0.screen) }))
     case .scroll(let scroll):
         payload = .scroll(
             ScrollEvent(
-                vertical: scroll.vertical, horizontal: scroll.horizontal, isHighResolution: scroll.isHighResolution))
+                vertical: scroll.vertical, horizontal: scroll.horizontal, isHighResolution: scroll.isHighResolution,
+                source: scroll.source, phase: scroll.phase))
     case .absolutePointer(let pointer):
         payload = .absolutePointer(
             AbsolutePointerEvent(

@@ -158,9 +158,9 @@ struct DeliveredTally {
         case .key(let key) where key.state != .repeat: press(key.code, key.state == .down)
         case .button(let button): press(button.code, button.isDown)
         case .gamepadButton(let button): press(button.code, button.isDown)
-        case .pointerMotion(let dx, let dy):
-            motion.x += Int64(dx)
-            motion.y += Int64(dy)
+        case .pointerMotion(let pointer):
+            motion.x += Int64(pointer.dx)
+            motion.y += Int64(pointer.dy)
         case .scroll(let scroll):
             self.scroll.vertical += scroll.vertical
             self.scroll.horizontal += scroll.horizontal

@@ -264,6 +264,51 @@ struct ServerWireTests {
         }
     }
 
+    @Test(
+        "pointer motion's accelerated deltas and cursor, and scrolling's source and phase, read back; a bad flag, source or phase is refused"
+    )
+    func pointerAndScrollFields() throws {
+        let device = HIDDeviceID(rawValue: 4)
+        let events = [
+            HIDEvent(
+                device: device, timestamp: .now,
+                payload: .pointerMotion(
+                    PointerMotionEvent(
+                        dx: 3, dy: -7, acceleratedDX: 4.125, acceleratedDY: -9.625,
+                        cursor: PointerCursor(location: ScreenPoint(x: 812.5, y: 0), screen: 2)))),
+            HIDEvent(device: device, timestamp: .now, payload: .pointerMotion(PointerMotionEvent(dx: -1, dy: 0))),
+            HIDEvent(
+                device: device, timestamp: .now,
+                payload: .scroll(ScrollEvent(vertical: -12.5, horizontal: 3, source: .finger, phase: .began))),
+            HIDEvent(
+                device: device, timestamp: .now, payload: .scroll(ScrollEvent(vertical: 0, horizontal: 0, source: .edge, phase: .ended))),
+            HIDEvent(device: device, timestamp: .now, payload: .scroll(ScrollEvent(vertical: 0.25, isHighResolution: true))),
+        ]
+        #expect(try roundTrip(events) == events)
+        #expect(events.allSatisfy { ServerWire.encodedSize($0) == ServerWire.Batch(sequence: 1, events: [$0]).encoded.count - 10 })
+
+        // The byte after the hi-res flag is the source, then the phase; after the
+        // accelerated deltas of a motion, the cursor's flag.
+        let scrollBytes = ServerWire.Batch(sequence: 1, events: [events[2]]).encoded
+        for (offset, value, violation) in [
+            (scrollBytes.count - 2, UInt8(4), ServerWire.Violation.unknown(field: "scroll source", value: 4)),
+            (scrollBytes.count - 1, 4, .unknown(field: "scroll phase", value: 4)),
+            (scrollBytes.count - 3, 2, .outOfRange(field: "scroll hi-res flag", value: 2)),
+        ] {
+            var corrupt = scrollBytes
+            corrupt[offset] = value
+            #expect(throws: violation) { try ServerWire.Batch(decoding: corrupt) }
+        }
+        var motionBytes = ServerWire.Batch(sequence: 1, events: [events[1]]).encoded
+        motionBytes[motionBytes.count - 2] = 1  // a screen without a cursor
+        #expect(throws: ServerWire.Violation.notCanonical(field: "motion cursor screen")) { try ServerWire.Batch(decoding: motionBytes) }
+        let infinite = HIDEvent(
+            device: device, timestamp: .now, payload: .pointerMotion(PointerMotionEvent(dx: 1, dy: 1, acceleratedDX: .infinity)))
+        #expect(throws: ServerWire.Violation.notFinite(field: "motion accelerated dx")) {
+            try ServerWire.Batch(decoding: ServerWire.Batch(sequence: 1, events: [infinite]).encoded)
+        }
+    }
+
     @Test("a description with codes out of order, an axis the device lacks or a code past its type's maximum is refused")
     func hostileDescriptions() throws {
         var writer = WireWriter()

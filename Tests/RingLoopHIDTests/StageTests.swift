@@ -159,7 +159,7 @@ struct StageTests {
             payload: .key(KeyEvent(usage: HIDUsage.forLinuxKey(Evdev.KEY_A), code: Evdev.KEY_A, state: .down, modifiers: .leftShift)))
         #expect("\(key)" == "device 3: key KEY_A down usage 0x7:0x4 modifiers 0x02")
         #expect("\(HIDEvent.Payload.button(ButtonEvent(code: Evdev.BTN_LEFT, number: 1, isDown: true)))" == "button 1 (BTN_LEFT) down")
-        #expect("\(HIDEvent.Payload.pointerMotion(dx: 3, dy: -1))" == "motion 3 -1")
+        #expect("\(HIDEvent.Payload.pointerMotion(PointerMotionEvent(dx: 3, dy: -1)))" == "motion 3 -1")
         #expect("\(HIDEvent.Payload.focusChanged(isFocused: false))" == "focus lost")
         #expect(SwitchEvent(code: Evdev.SW_LID, isOn: true).codeName == "SW_LID")
     }

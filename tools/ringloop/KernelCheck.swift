@@ -117,7 +117,7 @@ enum PayloadKey: Equatable, CustomStringConvertible {
         switch payload {
         case .key(let event): self = .key(event)
         case .button(let event): self = .button(event)
-        case .pointerMotion(let dx, let dy): self = .motion(dx, dy)
+        case .pointerMotion(let motion): self = .motion(motion.dx, motion.dy)
         case .scroll(let event): self = .scroll(event)
         case .absolutePointer(let event): self = .absolutePointer(event)
         case .digitizer(let frame):

@@ -69,12 +69,19 @@ enum EventFormat {
             object["code"] = Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)
             object["button"] = button.number
             object["state"] = button.isDown ? "down" : "up"
-        case .pointerMotion(let dx, let dy):
-            object["dx"] = Int(dx)
-            object["dy"] = Int(dy)
+        case .pointerMotion(let motion):
+            object["dx"] = Int(motion.dx)
+            object["dy"] = Int(motion.dy)
+            object["acceleratedDX"] = motion.acceleratedDX
+            object["acceleratedDY"] = motion.acceleratedDY
+            if let cursor = motion.cursor {
+                object["cursor"] = ["x": cursor.location.x, "y": cursor.location.y, "screen": cursor.screen] as [String: Any]
+            }
         case .scroll(let scroll):
             object["vertical"] = scroll.vertical
             object["horizontal"] = scroll.horizontal
+            object["source"] = scroll.source.rawValue
+            if scroll.phase != .none { object["phase"] = scroll.phase.rawValue }
         case .absolutePointer(let pointer):
             object["x"] = Int(pointer.x)
             object["y"] = Int(pointer.y)

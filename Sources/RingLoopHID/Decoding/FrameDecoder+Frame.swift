@@ -104,7 +104,7 @@ extension FrameDecoder {
             }
         }
         // Relative motion, wheels, dials and the other relative axes.
-        if relX != 0 || relY != 0 { out.append(event(time, .pointerMotion(dx: relX, dy: relY))) }
+        if relX != 0 || relY != 0 { out.append(event(time, .pointerMotion(PointerMotionEvent(dx: relX, dy: relY)))) }
         emitScroll(at: time, into: &out)
         if dial != 0 { out.append(event(time, .dial(dial))) }
         for (code, value) in pendingRelative where value != 0 {

@@ -15,9 +15,8 @@ extension HIDEvent.Payload: CustomStringConvertible {
         switch self {
         case .key(let key): "\(key)"
         case .button(let button): "\(button)"
-        case .pointerMotion(let dx, let dy): "motion \(dx) \(dy)"
-        case .scroll(let scroll):
-            "scroll vertical \(scroll.vertical) horizontal \(scroll.horizontal)\(scroll.isHighResolution ? " (hi-res)" : "")"
+        case .pointerMotion(let motion): "\(motion)"
+        case .scroll(let scroll): "\(scroll)"
         case .absolutePointer(let pointer): "absolute \(pointer.x) \(pointer.y)" + ScreenPoint.shown(pointer.screenLocation)
         case .digitizer(let frame): "\(frame)"
         case .pen(let pen): "\(pen)"
@@ -91,6 +90,28 @@ extension AxisEvent: CustomStringConvertible {
     /// The kernel's name of the axis (`ABS_WHEEL`, `REL_Z`).
     public var codeName: String {
         Evdev.shownName(ofCode: code, type: source == .absolute ? Evdev.EV_ABS : Evdev.EV_REL)
+    }
+}
+
+extension PointerMotionEvent: CustomStringConvertible {
+    /// The raw counts, the accelerated deltas where they differ, and the cursor where there
+    /// is one: `motion 3 -1`, `motion 3 -1 accelerated 4.50 -1.50 → (812.5, 400.0) px on screen 0`.
+    public var description: String {
+        var text = "motion \(dx) \(dy)"
+        if acceleratedDX != Double(dx) || acceleratedDY != Double(dy) {
+            text += " accelerated \(TextFormat.fixed(acceleratedDX, 2)) \(TextFormat.fixed(acceleratedDY, 2))"
+        }
+        if let cursor { text += ScreenPoint.shown(cursor.location) + " on screen \(cursor.screen)" }
+        return text
+    }
+}
+
+extension ScrollEvent: CustomStringConvertible {
+    /// The amounts, and the source and phase where they are not a wheel's:
+    /// `scroll vertical 1.0 horizontal 0.0 (hi-res)`, `scroll vertical 0.0 horizontal 0.0 finger ended`.
+    public var description: String {
+        "scroll vertical \(vertical) horizontal \(horizontal)\(isHighResolution ? " (hi-res)" : "")"
+            + (source == .wheel ? "" : " \(source.rawValue)") + (phase == .none ? "" : " \(phase.rawValue)")
     }
 }
 

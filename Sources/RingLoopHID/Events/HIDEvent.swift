@@ -31,7 +31,9 @@ public struct HIDEvent: Sendable, Equatable {
     public enum Payload: Sendable, Equatable {
         case key(KeyEvent)
         case button(ButtonEvent)
-        case pointerMotion(dx: Int32, dy: Int32)
+        /// A relative device moved: its raw counts, the accelerated deltas and the cursor
+        /// (``PointerMotionEvent``).
+        case pointerMotion(PointerMotionEvent)
         case scroll(ScrollEvent)
         case absolutePointer(AbsolutePointerEvent)
         case digitizer(DigitizerFrame)
@@ -160,20 +162,123 @@ public struct ButtonEvent: Sendable, Hashable {
     }
 }
 
-/// Scrolling in detents (one notch of a wheel is 1.0); positive is up and right.
-/// Hi-res wheels report fractions (120 units per detent); a device's low-res wheel
-/// events are not counted again when it reports hi-res.
+/// A relative pointer's motion (a mouse, trackball, pointing stick, or a touchpad moving
+/// the pointer): the device's raw counts, the deltas after the device's acceleration, and
+/// the cursor the motion moved, where there is one.
+///
+/// Games and robots want ``dx`` and ``dy`` (what the device counted, as the kernel
+/// reported them); a desktop's pointer wants ``acceleratedDX`` and ``acceleratedDY``
+/// (libinput's accelerated deltas: normalized to a 1000-dpi device and accelerated by
+/// the device's profile and speed) or the ``cursor`` itself. Positive `y` is down, as
+/// the kernel's `REL_Y`. The decoder makes the accelerated deltas equal to the raw ones
+/// and no cursor; the pointer stage fills them in.
+public struct PointerMotionEvent: Sendable, Hashable {
+    /// The device's own horizontal count (`REL_X`), positive to the right.
+    public var dx: Int32
+    /// The device's own vertical count (`REL_Y`), positive down.
+    public var dy: Int32
+    /// The horizontal delta after acceleration, in pixels of the cursor (at libinput's
+    /// normalized 1000 dpi).
+    public var acceleratedDX: Double
+    /// The vertical delta after acceleration, in pixels of the cursor.
+    public var acceleratedDY: Double
+    /// Where the cursor is after this motion; `nil` where no cursor applies (no screens).
+    public var cursor: PointerCursor?
+
+    /// A motion of `dx`, `dy` device counts; the accelerated deltas are the raw ones unless
+    /// given.
+    /// - Parameters:
+    ///   - dx: The horizontal count, positive to the right.
+    ///   - dy: The vertical count, positive down.
+    ///   - acceleratedDX: The horizontal delta after acceleration (`dx` when `nil`).
+    ///   - acceleratedDY: The vertical delta after acceleration (`dy` when `nil`).
+    ///   - cursor: The cursor after the motion, if one applies.
+    public init(dx: Int32, dy: Int32, acceleratedDX: Double? = nil, acceleratedDY: Double? = nil, cursor: PointerCursor? = nil) {
+        self.dx = dx
+        self.dy = dy
+        self.acceleratedDX = acceleratedDX ?? Double(dx)
+        self.acceleratedDY = acceleratedDY ?? Double(dy)
+        self.cursor = cursor
+    }
+}
+
+/// Where the pointer's cursor is: a location in one screen's pixels, and which screen of
+/// the layout.
+public struct PointerCursor: Sendable, Hashable {
+    /// The location in the screen's pixels (as ``ScreenPoint`` measures them: after the
+    /// screen's rotation), within the screen: `0 ≤ x ≤ width − 1` and the same for `y`.
+    public var location: ScreenPoint
+    /// The screen's index in the layout: the system's ``DeviceSettingsResolver/allScreens``
+    /// (0 for the only screen).
+    public var screen: Int
+
+    /// The cursor at `location` on the layout's screen number `screen`.
+    public init(location: ScreenPoint, screen: Int = 0) {
+        self.location = location
+        self.screen = screen
+    }
+}
+
+/// Scrolling; positive is up and right. A wheel scrolls in detents (one notch is 1.0):
+/// hi-res wheels report fractions (120 units per detent), and a device's low-res wheel
+/// events are not counted again when it reports hi-res. Finger, edge and continuous
+/// scrolling (``Source``) scroll by a distance in the pointer's pixels (libinput's scroll
+/// value for those sources), and end with an event of phase ``Phase/ended`` (libinput's
+/// axis stop: the fingers left; an app may start kinetic scrolling from here).
 public struct ScrollEvent: Sendable, Hashable {
+    /// What scrolled, as libinput's axis sources.
+    public enum Source: String, Sendable, Hashable, CaseIterable {
+        /// A mouse wheel (`REL_WHEEL`, `REL_HWHEEL` and their hi-res forms): in detents.
+        case wheel
+        /// Fingers on a touchpad (two-finger scrolling): in pixels.
+        case finger
+        /// A finger along a touchpad's edge (edge scrolling): in pixels.
+        case edge
+        /// A device moving while a button is held (button scrolling, a trackball's scroll
+        /// mode): in pixels, no detents.
+        case continuous
+    }
+
+    /// Where in a scroll an event is (finger, edge and continuous sources).
+    public enum Phase: String, Sendable, Hashable, CaseIterable {
+        /// A wheel's step: no gesture around it.
+        case none
+        /// The first movement of a scroll.
+        case began
+        /// A later movement.
+        case changed
+        /// The scroll stopped (libinput's axis stop): the fingers lifted or stopped. Its
+        /// values are 0; an app may start kinetic scrolling from the speed before it.
+        case ended
+    }
+
+    /// The vertical amount, positive up (detents for a wheel, pixels otherwise).
     public var vertical: Double
+    /// The horizontal amount, positive right (detents for a wheel, pixels otherwise).
     public var horizontal: Double
     /// Whether the device reports hi-res (`REL_WHEEL_HI_RES`) steps.
     public var isHighResolution: Bool
+    /// What scrolled.
+    public var source: Source
+    /// Where in a scroll the event is (``Phase/none`` for a wheel).
+    public var phase: Phase
 
-    /// Scrolling by `vertical` and `horizontal` detents.
-    public init(vertical: Double, horizontal: Double = 0, isHighResolution: Bool = false) {
+    /// Scrolling by `vertical` and `horizontal` (detents for a wheel).
+    /// - Parameters:
+    ///   - vertical: The vertical amount, positive up.
+    ///   - horizontal: The horizontal amount, positive right.
+    ///   - isHighResolution: Whether the device reports hi-res wheel steps.
+    ///   - source: What scrolled.
+    ///   - phase: Where in a scroll the event is.
+    public init(
+        vertical: Double, horizontal: Double = 0, isHighResolution: Bool = false, source: Source = .wheel,
+        phase: Phase = .none
+    ) {
         self.vertical = vertical
         self.horizontal = horizontal
         self.isHighResolution = isHighResolution
+        self.source = source
+        self.phase = phase
     }
 }
 

@@ -23,10 +23,14 @@ final class CoalescingStage: HIDEventStage {
     /// (counting the samples it stands for).
     private func hold(_ event: HIDEvent, emit: (HIDEvent) -> Void) -> Bool {
         switch event.payload {
-        case .pointerMotion(let dx, let dy):
-            if case .pointerMotion(let heldX, let heldY)? = pending[event.device]?.payload {
-                pending[event.device] = HIDEvent(
-                    device: event.device, timestamp: event.timestamp, payload: .pointerMotion(dx: heldX &+ dx, dy: heldY &+ dy))
+        case .pointerMotion(var motion):
+            // The deltas add up; the cursor is where the newest motion left it.
+            if case .pointerMotion(let held)? = pending[event.device]?.payload {
+                motion.dx = held.dx &+ motion.dx
+                motion.dy = held.dy &+ motion.dy
+                motion.acceleratedDX += held.acceleratedDX
+                motion.acceleratedDY += held.acceleratedDY
+                pending[event.device] = HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion))
                 return true
             }
         case .digitizer(let frame):

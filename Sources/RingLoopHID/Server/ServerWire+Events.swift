@@ -18,8 +18,9 @@ import RingLoopEvdev
 /// with bytes left over is refused too: a ``Violation`` names the field. A libFuzzer target
 /// (`FuzzServerWire`) runs the decoders in CI.
 package enum ServerWire {
-    /// The format's version.
-    package static let version: UInt16 = 2
+    /// The format's version (3: pointer motion carries its accelerated deltas and the
+    /// cursor, scrolling its source and phase).
+    package static let version: UInt16 = 3
 
     /// A message that breaks the format; the receiver drops it (and a client that sends
     /// one is dropped).
@@ -81,13 +82,21 @@ package enum ServerWire {
             out.u16(button.code)
             out.i32(Int32(clamping: button.number))
             out.bool(button.isDown)
-        case .pointerMotion(let dx, let dy):
-            out.i32(dx)
-            out.i32(dy)
+        case .pointerMotion(let motion):
+            out.i32(motion.dx)
+            out.i32(motion.dy)
+            out.f64(motion.acceleratedDX)
+            out.f64(motion.acceleratedDY)
+            out.bool(motion.cursor != nil)
+            out.f64(motion.cursor?.location.x ?? 0)
+            out.f64(motion.cursor?.location.y ?? 0)
+            out.u16(UInt16(clamping: motion.cursor?.screen ?? 0))
         case .scroll(let scroll):
             out.f64(scroll.vertical)
             out.f64(scroll.horizontal)
             out.bool(scroll.isHighResolution)
+            out.u8(UInt8(scrollSources.firstIndex(of: scroll.source)!))
+            out.u8(UInt8(scrollPhases.firstIndex(of: scroll.phase)!))
         case .absolutePointer(let pointer):
             out.i32(pointer.x)
             out.i32(pointer.y)
@@ -160,8 +169,8 @@ package enum ServerWire {
         switch event.payload {
         case .key(let key): payload = 9 + 4 + 1 + key.text.count + 4
         case .button: payload = 7
-        case .pointerMotion: payload = 8
-        case .scroll: payload = 17
+        case .pointerMotion: payload = 43
+        case .scroll: payload = 19
         case .absolutePointer: payload = 41
         case .digitizer(let frame): payload = 6 + frame.count * contactSize
         case .pen: payload = 71
@@ -182,6 +191,8 @@ package enum ServerWire {
 
     private static let penTools: [PenEvent.Tool] = [.pen, .eraser, .brush, .pencil, .airbrush, .mouse, .lens]
     private static let phases: [Contact.Phase] = [.began, .moved, .stationary, .ended, .cancelled]
+    private static let scrollSources: [ScrollEvent.Source] = [.wheel, .finger, .edge, .continuous]
+    private static let scrollPhases: [ScrollEvent.Phase] = [.none, .began, .changed, .ended]
 
     private static func encode(_ contact: Contact, into out: inout WireWriter) {
         out.i16(contact.slot)
@@ -236,12 +247,19 @@ package enum ServerWire {
             let number = try input.i32("button number", in: 0...Int32(Evdev.KEY_MAX) + 1)
             payload = .button(ButtonEvent(code: code, number: Int(number), isDown: try input.bool("button state")))
         case .pointerMotion:
-            payload = .pointerMotion(dx: try input.i32("motion dx"), dy: try input.i32("motion dy"))
+            payload = .pointerMotion(try decodePointerMotion(from: &input))
         case .scroll:
+            let vertical = try input.f64("scroll vertical")
+            let horizontal = try input.f64("scroll horizontal")
+            let isHighResolution = try input.bool("scroll hi-res flag")
+            let source = try input.u8("scroll source")
+            guard Int(source) < scrollSources.count else { throw .unknown(field: "scroll source", value: UInt64(source)) }
+            let phase = try input.u8("scroll phase")
+            guard Int(phase) < scrollPhases.count else { throw .unknown(field: "scroll phase", value: UInt64(phase)) }
             payload = .scroll(
                 ScrollEvent(
-                    vertical: try input.f64("scroll vertical"), horizontal: try input.f64("scroll horizontal"),
-                    isHighResolution: try input.bool("scroll hi-res flag")))
+                    vertical: vertical, horizontal: horizontal, isHighResolution: isHighResolution,
+                    source: scrollSources[Int(source)], phase: scrollPhases[Int(phase)]))
         case .absolutePointer:
             var pointer = AbsolutePointerEvent(
                 x: try input.i32("pointer x"), y: try input.i32("pointer y"),
@@ -302,6 +320,22 @@ package enum ServerWire {
             throw .unknown(field: "event kind", value: UInt64(kindIndex))
         }
         return HIDEvent(device: device, timestamp: MonotonicInstant(nanoseconds: time), payload: payload)
+    }
+
+    /// Reads a pointer motion: the raw and accelerated deltas, then the cursor's flag,
+    /// location and screen (all 0 without a cursor).
+    private static func decodePointerMotion(from input: inout WireReader) throws(Violation) -> PointerMotionEvent {
+        let dx = try input.i32("motion dx")
+        let dy = try input.i32("motion dy")
+        let acceleratedDX = try input.f64("motion accelerated dx")
+        let acceleratedDY = try input.f64("motion accelerated dy")
+        let hasCursor = try input.bool("motion cursor flag")
+        let location = try decodeScreenLocation("motion cursor x", "motion cursor y", hasIt: hasCursor, from: &input)
+        let screen = try input.u16("motion cursor screen")
+        guard hasCursor || screen == 0 else { throw .notCanonical(field: "motion cursor screen") }
+        return PointerMotionEvent(
+            dx: dx, dy: dy, acceleratedDX: acceleratedDX, acceleratedDY: acceleratedDY,
+            cursor: location.map { PointerCursor(location: $0, screen: Int(screen)) })
     }
 
     private static func decodeFrame(from input: inout WireReader) throws(Violation) -> DigitizerFrame {
