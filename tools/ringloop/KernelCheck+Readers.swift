@@ -247,24 +247,28 @@ func chainTexts(_ events: [HIDEvent]) -> [PayloadKey] {
     }
 }
 
-/// A child process of this command (`/proc/self/exe` with `arguments`), its standard
-/// output to `output`, standard error to `errors`. `posix_spawn`, not Foundation's
-/// `Process`, which needs a socket pair and a run-loop thread for nothing here.
+/// A child process: this command (`/proc/self/exe`) or another `executable`, with
+/// `arguments`, its standard output to `output`, standard error to `errors`.
+/// `posix_spawn`, not Foundation's `Process`, which needs a socket pair and a run-loop
+/// thread for nothing here.
 final class ChildCommand {
     let pid: pid_t
     private var status: Int32?
 
-    init?(_ arguments: [String], output: String = "/dev/null", errors: String = "/dev/null") {
+    init?(
+        _ arguments: [String], executable: String = "/proc/self/exe", output: String = "/dev/null",
+        errors: String = "/dev/null"
+    ) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let argv = (["/proc/self/exe"] + arguments).map { strdup($0) } + [nil]
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        guard posix_spawn(&child, "/proc/self/exe", &actions, nil, argv, environ) == 0 else { return nil }
+        guard posix_spawn(&child, executable, &actions, nil, argv, environ) == 0 else { return nil }
         pid = child
     }
 
@@ -278,6 +282,9 @@ final class ChildCommand {
     }
 
     func interrupt() { if status == nil { kill(pid, SIGINT) } }
+
+    /// Ends it at once (`SIGKILL`), when it did not end as asked.
+    func forceEnd() { if status == nil { kill(pid, SIGKILL) } }
 
     /// Bytes it has read so far (`rchar` of `/proc/PID/io`): a reader's progress through
     /// a node, 24 bytes an event, once it has started.

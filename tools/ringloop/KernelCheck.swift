@@ -45,7 +45,7 @@ struct KernelCheck: ParsableCommand {
             ("state at attach", KernelChecks.stateAtAttach), ("SYN_DROPPED", KernelChecks.droppedAndResynced),
             ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("keymap", KernelChecks.keymap),
             ("uhid", UHIDChecks.run), ("rumble", UHIDChecks.rumble),
-            ("recordings", CorpusReplay.run), ("demo", KernelChecks.demo),
+            ("libinput", LibinputChecks.run), ("recordings", CorpusReplay.run), ("demo", KernelChecks.demo),
         ]
         for (phase, run) in phases {
             let phaseStarted = MonotonicInstant.now
