@@ -485,7 +485,7 @@ enum LibinputChecks {
         for event in replayed.chain {
             switch event.payload {
             case .button(let button): chainButtons.append("\(button.code) \(button.isDown ? "down" : "up")")
-            case .pointerMotion(let dx, let dy): chainMotion.append("\(dx),\(dy)")
+            case .pointerMotion(let motion): chainMotion.append("\(motion.dx),\(motion.dy)")
             case .scroll(let scroll):
                 chainScroll.append("\(Format.fixed(scroll.vertical, 2)),\(Format.fixed(scroll.horizontal, 2))")
             default: break
