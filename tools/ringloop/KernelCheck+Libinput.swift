@@ -18,7 +18,8 @@ import Glibc
 /// udev database entry itself (``UdevDatabaseEntry``), as udevd would, before libinput
 /// opens the node; libudev reads it as udevd's.
 ///
-/// Other checks use ``Libinput/replay(_:udev:options:speed:chainConfiguration:context:)``:
+/// Other checks use
+/// ``Libinput/replay(_:udev:options:speed:chainConfiguration:context:beforePlaying:)``:
 /// the recording through a new uinput device, read by libinput and by the chain, both
 /// results returned.
 enum Libinput {
@@ -52,6 +53,8 @@ enum Libinput {
         var udev: [String: String]
         /// Events the node gave each reader.
         var eventsAtNode: Int
+        /// What `beforePlaying` returned.
+        var prepared: String
     }
 
     /// The `ID_INPUT_*` properties udev's `input_id` builtin gives a device with this
@@ -82,13 +85,19 @@ enum Libinput {
     /// the entry is written (so it reads the same udev properties as libinput) and
     /// stopped after it.
     ///
+    /// `beforePlaying` runs once the chain has attached the device and every reader is
+    /// there, the udev entry written (a check sets the chain's screens there: the
+    /// screen-mapping stage reads the node's udev properties again); what it returns is
+    /// kept in ``Replayed/prepared``.
+    ///
     /// Bounded: libinput must show the device within 30 s, the replay runs for the
     /// recording's length (or as fast as the readers keep up), then libinput and the chain
     /// get at most 20 s to read every event the node gave, libinput half a second of quiet
     /// for its timers, and libinput is interrupted.
     static func replay(
         _ recording: Recording, udev: [String: String] = [:], options: [String] = [], speed: Speed = .recorded,
-        chainConfiguration: HIDEventSystem.Configuration? = nil, context: CheckContext
+        chainConfiguration: HIDEventSystem.Configuration? = nil, context: CheckContext,
+        beforePlaying: ((ChainWatch, HIDDeviceID) -> String)? = nil
     ) -> Result<Replayed, LibinputFailure> {
         guard let description = recording.description else { return .failure(LibinputFailure("the recording describes no device")) }
         guard isInstalled else { return .failure(LibinputFailure("\(command) is missing (tools/kernel-stage puts it in the guest)")) }
@@ -129,6 +138,7 @@ enum Libinput {
             session.stop()
             return .failure(LibinputFailure("\(device.nodePath) has \(device.readerCount) readers, not \(readers)"))
         }
+        let prepared = beforePlaying?(chain, id) ?? ""
         let atNode = expectedAtNode(recording).events.count
         let chainBase = chain.rawEventsRead
         do {
@@ -151,7 +161,7 @@ enum Libinput {
         return .success(
             Replayed(
                 node: device.nodePath, libinput: reading, chain: chain.events(of: id), info: chain.info(id), udev: properties,
-                eventsAtNode: atNode))
+                eventsAtNode: atNode, prepared: prepared))
     }
 }
 
@@ -439,6 +449,159 @@ struct LibinputEvent: CustomStringConvertible {
 enum LibinputChecks {
     static func run(_ context: CheckContext) {
         mouse(context)
+        touchscreenCalibration(context)
+    }
+
+    /// The calibration matrix every touchscreen check gives libinput and the chain (a
+    /// quarter turn with scaling and offsets: every one of the six values counts).
+    static let calibration = "0 -0.9 0.95 1.1 0 -0.05"
+
+    /// Real touchscreens' recordings (devices/real: an Atmel maXTouch and the EP0430M09
+    /// panel of the issue, four fingers dragged down) played through uinput, the node's
+    /// udev entry holding `LIBINPUT_CALIBRATION_MATRIX` (``calibration``). libinput maps
+    /// each touch through it onto a screen of 100 × 100 (`debug-events` prints
+    /// `libinput_event_touch_get_x_transformed(touch, 100)`); the chain reads the same
+    /// udev property (its screen-mapping stage, through libudev) and maps onto a screen of
+    /// 1920 × 1080, given back here in percent. Every touch's down position and its moves
+    /// (repeats of one position dropped on both sides) must agree within what libinput's
+    /// arithmetic in whole device units allows, as measured: it normalizes over
+    /// max − min + 1 units (the chain over max − min: one device unit through the matrix),
+    /// and it applies the matrix in device units and keeps the calibrated position as
+    /// integers (truncated: one more device unit of the axis; the Atmel's first touch,
+    /// 415/107, calibrates to 599.5/249.9 and prints as 599/249 of 800/480), plus the
+    /// 0.005 of its two decimals.
+    static func touchscreenCalibration(_ context: CheckContext) {
+        let folder = "\(context.devices)/real/evemu-devices/touchscreens"
+        let files = [
+            ("atmel", "Atmel maXTouch Touchscreen.4-finger-drag-down.events"),
+            ("ep0430m09", "EP0430M09.4-finger-drag-down.events"),
+        ]
+        for (short, file) in files {
+            let name = "libinput/touchscreen-calibration/\(short)"
+            guard context.report.wants(name) else { continue }
+            let recording: Recording
+            do {
+                guard let found = try Recording.loadAll(contentsOf: "\(folder)/\(file)").first(where: { $0.description != nil })
+                else { return context.report.fail(name, "\(file) describes no device") }
+                recording = found
+            } catch {
+                context.report.fail(name, "\(error)")
+                continue
+            }
+            let (agree, detail) = touchscreen(recording, file: file, context: context)
+            context.report.check(name, agree, detail)
+        }
+    }
+
+    /// One touchscreen recording through libinput and the chain; whether they agree, and
+    /// the line that says so.
+    static func touchscreen(_ recording: Recording, file: String, context: CheckContext) -> (Bool, String) {
+        let screen: ScreenDescription
+        let matrix: CalibrationMatrix
+        do {
+            screen = try ScreenDescription(width: 1920, height: 1080)
+            matrix = try CalibrationMatrix(parsing: calibration)
+        } catch {
+            return (false, "\(error)")
+        }
+        let result = Libinput.replay(
+            recording, udev: ["LIBINPUT_CALIBRATION_MATRIX": calibration], speed: .recorded, context: context
+        ) { chain, id in
+            let screens = DeviceSettingsResolver(screens: [screen])
+            chain.setScreens(screens)
+            guard let info = chain.info(id), let mapping = chain.screenMapping(for: id) else { return "no screen" }
+            let line = ScreenMappingReport(device: info, screens: screens).line
+            return mapping.calibration == matrix ? line : "calibration \(mapping.calibration), not udev's (\(line))"
+        }
+        context.chain.setScreens(nil)
+        let replayed: Libinput.Replayed
+        switch result {
+        case .success(let value): replayed = value
+        case .failure(let failure): return (false, failure.description)
+        }
+        // Each touch: its positions in percent of the screen, in order, repeats dropped.
+        typealias Track = [(x: Double, y: Double)]
+        func add(_ point: (x: Double, y: Double), to track: inout Track) {
+            if let last = track.last, last.x == point.x, last.y == point.y { return }
+            track.append(point)
+        }
+        var libinputTracks: [Track] = []
+        var open: [Int: Int] = [:]
+        for event in replayed.libinput.events {
+            guard let touch = event.touch else { continue }
+            switch event.type {
+            case "TOUCH_DOWN":
+                open[touch.slot] = libinputTracks.count
+                libinputTracks.append([])
+                fallthrough
+            case "TOUCH_MOTION":
+                if let index = open[touch.slot], let x = touch.screenX, let y = touch.screenY { add((x, y), to: &libinputTracks[index]) }
+            default: open[touch.slot] = nil
+            }
+        }
+        var chainTracks: [Track] = []
+        var chainOpen: [Int16: Int] = [:]
+        var unmapped = 0
+        for event in replayed.chain {
+            guard case .digitizer(let frame) = event.payload else { continue }
+            for contact in frame.contacts {
+                switch contact.phase {
+                case .began:
+                    chainOpen[contact.slot] = chainTracks.count
+                    chainTracks.append([])
+                    fallthrough
+                case .moved:
+                    guard let location = contact.screenLocation else {
+                        unmapped += 1
+                        continue
+                    }
+                    let point = (location.x / Double(screen.width) * 100, location.y / Double(screen.height) * 100)
+                    if let index = chainOpen[contact.slot] { add(point, to: &chainTracks[index]) }
+                case .ended, .cancelled: chainOpen[contact.slot] = nil
+                case .stationary: break
+                }
+            }
+        }
+        let axes = replayed.info?.description.absoluteAxes
+        let rangeX = Double((axes?[Evdev.ABS_MT_POSITION_X]).map { $0.maximum - $0.minimum } ?? 1)
+        let rangeY = Double((axes?[Evdev.ABS_MT_POSITION_Y]).map { $0.maximum - $0.minimum } ?? 1)
+        let toleranceX = (abs(matrix.a) / rangeX + abs(matrix.b) / rangeY + 1 / (rangeX + 1)) * 100 + 0.005
+        let toleranceY = (abs(matrix.d) / rangeX + abs(matrix.e) / rangeY + 1 / (rangeY + 1)) * 100 + 0.005
+        var problems: [String] = []
+        if !replayed.libinput.readEverything {
+            problems.append("libinput read \(replayed.libinput.eventsRead) of \(replayed.eventsAtNode) events")
+        }
+        if !replayed.prepared.hasPrefix(recording.description!.name) { problems.append("the chain's mapping: \(replayed.prepared)") }
+        if unmapped > 0 { problems.append("\(unmapped) of the chain's contacts had no screen location (\(replayed.prepared))") }
+        if libinputTracks.count != chainTracks.count {
+            problems.append("libinput saw \(libinputTracks.count) touches, the chain \(chainTracks.count)")
+        }
+        var worst = (x: 0.0, y: 0.0)
+        var positions = 0
+        for (index, (ours, theirs)) in zip(chainTracks, libinputTracks).enumerated() {
+            if ours.count != theirs.count {
+                problems.append("touch \(index): libinput \(theirs.count) positions, the chain \(ours.count)")
+                continue
+            }
+            for (step, (a, b)) in zip(ours, theirs).enumerated() {
+                positions += 1
+                worst = (max(worst.x, abs(a.x - b.x)), max(worst.y, abs(a.y - b.y)))
+                if abs(a.x - b.x) > toleranceX || abs(a.y - b.y) > toleranceY {
+                    problems.append(
+                        "touch \(index) position \(step): libinput \(Format.fixed(b.x, 2))/\(Format.fixed(b.y, 2)),"
+                            + " the chain \(Format.fixed(a.x, 3))/\(Format.fixed(a.y, 3))")
+                    break
+                }
+            }
+        }
+        if positions == 0 { problems.append("no positions to compare (\(replayed.libinput.summary))") }
+        if !problems.isEmpty { return (false, problems.prefix(4).joined(separator: "; ")) }
+        return (
+            true,
+            "\(file) through \(replayed.node) with LIBINPUT_CALIBRATION_MATRIX=\"\(calibration)\": \(chainTracks.count) touches,"
+                + " \(positions) positions equal within \(Format.fixed(toleranceX, 3))/\(Format.fixed(toleranceY, 3)) % of the"
+                + " screen (largest difference \(Format.fixed(worst.x, 3))/\(Format.fixed(worst.y, 3))); the chain: \(replayed.prepared)"
+        )
     }
 
     /// A real mouse (a Logitech Ultrathin Touch Mouse's recording: buttons held long

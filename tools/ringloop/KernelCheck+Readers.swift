@@ -107,6 +107,22 @@ final class ChainWatch: @unchecked Sendable {
         onLoop { self.system?.setKeymap(keymap) }
     }
 
+    /// Sets the chain's screens (the screen-mapping stage), or takes them away; where each
+    /// attached device maps now, and why (udev's properties are read again).
+    @discardableResult
+    func setScreens(_ screens: DeviceSettingsResolver?) -> [ScreenMappingReport] {
+        var reports: [ScreenMappingReport] = []
+        onLoop { reports = self.system?.setScreens(screens) ?? [] }
+        return reports
+    }
+
+    /// Where the device's positions map now (`nil`: no screen, or no screens set).
+    func screenMapping(for id: HIDDeviceID) -> ScreenMapping? {
+        var mapping: ScreenMapping?
+        onLoop { mapping = self.system?.screenMapping(for: id) }
+        return mapping
+    }
+
     /// The newest device attached so far (0 for none): devices attached later have a
     /// greater id. Take it before creating a device whose node name may be reused.
     func mark() -> UInt32 { state.withLock { $0.paths.keys.map(\.rawValue).max() ?? 0 } }
