@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// The keymap stage on the kernel's own devices: lock LEDs written to a uinput keyboard
-/// and read back with `EVIOCGLED`, and `ringloop type` through a uinput keyboard.
+/// and read back with `EVIOCGLED`, and `ringloop type` through a uinput keyboard, read by
+/// the chain, as `evtest` reads and by libinput.
 extension KernelChecks {
     static func keymap(_ context: CheckContext) {
         keymapLEDs(context)
@@ -68,28 +69,51 @@ extension KernelChecks {
         }
     }
 
-    /// `ringloop type --backend uinput --layout fr "àéç@€"` makes a uinput keyboard and types
-    /// into it; the chain reads it with fr and gets the same text.
+    /// `ringloop type --backend uinput --layout fr TEXT` makes a uinput keyboard and types
+    /// into it; the node is read three ways at once, and each gives the same text: the
+    /// chain with fr; a reader of the raw events as `evtest` reads them (``NodeCapture``),
+    /// the keys fed to libxkbcommon with fr (``KeyboardState``); and libinput 1.22
+    /// (`libinput debug-events --show-keycodes`, the node's udev entry saying it is a
+    /// keyboard), its `KEYBOARD_KEY` codes fed to libxkbcommon with fr the same way.
     static func keymapType(_ context: CheckContext) {
-        guard context.report.wants("keymap-type") else { return }
-        let text = "àéç@€"
+        let name = "keymap-type"
+        guard context.report.wants(name) else { return }
+        let text = "àéç@€ où est l'été ? 5 € @ Paris!"
+        let keymap: Keymap
         do {
-            context.chain.setKeymap(try Keymap(configuration: KeyboardConfiguration(layout: "fr")))
+            keymap = try Keymap(configuration: KeyboardConfiguration(layout: "fr"))
         } catch {
-            return context.report.fail("keymap-type", "\(error)")
+            return context.report.fail(name, "\(error)")
         }
+        context.chain.setKeymap(keymap)
         defer { context.chain.setKeymap(nil) }
         let mark = context.chain.mark()
         let out = "/tmp/type-\(getpid()).out"
         defer { unlink(out) }
+        // Long enough for libinput to start on the node (under emulation: 0.4 s measured).
+        let started = MonotonicInstant.now
         guard let child = ChildCommand(["type", "--backend", "uinput", "--layout", "fr", "--wait", "2", text], output: out) else {
-            return context.report.fail("keymap-type", "cannot start ringloop type")
+            return context.report.fail(name, "cannot start ringloop type")
         }
         var node: String?
         waitUntil(.seconds(20)) {
             node = fileText(out)?.split(separator: "\n").first.map(String.init)
             return node != nil || !child.isRunning
         }
+        let capture = node.flatMap { NodeCapture(path: $0) }
+        var libinput: Result<LibinputDebugEvents, LibinputFailure> = .failure(LibinputFailure("no node"))
+        var entry: UdevDatabaseEntry?
+        if let node {
+            do {
+                let properties = ["ID_INPUT": "1", "ID_INPUT_KEY": "1", "ID_INPUT_KEYBOARD": "1"]
+                entry = try UdevDatabaseEntry(node: node, properties: properties)
+                libinput = .success(try LibinputDebugEvents(node: node))
+            } catch {
+                libinput = .failure(error)
+            }
+        }
+        defer { entry?.remove() }
+        let libinputReady = milliseconds(MonotonicInstant.now - started)
         let id = node.flatMap { context.chain.waitForDevice(atPath: $0, after: mark) }
         func typed() -> String {
             guard let id else { return "" }
@@ -100,9 +124,34 @@ extension KernelChecks {
         }
         waitUntil(.seconds(30)) { typed() == text || !child.isRunning && (id.map(context.chain.wasRemoved) ?? true) }
         let status = child.wait()
+        capture?.finish()
+        let raw = (capture?.captured ?? []).filter { $0.type == Evdev.EV_KEY }.map { (code: $0.code, pressed: $0.value != 0) }
+        var libinputText = ""
+        var libinputSummary = ""
+        switch libinput {
+        case .success(let session):
+            let reading = session.finish(expectedEvents: capture?.captured.count ?? 0)
+            let keys = reading.events.compactMap { $0.type == "KEYBOARD_KEY" ? $0.press : nil }
+            libinputText = Self.text(of: keys, keymap: keymap)
+            libinputSummary = reading.summary
+        case .failure(let failure):
+            libinputSummary = failure.description
+        }
+        let rawText = Self.text(of: raw, keymap: keymap)
+        let chainText = typed()
         context.report.check(
-            "keymap-type", status == 0 && typed() == text,
-            "ringloop type --backend uinput --layout fr \(text.debugDescription): exit \(status), node \(node ?? "none"),"
-                + " the chain read with fr: \(typed().debugDescription)")
+            name, status == 0 && chainText == text && rawText == text && libinputText == text,
+            "ringloop type --backend uinput --layout fr \(text.debugDescription): exit \(status), node \(node ?? "none");"
+                + " the chain read with fr \(chainText.debugDescription); the node's \(raw.count) key events through"
+                + " xkbcommon with fr \(rawText.debugDescription); libinput's keys through xkbcommon with fr"
+                + " \(libinputText.debugDescription) (libinput showed the device after \(Int(libinputReady)) ms;"
+                + " \(libinputSummary))")
+    }
+
+    /// The text key presses and releases type in `keymap`, read as libxkbcommon's users
+    /// read it (a fresh keyboard state: no lock, no modifier).
+    static func text(of keys: [(code: UInt16, pressed: Bool)], keymap: Keymap) -> String {
+        let state = KeyboardState(keymap: keymap)
+        return keys.map { key in state.process(code: key.code, state: key.pressed ? .down : .up).text.string }.joined()
     }
 }
