@@ -6,6 +6,7 @@
 #include <libevdev/libevdev.h>
 #include <libevdev/libevdev-uinput.h>
 #include <linux/input.h>
+#include <linux/uinput.h>
 #include <sys/ioctl.h>
 #include <string.h>
 
@@ -41,6 +42,17 @@ static inline void ringloop_ff_rumble(struct ff_effect *effect, short id, unsign
     effect->u.rumble.weak_magnitude = weak;
 }
 static inline short ringloop_ff_effect_id(const struct ff_effect *effect) { return effect->id; }
+// The driver side of a uinput device's force feedback (`linux/uinput.h`): the kernel sends
+// the uinput descriptor an `EV_UINPUT` event (`UI_FF_UPLOAD` or `UI_FF_ERASE`, the value
+// its request id) when a reader uploads or erases an effect, and waits until the device
+// fetches the request (`UI_BEGIN_FF_…`) and answers it (`UI_END_FF_…`, with `retval`).
+static inline unsigned long ringloop_ui_begin_ff_upload(void) { return UI_BEGIN_FF_UPLOAD; }
+static inline unsigned long ringloop_ui_end_ff_upload(void) { return UI_END_FF_UPLOAD; }
+static inline unsigned long ringloop_ui_begin_ff_erase(void) { return UI_BEGIN_FF_ERASE; }
+static inline unsigned long ringloop_ui_end_ff_erase(void) { return UI_END_FF_ERASE; }
+static inline unsigned short ringloop_ev_uinput(void) { return EV_UINPUT; }
+static inline unsigned short ringloop_ui_ff_upload(void) { return UI_FF_UPLOAD; }
+static inline unsigned short ringloop_ui_ff_erase(void) { return UI_FF_ERASE; }
 /// `EVIOCRMFF` takes the effect's id as the argument itself, not a pointer to it.
 static inline int ringloop_ioctl_value(int fd, unsigned long request, long value) { return ioctl(fd, request, value); }
 static inline long ringloop_input_event_sec(const struct input_event *e) { return e->input_event_sec; }

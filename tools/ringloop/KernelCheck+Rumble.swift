@@ -1,4 +1,5 @@
 import RingLoop
+import RingLoopDevices
 import RingLoopEvdev
 import RingLoopHID
 
@@ -15,6 +16,11 @@ import Glibc
 /// the kernel's memoryless force feedback turns both motors off again.
 extension UHIDChecks {
     static func rumble(_ context: CheckContext) {
+        dualsenseRumble(context)
+        uinputRumble(context)
+    }
+
+    static func dualsenseRumble(_ context: CheckContext) {
         let name = "uhid/dualsense-rumble"
         guard context.report.wants(name) else { return }
         let hid: HIDFile
@@ -89,5 +95,65 @@ extension UHIDChecks {
         } catch {
             context.report.fail(name, "\(pad.node): \(error)")
         }
+    }
+
+    /// Rumble through uinput: a real pad's description (a Mad Catz Wired Xbox 360
+    /// Controller: `FF_RUMBLE`, the periodic effects and `FF_GAIN`, as xpad gives them) made
+    /// a uinput device, which answers the kernel's upload and erase handshake
+    /// (`UI_BEGIN_FF_UPLOAD`…) as a driver does. `ringloop rumble NODE --strong 0.75 --weak
+    /// 0.25 --duration 100 --gain 0.5` (a separate process, through the kernel's
+    /// force-feedback core) must end well, and the device must have been asked, in order:
+    /// the gain, the upload of that rumble (the id the kernel chose), its play, its stop,
+    /// its erasure (the force-feedback core may stop it once more before erasing it).
+    static func uinputRumble(_ context: CheckContext) {
+        let name = "uinput/rumble"
+        guard context.report.wants(name) else { return }
+        let file = "\(context.devices)/real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events"
+        let device: UInputDevice
+        do {
+            guard let description = try Recording.loadAll(contentsOf: file).compactMap(\.description).first else {
+                return context.report.fail(name, "\(file) describes no device")
+            }
+            device = try UInputDevice(description)
+        } catch {
+            return context.report.fail(name, "\(error)")
+        }
+        defer { device.remove() }
+        let out = "/tmp/rumble-\(getpid()).out"
+        let errors = out + ".err"
+        defer {
+            unlink(out)
+            unlink(errors)
+        }
+        let started = MonotonicInstant.now
+        let arguments = ["rumble", device.nodePath, "--strong", "0.75", "--weak", "0.25", "--duration", "100", "--gain", "0.5"]
+        guard let child = ChildCommand(arguments, output: out, errors: errors) else {
+            return context.report.fail(name, "cannot start ringloop rumble")
+        }
+        // Each request blocks the command until the device answers (30 s, then ETIMEDOUT).
+        let ended = waitUntil(.seconds(40)) { !child.isRunning }
+        if !ended { child.forceEnd() }
+        let status = child.wait()
+        let took = milliseconds(MonotonicInstant.now - started)
+        let said = ((fileText(out) ?? "") + (fileText(errors) ?? "")).trimmed
+        // The erasure comes when the command erases the effect; a moment later at most.
+        var requests: [ForceFeedbackRequest] = []
+        waitUntil(.seconds(5)) {
+            requests = device.forceFeedbackRequests
+            return requests.contains { if case .erase = $0 { true } else { false } }
+        }
+        let effect = RumbleEffect(strong: 49151, weak: 16384, milliseconds: 100)
+        var expected: [ForceFeedbackRequest] = [.gain(32768)]
+        if case .upload(let id, _) = requests.dropFirst().first {
+            expected += [.upload(id: id, effect), .play(id: id, count: 1), .stop(id: id)]
+            if requests.count == expected.count + 2 { expected.append(.stop(id: id)) }
+            expected.append(.erase(id: id))
+        }
+        context.report.check(
+            name, status == 0 && requests == expected,
+            "ringloop rumble \(device.nodePath) (\(device.deviceDescription.name) through uinput): exit \(status) in"
+                + " \(Int(took)) ms, said \(said.debugDescription); the device answered the kernel's handshake and was asked:"
+                + " \(requests.map(\.description).joined(separator: "; "))"
+                + (requests == expected ? "" : " (expected \(expected.map(\.description).joined(separator: "; ")))"))
     }
 }

@@ -184,7 +184,7 @@ struct ReplayCommand: ParsableCommand {
                 printError("ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed")
             }
             // What programs asked the devices' force feedback to do (a test rig's check of an app's rumble).
-            for case let node as FUSEEvdevNode in replay.devices.joined() where !node.forceFeedbackRequests.isEmpty {
+            for node in replay.devices.joined() where !node.forceFeedbackRequests.isEmpty {
                 printError(
                     "ringloop replay: \(node.nodePath) force feedback: "
                         + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))

@@ -19,6 +19,12 @@ import Glibc
 /// period of 0 (the one difference from the description; ``repeatSettings``). A reader
 /// that sets both non-zero again (`EVIOCSREP`) turns the kernel's repeat back on, as on
 /// any keyboard.
+///
+/// A device described with force feedback (`EV_FF`; libevdev gives it room for 10
+/// effects) answers the kernel's upload and erase handshake (`UI_BEGIN_FF_UPLOAD`…) on a
+/// thread of its own, as a driver does: rumbles are accepted, and every upload, play,
+/// stop, erase and gain a program asks for is kept in ``forceFeedbackRequests`` (what a
+/// test rig asserts of an app's rumble, as with a FUSE node).
 public final class UInputDevice: VirtualInputDevice, Sendable {
     public let nodePath: String
     public let deviceDescription: InputDeviceDescription
@@ -29,6 +35,8 @@ public final class UInputDevice: VirtualInputDevice, Sendable {
     private let handle: ThreadLock<OpaquePointer?>
     /// Who holds the node (see ``readerCount``).
     private let readers: NodeReaders
+    /// Answers force-feedback requests (a device with `EV_FF` only).
+    private let forceFeedback: UInputForceFeedback?
 
     /// Creates the device through `/dev/uinput`, in the described key, switch and LED
     /// state, with the kernel's software key repeat off.
@@ -95,7 +103,8 @@ public final class UInputDevice: VirtualInputDevice, Sendable {
         handle.withLock { $0 = created }
         // The kernel hands the LED and repeat settings above back to the driver (this
         // device's descriptor); they are not readers' requests.
-        _ = receivedEvents()
+        _ = Self.readAvailable(libevdev_uinput_get_fd(created))
+        forceFeedback = description.codes[Evdev.EV_FF] != nil ? UInputForceFeedback(descriptor: libevdev_uinput_get_fd(created)) : nil
     }
 
     deinit { remove() }
@@ -134,25 +143,30 @@ public final class UInputDevice: VirtualInputDevice, Sendable {
     /// them to its driver: `EV_LED` (a reader set an LED), `EV_SND`, `EV_REP` (a reader's
     /// `EVIOCSREP`), `EV_FF` plays. Does not wait.
     public func receivedEvents() -> [InputEvent] {
-        handle.withLock { handle -> [InputEvent] in
+        if let forceFeedback { return forceFeedback.takeReceived() }
+        return handle.withLock { handle -> [InputEvent] in
             guard let handle else { return [] }
-            let fd = libevdev_uinput_get_fd(handle)
-            var received: [InputEvent] = []
-            var buffer = [UInt8](repeating: 0, count: 64 * InputEvent.size)
-            while true {
-                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard Glibc.poll(&ready, 1, 0) == 1, ready.revents & Int16(POLLIN) != 0 else { break }
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { break }
-                buffer.withUnsafeBytes { raw in
-                    for index in 0..<(count / InputEvent.size) {
-                        received.append(InputEvent(bytes: raw.baseAddress! + index * InputEvent.size))
-                    }
+            return Self.readAvailable(libevdev_uinput_get_fd(handle))
+        }
+    }
+
+    /// The events waiting on the uinput descriptor `fd`, without waiting.
+    private static func readAvailable(_ fd: Int32) -> [InputEvent] {
+        var received: [InputEvent] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * InputEvent.size)
+        while true {
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard Glibc.poll(&ready, 1, 0) == 1, ready.revents & Int16(POLLIN) != 0 else { break }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            buffer.withUnsafeBytes { raw in
+                for index in 0..<(count / InputEvent.size) {
+                    received.append(InputEvent(bytes: raw.baseAddress! + index * InputEvent.size))
                 }
             }
-            return received
         }
+        return received
     }
 
     /// Descriptors open on the node in every process this one can see: what `fuser`
@@ -167,8 +181,16 @@ public final class UInputDevice: VirtualInputDevice, Sendable {
     /// `timeout` (at most 100 ms: a node opened through another inode is seen then).
     public func waitForReaderChange(timeout: Duration) { readers.waitForChange(timeout: timeout) }
 
+    /// What programs asked the device's force feedback to do, oldest first: uploads of
+    /// rumbles (with the id the kernel gave them), plays, stops, erasures and the gain
+    /// (empty for a device without `EV_FF`). A reader's `EVIOCSFF` of another effect type
+    /// is refused (`EINVAL`) and not kept.
+    public var forceFeedbackRequests: [ForceFeedbackRequest] { forceFeedback?.requests ?? [] }
+
     public func remove() {
         handle.withLock { handle in
+            // The thread answering force feedback ends first: it uses the descriptor.
+            if handle != nil { forceFeedback?.stop() }
             if let current = handle { libevdev_uinput_destroy(current) }
             handle = nil
         }

@@ -23,6 +23,9 @@ public protocol VirtualInputDevice: AnyObject, Sendable {
     /// Returns when a reader may have come or gone, or after `timeout`, whichever is
     /// first (``waitForReaders(_:timeout:shouldStop:)`` waits with it).
     func waitForReaderChange(timeout: Duration)
+    /// What programs asked the device's force feedback to do, oldest first (empty for a
+    /// device without `FF_RUMBLE`): a test rig's record of an app's rumble.
+    var forceFeedbackRequests: [ForceFeedbackRequest] { get }
 }
 
 extension FUSEEvdevNode: VirtualInputDevice {
