@@ -34,6 +34,9 @@ enum Libinput {
         /// At the recorded pace: what libinput's timing-dependent parts (pointer
         /// acceleration, debouncing, tapping, palm and thumb timeouts) were made for.
         case recorded
+        /// At `factor` times the recorded pace (gaps that libinput times, a button's
+        /// debouncing, 25 ms, must stay longer than its timeouts).
+        case scaled(Double)
         /// Without the recorded gaps, as fast as libinput and the chain keep up (half a
         /// node buffer at a time): for checks of positions and codes only.
         case asFastAsReadersKeepUp
@@ -144,6 +147,7 @@ enum Libinput {
         do {
             switch speed {
             case .recorded: try Replay.play(recording, to: device, speed: .recorded)
+            case .scaled(let factor): try Replay.play(recording, to: device, speed: .scaled(factor))
             case .asFastAsReadersKeepUp:
                 try CorpusReplay.paced([recording], [device], progress: [{ session.eventsRead }], chain: chain, chainBase: chainBase)
             }
@@ -605,8 +609,9 @@ enum LibinputChecks {
     }
 
     /// A real mouse (a Logitech Ultrathin Touch Mouse's recording: buttons held long
-    /// enough for the kernel's key repeat, motion, both wheels) played at the recorded
-    /// pace through uinput and read by libinput and the chain: the same button presses
+    /// enough for the kernel's key repeat, motion, both wheels) played at three times the
+    /// recorded pace (its shortest press, 124 ms, stays past libinput's debouncing) through
+    /// uinput and read by libinput and the chain: the same button presses
     /// and releases in order, the same relative motion frame by frame (libinput's
     /// unaccelerated deltas, normalized to 1000 dpi, which is its default for a mouse
     /// without `MOUSE_DPI`) and the same wheel clicks (libinput's v120 over 120, its
@@ -625,7 +630,7 @@ enum LibinputChecks {
             return context.report.fail(name, "\(error)")
         }
         let replayed: Libinput.Replayed
-        switch Libinput.replay(recording, context: context) {
+        switch Libinput.replay(recording, speed: .scaled(3), context: context) {
         case .success(let result): replayed = result
         case .failure(let failure): return context.report.fail(name, failure.description)
         }
