@@ -97,63 +97,66 @@ extension UHIDChecks {
         }
     }
 
-    /// Rumble through uinput: a real pad's description (a Mad Catz Wired Xbox 360
-    /// Controller: `FF_RUMBLE`, the periodic effects and `FF_GAIN`, as xpad gives them) made
-    /// a uinput device, which answers the kernel's upload and erase handshake
-    /// (`UI_BEGIN_FF_UPLOAD`…) as a driver does. `ringloop rumble NODE --strong 0.75 --weak
-    /// 0.25 --duration 100 --gain 0.5` (a separate process, through the kernel's
-    /// force-feedback core) must end well, and the device must have been asked, in order:
-    /// the gain, the upload of that rumble (the id the kernel chose), its play, its stop,
-    /// its erasure (the force-feedback core may stop it once more before erasing it).
+    /// Rumble through uinput: a real pad's recording (a Mad Catz Wired Xbox 360
+    /// Controller: `FF_RUMBLE`, the periodic effects and `FF_GAIN`, as xpad gives them)
+    /// hosted by `ringloop replay --backend uinput --keep`, whose uinput device answers the
+    /// kernel's upload and erase handshake (`UI_BEGIN_FF_UPLOAD`…) as a driver does.
+    /// `ringloop rumble NODE --strong 0.75 --weak 0.25 --duration 100 --gain 0.5` (through
+    /// the kernel's force-feedback core) must end well, and the replay, interrupted, must
+    /// say the device was asked, in order: the gain, the upload of that rumble (the id the
+    /// kernel chose), its play, its stop, its erasure (the force-feedback core may stop it
+    /// once more before erasing it).
     static func uinputRumble(_ context: CheckContext) {
         let name = "uinput/rumble"
         guard context.report.wants(name) else { return }
         let file = "\(context.devices)/real/evemu-devices/joysticks/Mad Catz Wired Xbox 360 Controller.events"
-        let device: UInputDevice
-        do {
-            guard let description = try Recording.loadAll(contentsOf: file).compactMap(\.description).first else {
-                return context.report.fail(name, "\(file) describes no device")
-            }
-            device = try UInputDevice(description)
-        } catch {
-            return context.report.fail(name, "\(error)")
+        let files = [
+            "/tmp/replay-\(getpid()).out", "/tmp/replay-\(getpid()).err", "/tmp/rumble-\(getpid()).out", "/tmp/rumble-\(getpid()).err",
+        ]
+        defer { files.forEach { unlink($0) } }
+        guard let host = ChildCommand(["replay", "--backend", "uinput", "--asap", "--keep", file], output: files[0], errors: files[1])
+        else { return context.report.fail(name, "cannot start ringloop replay") }
+        var node: String?
+        waitUntil(.seconds(20)) {
+            node = fileText(files[0])?.split(separator: "\n").first.map(String.init)
+            return node != nil || !host.isRunning
         }
-        defer { device.remove() }
-        let out = "/tmp/rumble-\(getpid()).out"
-        let errors = out + ".err"
-        defer {
-            unlink(out)
-            unlink(errors)
+        guard let node else {
+            _ = host.wait()
+            return context.report.fail(name, "ringloop replay made no device: \((fileText(files[1]) ?? "").trimmed)")
         }
         let started = MonotonicInstant.now
-        let arguments = ["rumble", device.nodePath, "--strong", "0.75", "--weak", "0.25", "--duration", "100", "--gain", "0.5"]
-        guard let child = ChildCommand(arguments, output: out, errors: errors) else {
+        let arguments = ["rumble", node, "--strong", "0.75", "--weak", "0.25", "--duration", "100", "--gain", "0.5"]
+        guard let child = ChildCommand(arguments, output: files[2], errors: files[3]) else {
+            host.interrupt()
+            _ = host.wait()
             return context.report.fail(name, "cannot start ringloop rumble")
         }
         // Each request blocks the command until the device answers (30 s, then ETIMEDOUT).
-        let ended = waitUntil(.seconds(40)) { !child.isRunning }
-        if !ended { child.forceEnd() }
+        if !waitUntil(.seconds(40), { !child.isRunning }) { child.forceEnd() }
         let status = child.wait()
         let took = milliseconds(MonotonicInstant.now - started)
-        let said = ((fileText(out) ?? "") + (fileText(errors) ?? "")).trimmed
-        // The erasure comes when the command erases the effect; a moment later at most.
-        var requests: [ForceFeedbackRequest] = []
-        waitUntil(.seconds(5)) {
-            requests = device.forceFeedbackRequests
-            return requests.contains { if case .erase = $0 { true } else { false } }
+        let said = ((fileText(files[2]) ?? "") + (fileText(files[3]) ?? "")).trimmed
+        host.interrupt()
+        if !waitUntil(.seconds(20), { !host.isRunning }) { host.forceEnd() }
+        let hostStatus = host.wait()
+        let prefix = "ringloop replay: \(node) force feedback: "
+        let line = (fileText(files[1]) ?? "").split(separator: "\n").first { $0.hasPrefix(prefix) }.map {
+            String($0.dropFirst(prefix.count))
         }
         let effect = RumbleEffect(strong: 49151, weak: 16384, milliseconds: 100)
+        let requests = line?.split(separator: ";").map(\.trimmed) ?? []
         var expected: [ForceFeedbackRequest] = [.gain(32768)]
-        if case .upload(let id, _) = requests.dropFirst().first {
+        if requests.count > 1, requests[1].hasPrefix("upload "), let id = Int16(requests[1].dropFirst(7).prefix { $0 != ":" }) {
             expected += [.upload(id: id, effect), .play(id: id, count: 1), .stop(id: id)]
             if requests.count == expected.count + 2 { expected.append(.stop(id: id)) }
             expected.append(.erase(id: id))
         }
+        let agree = requests == expected.map(\.description)
         context.report.check(
-            name, status == 0 && requests == expected,
-            "ringloop rumble \(device.nodePath) (\(device.deviceDescription.name) through uinput): exit \(status) in"
-                + " \(Int(took)) ms, said \(said.debugDescription); the device answered the kernel's handshake and was asked:"
-                + " \(requests.map(\.description).joined(separator: "; "))"
-                + (requests == expected ? "" : " (expected \(expected.map(\.description).joined(separator: "; ")))"))
+            name, status == 0 && hostStatus == 0 && agree,
+            "ringloop rumble \(node) (a Mad Catz Wired Xbox 360 Controller replayed through uinput): exit \(status) in"
+                + " \(Int(took)) ms, said \(said.debugDescription); ringloop replay (exit \(hostStatus)) says the device was asked:"
+                + " \(line ?? "nothing")" + (agree ? "" : " (expected \(expected.map(\.description).joined(separator: "; ")))"))
     }
 }

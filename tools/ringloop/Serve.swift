@@ -289,7 +289,16 @@ struct Serve: ParsableCommand {
                 throw Failure(error)
             }
         }
-        defer { session?.close() }
+        defer {
+            // What programs asked the hosted devices' force feedback to do (as replay says it).
+            let hosted: [any VirtualInputDevice] = session.map { Array($0.devices.joined()) } ?? []
+            for node in hosted where !node.forceFeedbackRequests.isEmpty {
+                printError(
+                    "ringloop serve: \(node.nodePath) force feedback: "
+                        + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))
+            }
+            session?.close()
+        }
         let grants: (attach: PeerPolicy, focus: PeerPolicy, observe: PeerPolicy, observeKeyboards: PeerPolicy)
         do { grants = try self.grants() } catch { throw Failure(error) }
         let othersAllowed = allowUid != nil || allowGid != nil
