@@ -137,6 +137,9 @@ extension UHIDChecks {
         let status = child.wait()
         let took = milliseconds(MonotonicInstant.now - started)
         let said = ((fileText(files[2]) ?? "") + (fileText(files[3]) ?? "")).trimmed
+        // Interrupted once its replay has ended (it then keeps the device until Ctrl-C and
+        // exits 0; before, Ctrl-C cuts the replay short: 130).
+        waitUntil(.seconds(30)) { (fileText(files[1]) ?? "").contains("frames replayed") || !host.isRunning }
         host.interrupt()
         if !waitUntil(.seconds(20), { !host.isRunning }) { host.forceEnd() }
         let hostStatus = host.wait()
