@@ -80,15 +80,20 @@ struct PerformTests {
         #expect(ran.load(ordering: .acquiring) == false)
     }
 
-    // Apple, on `wait`: "If the current thread and target thread are the same, and you
-    // specify YES for this parameter, the selector is performed immediately on the current
-    // thread." This holds with no modes too.
-    @Test("No modes, waiting, on the loop's own thread: performed at once")
+    // The same sentence holds on the loop's own thread: the empty array wins over `wait`'s
+    // "If the current thread and target thread are the same, and you specify YES for this
+    // parameter, the selector is performed immediately on the current thread." (Issue 47:
+    // this ran the block before.)
+    @Test("No modes, waiting, on the loop's own thread: returns without performing")
     func noModesWaitingOnOwnThread() {
         onFreshLoopThread {
             let ran = ThreadLock(false)
             RingRunLoop.current.perform(inModes: [], waitUntilDone: true) { ran.withLock { $0 = true } }
-            #expect(ran.withLock { $0 })
+            // A perform with a mode, on the same thread, still runs at once.
+            let control = ThreadLock(false)
+            RingRunLoop.current.perform(inModes: ["elsewhere"], waitUntilDone: true) { control.withLock { $0 = true } }
+            #expect(ran.withLock { $0 } == false)
+            #expect(control.withLock { $0 })
         }
     }
 

@@ -7,19 +7,19 @@ extension RingRunLoop {
     /// (`performSelector:onThread:withObject:waitUntilDone:modes:`).
     ///
     /// With `waitUntilDone`, the caller waits until the block has run; called on the loop's
-    /// own thread, it runs the block at once, whatever mode the loop is in (and whatever
-    /// `modes` says), as Foundation does. With no modes it returns without performing, as
-    /// Foundation's "If you specify nil or an empty array for this parameter, this method
-    /// returns without performing the specified selector." A caller waiting on a loop
-    /// whose thread has exited (or exits before running the block) returns without the
-    /// block having run; waiting on a loop that runs but never in one of `modes` waits
-    /// until it does, as in Foundation. Safe from any thread.
+    /// own thread, it runs the block at once, whatever mode the loop is in, as Foundation
+    /// does. With no modes it returns without performing, on any thread, the loop's own
+    /// included, as Apple's documentation says: "If you specify nil or an empty array for
+    /// this parameter, this method returns without performing the specified selector." A
+    /// caller waiting on a loop whose thread has exited (or exits before running the
+    /// block) returns without the block having run; waiting on a loop that runs but never
+    /// in one of `modes` waits until it does, as in Foundation. Safe from any thread.
     public func perform(inModes modes: [Mode] = [.default], waitUntilDone: Bool, _ block: @escaping @Sendable () -> Void) {
+        guard !modes.isEmpty else { return }
         if waitUntilDone && isOnLoopThread {
             Callout.toBlock(block)
             return
         }
-        guard !modes.isEmpty else { return }
         guard waitUntilDone else {
             perform(inModes: modes, block)
             wakeUp()

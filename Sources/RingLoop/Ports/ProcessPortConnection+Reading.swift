@@ -2,108 +2,76 @@ import CLibURing
 import Glibc
 import SystemPackage
 
-/// Reading a connection to a port in another process: one reader at a time (the *reader
-/// role*), so a message's fragments are taken in order.
+/// Reading a connection to a port in another process, and waiting on it: on the ring of
+/// the waiting thread's loop.
 ///
-/// - A sender blocked waiting for its reply takes the role and polls the socket itself;
-///   senders that find it taken wait as *followers*, and the reader hands the role to one
-///   of them when it lets go (leader and followers).
-/// - A sender running its loop in a reply mode watches the socket's readiness from that
-///   loop and reads when it can take the role; a reader that settles its reply wakes its
-///   loop.
-/// - The port thread reads only when the connection ends, for what came before the end.
-///
-/// A thread that finds the role taken while data is ready leaves a note (`readPending`);
-/// the holder reads again before it lets go, so nothing is left unread by a race.
+/// - What the port sends back is read by whichever thread finds the socket readable,
+///   under the connection's reading lock (`reading`): each packet queued is taken with a
+///   non-blocking `recv` and handed to the assembler in order, and the requests it settles
+///   are settled once the lock is let go. There is no reader role to hand over: a
+///   thread that finds the lock held waits the few microseconds the holder takes to read
+///   what is queued, then finds nothing left.
+/// - A sender waiting for its reply watches the socket's readiness from its own loop's
+///   ring: in the reply mode it gave, or (without one) in a private mode that holds
+///   nothing else, so the thread waits as if blocked while its loop's other sources,
+///   timers and observers wait. Waiting for room to send is the same, for `POLLOUT`.
+/// - The process's port thread (``PortClientThread``) reads only when the connection
+///   ends, for what came before the end (a refusal), and runs the invalidation callbacks.
 extension ProcessPortConnection {
-    /// Takes the reader role; when it is taken, registers `follower` to be handed it, or
-    /// (without one) leaves a note that data is ready.
-    private func takeRole(orFollowWith follower: ReplySlot?) -> Bool {
-        state.withLock { state in
-            guard !state.closing else { return false }
-            if state.readerActive {
-                if let follower { state.followers.append(follower) } else { state.readPending = true }
-                return false
-            }
-            state.readerActive = true
-            state.readPending = false
-            return true
-        }
-    }
+    /// The mode a thread's loop runs in while the thread waits for a reply or for room
+    /// without a reply mode of its own: only the connection's readiness and the reply's
+    /// source are in it.
+    static let waitingMode = RingRunLoop.Mode("RingLoop.ProcessPortConnection.waiting")
 
-    /// Gives the role up, unless a note says to read again (then keeps it: `true`); a
-    /// waiting follower is woken to take it.
-    private func resignReader() -> Bool {
-        let (again, next) = state.withLock { state -> (Bool, ReplySlot?) in
-            if state.readPending, !state.closing {
-                state.readPending = false
-                return (true, nil)
-            }
-            state.readerActive = false
-            return (false, state.followers.popLast())
-        }
-        next?.nudge()
-        return again
-    }
-
-    /// Reads what is queued if no other thread reads (a readiness callout, a sender
-    /// before it sends, the port thread at the connection's end).
+    /// Reads every packet queued, without waiting (any thread: a readiness callout, a
+    /// sender before it sends, the port thread at the connection's end).
     func readAvailable() {
-        guard takeRole(orFollowWith: nil) else { return }
-        repeat { drain() } while resignReader()
-    }
-
-    /// Reads every packet queued, without waiting (reader role held).
-    private func drain() {
-        while true {
-            let count = recv(socket, buffer.bytes.baseAddress, buffer.bytes.count, Int32(MSG_DONTWAIT))
-            if count > 0 {
-                received(UnsafeRawBufferPointer(rebasing: buffer.bytes[..<count]))
-                continue
+        var settled: [Settle] = []
+        var failure: (error: MessagePortError, shutDown: Bool)?
+        reading.withLock { reader in
+            guard !reader.closed else { return }
+            while failure == nil {
+                let count = recv(socket, reader.bytes.baseAddress, reader.bytes.count, Int32(MSG_DONTWAIT))
+                if count > 0 {
+                    switch received(UnsafeRawBufferPointer(rebasing: reader.bytes[..<count])) {
+                    case .success(let settle?): settled.append(settle)
+                    case .success(nil): break
+                    case .failure(let error): failure = (error, true)
+                    }
+                    continue
+                }
+                switch count < 0 ? errno : 0 {
+                case EAGAIN:
+                    return
+                case EINTR, ECONNRESET:
+                    // A reset (the port closed with packets of ours unread) is reported before
+                    // the packets it sent us, which are still queued: read on.
+                    continue
+                default:
+                    failure = (.becameInvalid(name), false)
+                }
             }
-            let failure = count < 0 ? errno : 0
-            switch failure {
-            case EAGAIN:
-                return
-            case EINTR, ECONNRESET:
-                // A reset (the port closed with packets of ours unread) is reported before
-                // the packets it sent us, which are still queued: read on.
-                continue
-            default:
-                end(.becameInvalid(name))
-                return
+        }
+        for settle in settled {
+            switch settle {
+            case .reply(let slot, let reply): slot.fulfil(reply)
+            case .failure(let slot, let error): slot.fail(error)
             }
+        }
+        if let failure {
+            end(failure.error)
+            if failure.shutDown { shutdown(socket, Int32(SHUT_RDWR)) }
         }
     }
 
-    /// Blocks until `deadline` for `slot`'s reply, reading the socket itself as the reader
-    /// or, while another thread reads, as a follower.
-    func awaitReply(_ slot: ReplySlot, until deadline: MonotonicInstant) {
-        while !slot.isSettled, MonotonicInstant.now < deadline {
-            guard takeRole(orFollowWith: slot) else {
-                slot.block(until: deadline)
-                state.withLock { $0.followers.removeAll { $0 === slot } }
-                continue
-            }
-            while !slot.isSettled, isOpen {
-                let now = MonotonicInstant.now
-                guard now < deadline else { break }
-                let milliseconds = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-                var entry = pollfd(fd: socket, events: Int16(POLLIN) | PortWire.peerClosed, revents: 0)
-                if poll(&entry, 1, milliseconds) > 0 { drain() }
-            }
-            while resignReader() { drain() }
-            return
-        }
-    }
-
-    /// Waits until `deadline` for `slot`'s reply running the calling thread's loop in
-    /// `mode`, reading the socket from that loop when it is readable.
+    /// Waits until `deadline` for `slot`'s reply, running the calling thread's loop in
+    /// `replyMode` (or, without one, in ``waitingMode``), its ring watching the socket.
     func awaitReply(
-        _ slot: ReplySlot, until deadline: MonotonicInstant, replyMode mode: RingRunLoop.Mode
+        _ slot: ReplySlot, until deadline: MonotonicInstant, replyMode: RingRunLoop.Mode?
     )
         throws(MessagePortError) -> [UInt8]
     {
+        let mode = replyMode ?? Self.waitingMode
         let reader = LoopPortSource(
             fileDescriptor: FileDescriptor(rawValue: socket), events: PollEvents(rawValue: Int16(POLLIN) | PortWire.peerClosed)
         ) {
@@ -112,5 +80,25 @@ extension ProcessPortConnection {
         RingRunLoop.current.add(reader, to: mode)
         defer { reader.invalidate() }
         return try slot.wait(until: deadline, replyMode: mode, name: name)
+    }
+
+    /// Waits until `deadline` for room to send, running the calling thread's loop in
+    /// ``waitingMode``, its ring watching the socket for `POLLOUT`.
+    func waitForRoom(until deadline: MonotonicInstant) throws(MessagePortError) {
+        guard MonotonicInstant.now < deadline else { throw .sendTimeout(name) }
+        let loop = RingRunLoop.current
+        let ready = ThreadLock(false)
+        let watcher = LoopPortSource(
+            fileDescriptor: FileDescriptor(rawValue: socket), events: PollEvents(rawValue: Int16(POLLOUT) | PortWire.peerClosed)
+        ) { _ in
+            ready.withLock { $0 = true }
+        }
+        loop.add(watcher, to: Self.waitingMode)
+        defer { watcher.invalidate() }
+        while !ready.withLock({ $0 }), MonotonicInstant.now < deadline {
+            if loop.run(mode: Self.waitingMode, until: deadline, returnAfterSourceHandled: true) == .failed { break }
+        }
+        // Room, or an error the next send reports.
+        guard ready.withLock({ $0 }) else { throw .sendTimeout(name) }
     }
 }

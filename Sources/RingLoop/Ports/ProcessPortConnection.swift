@@ -4,34 +4,34 @@ import SystemPackage
 
 /// The client side of a connection to a port in another process.
 ///
-/// Sending happens on the caller's thread: each packet is handed to the kernel at once
-/// (`MSG_DONTWAIT`), waiting for room only while the connection is full, until the send
-/// deadline. The kernel queues what is sent, so a port whose loop is busy delays delivery,
-/// not the send.
+/// Everything that waits goes through the calling thread's own loop, on its ring:
+/// connecting while the port's backlog is full (an `IORING_OP_CONNECT`), waiting for room
+/// to send, and waiting for a reply (readiness of the socket, then the packets read; see
+/// ProcessPortConnection+Reading). A packet the kernel can take at once is handed to it
+/// with one non-blocking `sendmsg`, as the port's own replies are: that is what lets a
+/// send with a zero timeout say at once whether the port had room (the event server's
+/// bound on a slow client rests on it). Nothing polls or sleeps on the caller's thread
+/// outside its loop.
 ///
-/// What the port sends back — its hello (its size limit), a refusal, replies — is read by
-/// whichever thread holds the connection's *reader role* (ProcessPortConnection+Reading):
-/// a sender waiting for its reply reads the socket itself, so a reply costs one wake-up,
-/// and settles any other request's reply it meets. The process's port thread
-/// (`ringloop-ports`, ``PortClientThread``) only watches for the connection's end, reads
-/// what is left then (a refusal comes before the end), and runs the invalidation
-/// callbacks.
+/// The process's port thread (`ringloop-ports`, ``PortClientThread``) only watches for
+/// the connection's end (no readiness for data: it wakes only when a connection ends),
+/// reads what is left then (a refusal comes before the end), and runs the invalidation
+/// callbacks: a port whose sender never waits still learns that its port went away.
 ///
 /// Threading: sends are serialized by `sending` (one message's packets are never
-/// interleaved with another's); `state` guards everything readers and senders share;
-/// `buffer` belongs to the thread holding the reader role.
+/// interleaved with another's); reads by `reading`; `state` guards what readers and
+/// senders share. Lock order: `sending`, then `reading`, then `state`.
 final class ProcessPortConnection: Sendable {
     let name: String
     let socket: Int32
     let owner: PeerCredentials
     let maximumReplySize: Int
-    /// The socket's readiness on the port thread's loop.
+    /// The socket's end on the port thread's loop.
     private let watcher: LoopPortSource
-    let buffer = ReceiveBuffer()
+    /// The packet buffer, and whether the descriptor is closed, under the reading lock.
+    let reading = ThreadLock(Reader())
     private let sending = ThreadLock<UInt64>(0)
     let state: ThreadLock<State>
-    /// Broadcast when the connection ends, for a sender that found it closed.
-    private let endedCondition = ThreadCondition()
 
     struct State {
         /// The port's message size limit, from its hello (`nil` until read).
@@ -43,20 +43,16 @@ final class ProcessPortConnection: Sendable {
         var waiting: [UInt64: (slot: ReplySlot, size: Int)] = [:]
         var remote: WeakRemote?
         var assembler: PortWire.Assembler
-        /// A thread is reading the socket.
-        var readerActive = false
-        /// Blocked senders waiting for the reader role (or their reply).
-        var followers: [ReplySlot] = []
-        /// Another thread found the role taken while data was ready.
-        var readPending = false
-        /// The descriptor is being closed: nothing reads it any more.
+        /// The descriptor is being closed.
         var closing = false
     }
 
-    /// The packet buffer of the thread holding the reader role.
-    final class ReceiveBuffer: @unchecked Sendable {
-        // @unchecked: used only by the thread holding the reader role (`readerActive`).
+    /// What the reading lock guards: the packet buffer, and whether the descriptor is
+    /// closed (nothing reads it then).
+    final class Reader: @unchecked Sendable {
+        // @unchecked: used only under the connection's reading lock.
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: PortWire.packetSize + 1, alignment: 8)
+        var closed = false
         deinit { bytes.deallocate() }
     }
 
@@ -65,12 +61,15 @@ final class ProcessPortConnection: Sendable {
     }
 
     /// What a packet from the port settles.
-    private enum Settle {
+    enum Settle {
         case reply(ReplySlot, [UInt8])
         case failure(ReplySlot, MessagePortError)
     }
 
     /// Connects to the port named `name` in another process and checks who holds it.
+    /// While the port's backlog is full, the connect waits in the calling thread's loop's
+    /// ring (``waitingMode``) for at most `connectTimeout`; with `.zero`, one try that does
+    /// not wait.
     /// - Throws: ``MessagePortError/notFound(_:)`` when no process has a port of that name,
     ///   ``MessagePortError/untrustedPort(_:owner:)`` when its holder is not in `trusting`,
     ///   ``MessagePortError/sendTimeout(_:)`` when its backlog stays full for
@@ -84,24 +83,12 @@ final class ProcessPortConnection: Sendable {
         let address = try namespace.address(of: name)
         let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .notFound(name) }
-        // A listener whose backlog is full refuses a non-blocking connect with EAGAIN (a
-        // Unix socket has no pending connect to wait for): try again for a while.
-        let giveUp = MonotonicInstant.now.advanced(by: max(.zero, connectTimeout))
-        while true {
-            let flags = fcntl(descriptor, F_GETFL)
-            _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-            if address.withSockaddr({ Glibc.connect(descriptor, $0, $1) }) == 0 { break }
-            let failure = errno
-            // (An interrupted connect is tried again whatever the timeout, `.zero` included.)
-            if failure == EINTR { continue }
-            guard failure == EAGAIN, MonotonicInstant.now < giveUp else {
-                Glibc.close(descriptor)
-                // A socket file the kernel does not let this process connect to.
-                if failure == EACCES || failure == EPERM { throw .accessDenied(name) }
-                throw failure == EAGAIN ? .sendTimeout(name) : .notFound(name)
-            }
-            var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
-            nanosleep(&pause, nil)
+        let failure = Self.connect(descriptor, to: address, timeout: connectTimeout)
+        guard failure == 0 else {
+            Glibc.close(descriptor)
+            // A socket file the kernel does not let this process connect to.
+            if failure == EACCES || failure == EPERM { throw .accessDenied(name) }
+            throw failure == EAGAIN ? .sendTimeout(name) : .notFound(name)
         }
         guard let owner = PeerCredentials.ofPeer(of: descriptor) else {
             Glibc.close(descriptor)
@@ -128,6 +115,54 @@ final class ProcessPortConnection: Sendable {
         PortClientThread.loop.wakeUp()
     }
 
+    /// Connects `descriptor` (a blocking socket: every send and receive of the connection
+    /// says `MSG_DONTWAIT`). Returns 0 or the errno. A listener whose backlog is full
+    /// refuses a non-blocking connect with `EAGAIN` (a Unix socket has no pending connect
+    /// to poll for); the ring's connect waits for room instead, in a kernel worker, until
+    /// `timeout`, when it is cancelled.
+    private static func connect(_ descriptor: Int32, to address: SocketAddress, timeout: Duration) -> Int32 {
+        let flags = fcntl(descriptor, F_GETFL)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        var result: Int32
+        repeat {
+            result = address.withSockaddr { Glibc.connect(descriptor, $0, $1) } == 0 ? 0 : errno
+        } while result == EINTR
+        _ = fcntl(descriptor, F_SETFL, flags)
+        guard result == EAGAIN, timeout > .zero else { return result }
+        let loop = RingRunLoop.current
+        let outcome = ThreadLock<IOCompletion.Outcome?>(nil)
+        let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: descriptor), loop: loop, ownsDescriptor: false)
+        loop.add(channel.source, to: waitingMode)
+        defer { channel.close() }
+        let operation: IOOperation
+        do {
+            operation = try channel.connect(to: address) { _, completion in
+                guard completion.isFinal else { return }
+                outcome.withLock { $0 = completion.outcome }
+            }
+        } catch {
+            return EAGAIN
+        }
+        let deadline = MonotonicInstant.now.advanced(by: timeout)
+        while outcome.withLock({ $0 }) == nil, MonotonicInstant.now < deadline {
+            if loop.run(mode: waitingMode, until: deadline, returnAfterSourceHandled: true) == .failed { break }
+        }
+        if outcome.withLock({ $0 }) == nil {
+            channel.cancel(operation)
+            // The cancellation's completion comes at once (the worker is interrupted).
+            let limit = MonotonicInstant.now.advanced(by: .seconds(1))
+            while outcome.withLock({ $0 }) == nil, MonotonicInstant.now < limit {
+                if loop.run(mode: waitingMode, until: limit, returnAfterSourceHandled: true) == .failed { break }
+            }
+        }
+        switch outcome.withLock({ $0 }) {
+        case .connected?: return 0
+        case .failed(.system(let errno))?: return errno.rawValue == EINTR ? EAGAIN : errno.rawValue
+        case .failed(.connectionRefused)?, .failed(.connectionReset)?: return ECONNREFUSED
+        default: return EAGAIN
+        }
+    }
+
     deinit { close() }
 
     /// The connection a watcher's callout reads for, without keeping it alive.
@@ -136,9 +171,10 @@ final class ProcessPortConnection: Sendable {
         weak var connection: ProcessPortConnection?
     }
 
-    /// One packet from the port (reader role held).
-    func received(_ packet: UnsafeRawBufferPointer) {
-        let outcome = state.withLock { state -> Result<Settle?, MessagePortError> in
+    /// One packet from the port (reading lock held): what it settles, or why the
+    /// connection must end.
+    func received(_ packet: UnsafeRawBufferPointer) -> Result<Settle?, MessagePortError> {
+        state.withLock { state -> Result<Settle?, MessagePortError> in
             do throws(PortWire.Violation) {
                 switch try state.assembler.take(packet) {
                 case .none:
@@ -164,14 +200,6 @@ final class ProcessPortConnection: Sendable {
                 return .failure(.transportError(name, reason: error.description))
             }
         }
-        switch outcome {
-        case .success(.reply(let slot, let reply)?): slot.fulfil(reply)
-        case .success(.failure(let slot, let error)?): slot.fail(error)
-        case .success(nil): break
-        case .failure(let error):
-            end(error)
-            shutdown(socket, Int32(SHUT_RDWR))
-        }
     }
 
     /// A control packet: the hello, a refusal, a request found too large.
@@ -196,7 +224,7 @@ final class ProcessPortConnection: Sendable {
         return .success(nil)
     }
 
-    /// The connection ended (port thread, or a sender that found it closed): requests
+    /// The connection ended (a reader, or a sender that found it closed): requests
     /// waiting fail with `error` (or with what ended it first), the invalidation callback
     /// runs.
     func end(_ error: MessagePortError) {
@@ -206,7 +234,6 @@ final class ProcessPortConnection: Sendable {
             defer { state.waiting = [:] }
             return (state.waiting, state.remote, first)
         }
-        endedCondition.broadcast()
         let reason = state.withLock { $0.ended! }
         for entry in waiting.values { entry.slot.fail(reason) }
         if first {
@@ -228,7 +255,7 @@ final class ProcessPortConnection: Sendable {
     }
 
     /// Ends the connection (its remote port is going away): the port sees it end at once;
-    /// the descriptor is closed on the port thread, after any read of it there.
+    /// the descriptor is closed on the port thread, once no thread reads it.
     func close() {
         let first = state.withLock { state -> Bool in
             defer { state.closing = true }
@@ -238,7 +265,11 @@ final class ProcessPortConnection: Sendable {
         shutdown(socket, Int32(SHUT_RDWR))
         watcher.invalidate()
         let socket = socket
-        PortClientThread.loop.perform(inModes: [.default]) { Glibc.close(socket) }
+        let reading = reading
+        PortClientThread.loop.perform(inModes: [.default]) {
+            reading.withLock { $0.closed = true }
+            Glibc.close(socket)
+        }
         PortClientThread.loop.wakeUp()
     }
 
@@ -324,28 +355,15 @@ final class ProcessPortConnection: Sendable {
             case EAGAIN:
                 try waitForRoom(until: deadline)
             default:
-                // The port closed the connection. The port thread learns why (a refusal
-                // comes before the end): wait for it, briefly, to say so.
-                let ended = state.withLock(
-                    waitingOn: endedCondition, until: min(deadline, .now + .seconds(1)), while: { $0.ended == nil }
-                ) { state, _ -> MessagePortError in
+                // The port closed the connection; why (a refusal comes before the end) is
+                // in what it sent before: read it.
+                readAvailable()
+                let ended = state.withLock { state -> MessagePortError in
                     if state.ended == nil { state.ended = .becameInvalid(name) }
                     return state.ended!
                 }
                 throw Self.beforeSending(ended, name: name)
             }
-        }
-    }
-
-    private func waitForRoom(until deadline: MonotonicInstant) throws(MessagePortError) {
-        while true {
-            let now = MonotonicInstant.now
-            guard now < deadline else { throw .sendTimeout(name) }
-            let milliseconds = Int32(clamping: (deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
-            var entry = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
-            let ready = poll(&entry, 1, milliseconds)
-            if ready < 0, errno == EINTR { continue }
-            if ready > 0 { return }  // room, or an error the next send reports
         }
     }
 }

@@ -145,11 +145,7 @@ public final class RemoteMessagePort: Sendable {
         return try noticingInvalidation { () throws(MessagePortError) in
             do throws(MessagePortError) {
                 if case .process(let connection) = target {
-                    // The sender reads its reply itself, blocked or from its loop.
-                    guard let replyMode else {
-                        connection.awaitReply(slot, until: replyDeadline)
-                        return try slot.finish(name: name)
-                    }
+                    // The sender's loop reads its reply, in the reply mode or as if blocked.
                     return try connection.awaitReply(slot, until: replyDeadline, replyMode: replyMode)
                 }
                 return try slot.wait(until: replyDeadline, replyMode: replyMode, name: name)
