@@ -17,8 +17,9 @@ import Glibc
 /// RingRunLoop.current.add(port.source, to: .common)
 /// ```
 ///
-/// Within a process a message goes through the port's mailbox (one wake-up of the loop, no
-/// copy beyond the bytes themselves). Other processes reach the port by the same name
+/// Within a process a message goes through the port's mailbox: one queue and one lock, no
+/// copy beyond the bytes themselves, and one wake-up of the loop for a burst of messages
+/// (the port's doorbell rings when the mailbox was empty). Other processes reach the port by the same name
 /// through a `SOCK_SEQPACKET` socket in Linux's abstract namespace (`rlport:` and the
 /// port's name), whose connections the port's loop accepts and receives from through its
 /// ring, in packets of at most 16 KiB; the package's README ("Security") says who can

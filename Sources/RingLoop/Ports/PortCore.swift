@@ -57,7 +57,9 @@ final class PortCore: Sendable {
     var queuedCount: Int { state.withLock { $0.mailbox.count } }
 
     /// Puts a message from a thread of this process in the mailbox, waiting until
-    /// `deadline` for room when the mailbox is full, and rings the port's doorbell.
+    /// `deadline` for room when the mailbox is full, and rings the port's doorbell when
+    /// the mailbox was empty. The mailbox is the message's one queue, and its lock the one
+    /// lock it takes; the doorbell carries no message, only the wake-up of a burst.
     func enqueue(_ envelope: Envelope, deadline: MonotonicInstant) throws(MessagePortError) {
         let size = envelope.data.count
         guard size <= limit else { throw .tooLarge(size: size, limit: limit) }
@@ -67,7 +69,7 @@ final class PortCore: Sendable {
                 && (state.mailbox.count >= limits.maximumQueuedMessages
                     || state.queuedBytes + size > limits.maximumQueuedBytes)
         }
-        enum Outcome { case queued, invalid, full }
+        enum Outcome { case queued(first: Bool), invalid, full }
         let outcome = state.withLock(
             waitingOn: room, until: deadline,
             while: { state in
@@ -78,19 +80,23 @@ final class PortCore: Sendable {
         ) { state, _ -> Outcome in
             guard state.valid else { return .invalid }
             guard !full(state) else { return .full }
+            let first = state.mailbox.isEmpty
             state.mailbox.append(envelope)
             state.queuedBytes += size
-            return .queued
+            return .queued(first: first)
         }
         switch outcome {
-        case .queued: doorbell.send(0)
+        case .queued(let first):
+            // One wake-up per burst: a mailbox that was not empty has a delivery coming,
+            // which takes every message there.
+            if first { doorbell.send(0) }
         case .invalid: throw .invalidated(name)
         case .full: throw .sendTimeout(name)
         }
     }
 
-    /// Runs the callback for every message waiting in the mailbox (loop thread, from the
-    /// port's source).
+    /// Runs the callback for every message waiting in the mailbox, until it is empty
+    /// (loop thread, from the port's source): the doorbell rang once for all of them.
     func deliver() {
         while let envelope = takeFromMailbox() {
             let reply = perform(

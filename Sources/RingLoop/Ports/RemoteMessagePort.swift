@@ -94,7 +94,11 @@ public final class RemoteMessagePort: Sendable {
     /// Sends a one-way message (`CFMessagePortSendRequest` with no reply mode), waiting at
     /// most `timeout` for room in the port's queue (its mailbox, or the connection to its
     /// process). The message is the port's once this returns: a busy receiver delays its
-    /// delivery, not the send.
+    /// delivery, not the send. To a port of another process, a packet the kernel can take
+    /// at once goes in one non-blocking `sendmsg`; waiting for room runs the calling
+    /// thread's loop in a private mode, its ring watching the socket (nothing else of the
+    /// loop's runs meanwhile). With a `timeout` of zero nothing waits: a full queue fails
+    /// at once with ``MessagePortError/sendTimeout(_:)``.
     /// - Throws: ``MessagePortError/tooLarge(size:limit:)``,
     ///   ``MessagePortError/invalidated(_:)``, ``MessagePortError/sendTimeout(_:)``,
     ///   ``MessagePortError/accessDenied(_:)``, ``MessagePortError/tooManyConnections(_:)``.
@@ -119,8 +123,12 @@ public final class RemoteMessagePort: Sendable {
     /// With a `replyMode`, the calling thread's loop runs in that mode while it waits, as
     /// CF's does: that mode's timers, sources and observers keep running, and a request to
     /// a port on the caller's own loop is answered only if the port's source is in
-    /// `replyMode`. Without one, the thread blocks (a thread with no loop to run); on the
-    /// port's own loop thread such a request can only time out.
+    /// `replyMode`. Without one, the thread waits as if blocked: for a port of this
+    /// process it blocks (on the port's own loop thread such a request can only time
+    /// out); for a port of another process its loop runs in a private mode that holds
+    /// only the connection (its ring reads the reply), so none of the loop's own sources,
+    /// timers or observers run. A loop that must not wait at all sends with
+    /// ``sendRequest(msgid:data:replyTimeout:inModes:completion:)``.
     /// - Throws: ``MessagePortError/replyTimeout(_:)``,
     ///   ``MessagePortError/becameInvalid(_:)`` (the port went away while the request
     ///   waited), ``MessagePortError/tooLarge(size:limit:)``,
@@ -157,7 +165,7 @@ public final class RemoteMessagePort: Sendable {
     }
 
     /// Runs `body`; when it finds the port gone, calls the invalidation callback.
-    private func noticingInvalidation<T>(_ body: () throws(MessagePortError) -> T) throws(MessagePortError) -> T {
+    func noticingInvalidation<T>(_ body: () throws(MessagePortError) -> T) throws(MessagePortError) -> T {
         do { return try body() } catch {
             switch error {
             case .invalidated, .becameInvalid, .accessDenied, .tooManyConnections, .transportError: portWentAway()

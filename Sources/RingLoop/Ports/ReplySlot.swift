@@ -18,7 +18,8 @@ final class ReplySlot: Sendable {
         let loop: RingRunLoop
     }
 
-    private let state = ThreadLock<(outcome: Outcome, waker: LoopWaker?)>((.waiting, nil))
+    private let state = ThreadLock<(outcome: Outcome, waker: LoopWaker?, onSettle: (@Sendable () -> Void)?)>(
+        (.waiting, nil, nil))
     private let arrived = DispatchSemaphore(value: 0)
 
     /// Hands over the callback's reply; dropped if the sender gave up.
@@ -36,10 +37,11 @@ final class ReplySlot: Sendable {
     }
 
     private func settle(_ outcome: Outcome) {
-        let (delivered, waker) = state.withLock { state -> (Bool, LoopWaker?) in
-            guard case .waiting = state.outcome else { return (false, nil) }
+        let (delivered, waker, onSettle) = state.withLock { state -> (Bool, LoopWaker?, (@Sendable () -> Void)?) in
+            guard case .waiting = state.outcome else { return (false, nil, nil) }
             state.outcome = outcome
-            return (true, state.waker)
+            defer { state.onSettle = nil }
+            return (true, state.waker, state.onSettle)
         }
         guard delivered else { return }
         arrived.signal()
@@ -47,6 +49,18 @@ final class ReplySlot: Sendable {
             waker.source.signal()
             waker.loop.wakeUp()
         }
+        onSettle?()
+    }
+
+    /// Calls `body` once the reply (or a failure) comes, on the thread that settles the
+    /// slot; at once when it has come already. For a sender that does not wait.
+    func whenSettled(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            guard case .waiting = state.outcome else { return true }
+            state.onSettle = body
+            return false
+        }
+        if now { body() }
     }
 
     /// Waits until `deadline` for the reply: blocked when `replyMode` is `nil`, otherwise
@@ -81,6 +95,7 @@ final class ReplySlot: Sendable {
         let outcome = state.withLock { state -> Outcome in
             if case .waiting = state.outcome { state.outcome = .abandoned }
             state.waker = nil
+            state.onSettle = nil
             return state.outcome
         }
         switch outcome {

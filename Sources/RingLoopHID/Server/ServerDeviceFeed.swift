@@ -11,7 +11,12 @@ import RingLoopEvdev
 /// Attaching: the feed finds the server's port by name and checks who holds it
 /// (``HIDEventSystem/ServerAttachment/trusting``), makes its own port — open to the server's
 /// user only, and taking messages from the server's process only — and says hello with a
-/// request, whose reply says whether the server took it in. After a drain of the queue it
+/// request, whose reply says whether the server took it in. Nothing of this blocks the
+/// client's loop: the connect is one try that does not wait, and the welcome comes to the
+/// loop as a callback (``RingLoop/RemoteMessagePort/sendRequest(msgid:data:replyTimeout:inModes:completion:)``),
+/// within ``welcomeTimeout``; ``start()`` runs the loop while it waits for the first
+/// one, and re-attaches run from a timer, so a server that hangs (stopped, or restarted
+/// and stuck) leaves the app's timers and handlers running. After a drain of the queue it
 /// acknowledges the last batch its handlers took (in the same pass, after the pass's
 /// sources0, past a quarter of the server's window or 10 ms after the last; otherwise
 /// within 10 ms). When the server goes, every device is
@@ -56,6 +61,15 @@ final class ServerDeviceFeed: DeviceFeed {
     /// Batches after which an acknowledgement goes at once: a quarter of the server's window.
     private var acknowledgeEvery: UInt64 = 1
     private var reattach: LoopTimer?
+    /// A re-attach's hello waits for its welcome.
+    private var attaching = false
+    /// The attachment whose welcome is awaited, and what its server sent to the client's
+    /// port before the welcome was read.
+    private var attachingToken: UInt64?
+    private var early: [ReceivedMessage] = []
+    /// The most messages kept before a welcome: a server's window of batches and its
+    /// devices' descriptions fit many times over.
+    static let earlyMessageLimit = 4096
     private var backOff: Duration = .milliseconds(50)
     private var running = false
     private var attachments = 0
@@ -94,23 +108,59 @@ final class ServerDeviceFeed: DeviceFeed {
         handle.feed = self
     }
 
-    /// Attaches; a server that is not there yet is waited for (with back-off), any other
-    /// failure — refused, untrusted — is thrown.
+    /// Attaches, running the client's loop while the server answers (in the mode it runs,
+    /// or the default mode): the loop's timers and sources go on meanwhile, and a server
+    /// that does not answer costs the hello's reply timeout, not a frozen loop. A server
+    /// that is not there yet (or cannot take a connection now) is waited for, with
+    /// back-off; any other failure — refused, untrusted, no welcome — is thrown.
     func start() throws(HIDError) {
         running = true
-        let refusal: String?
-        do throws(MessagePortError) { refusal = try attach() } catch {
-            if case .notFound = error {
-                Self.logger.notice("event server '\(attachment.name)' is not there yet; attaching when it comes")
-                scheduleReattach()
-                return
+        let waitMode = loop.currentMode ?? .default
+        let outcome = AttachOutcome()
+        // Signalled by the welcome: ends the run that waits for it.
+        let welcomed = LoopSource(order: Int.min, label: "event server welcome") {}
+        loop.add(welcomed, to: waitMode)
+        defer { welcomed.invalidate() }
+        do throws(MessagePortError) {
+            try attach(inModes: loop.commonModes.contains(waitMode) ? [.common] : [.common, waitMode]) { result in
+                outcome.result = result
+                welcomed.signal()
             }
-            running = false
-            throw .server(name: attachment.name, reason: error.description)
+        } catch {
+            return try failedToStart(error)
         }
-        if let refusal {
+        while outcome.result == nil, running {
+            if loop.run(mode: waitMode, for: .seconds(1), returnAfterSourceHandled: true) == .failed { break }
+        }
+        guard running else { return }
+        switch outcome.result {
+        case .success(nil)?:
+            return
+        case .success(let refusal?)?:
             running = false
             throw .server(name: attachment.name, reason: Self.refused(refusal))
+        case .failure(let error)?:
+            return try failedToStart(error)
+        case nil:
+            running = false
+            throw .server(name: attachment.name, reason: "its loop cannot run to wait for the server's welcome")
+        }
+    }
+
+    /// What the first attach came to (loop thread).
+    private final class AttachOutcome: @unchecked Sendable {
+        // @unchecked: set and read on the client's loop thread only.
+        var result: Result<String?, MessagePortError>?
+    }
+
+    private func failedToStart(_ error: MessagePortError) throws(HIDError) {
+        switch error {
+        case .notFound, .sendTimeout:
+            Self.logger.notice("event server '\(attachment.name)' is not there yet; attaching when it comes")
+            scheduleReattach()
+        default:
+            running = false
+            throw .server(name: attachment.name, reason: error.description)
         }
     }
 
@@ -160,11 +210,16 @@ final class ServerDeviceFeed: DeviceFeed {
 
     // MARK: Attaching
 
-    /// Attaches, or returns the server's reason for refusing this client.
-    private func attach() throws(MessagePortError) -> String? {
+    /// Starts attaching: connects (one try that does not wait), makes the client's port
+    /// and sends the hello, whose welcome comes later, on the loop, in `modes`:
+    /// `finished` then gets `nil` (attached), the server's reason for refusing this
+    /// client, or why no welcome came. Throws what fails before the hello is sent.
+    private func attach(
+        inModes modes: [RingRunLoop.Mode] = [.common], finished: @escaping (Result<String?, MessagePortError>) -> Void
+    ) throws(MessagePortError) {
         attachAttempts += 1
         let server = try RemoteMessagePort(
-            name: attachment.name, namespace: attachment.namespace, trusting: attachment.trusting)
+            name: attachment.name, namespace: attachment.namespace, trusting: attachment.trusting, connectTimeout: .zero)
         let token = UInt64.random(in: 1...UInt64.max)
         attachments += 1
         let portName = Self.clientPortName(
@@ -181,29 +236,74 @@ final class ServerDeviceFeed: DeviceFeed {
             case .process(let sender): fromServer = sender.pid == owner.pid
             }
             guard fromServer else { return nil }
-            handle.feed?.received(message)
+            handle.feed?.received(message, token: token)
             return nil
         }
         loop.add(own.source, to: .common)
         let hello = ServerWire.Hello(
             token: token, port: portName, name: Self.sanitizedClientName(attachment.clientName), kinds: attachment.subscribedKinds,
             deviceClasses: attachment.subscribedDeviceClasses, wantsFocus: attachment.requestsFocus)
-        let welcome: ServerWire.Welcome
+        let name = attachment.name
+        // The completion runs on this loop's thread (the feed is confined to it).
+        let answered = LoopConfined(finished)
+        attachingToken = token
+        early = []
         do throws(MessagePortError) {
-            let reply = try server.sendRequest(
-                msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, sendTimeout: .seconds(2),
-                replyTimeout: .seconds(5))
-            do { welcome = try ServerWire.Welcome(decoding: reply) } catch {
-                throw MessagePortError.transportError(attachment.name, reason: "its welcome: \(error)")
+            try server.sendRequest(
+                msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: Self.welcomeTimeout, inModes: modes
+            ) { result in
+                let welcome = result.flatMap { reply -> Result<ServerWire.Welcome, MessagePortError> in
+                    do { return .success(try ServerWire.Welcome(decoding: reply)) } catch {
+                        return .failure(.transportError(name, reason: "its welcome: \(error)"))
+                    }
+                }
+                guard let feed = handle.feed else {
+                    own.invalidate()
+                    return
+                }
+                answered.value(feed.welcomed(welcome, server: server, own: own, token: token))
             }
         } catch {
             own.invalidate()
             throw error
         }
+    }
+
+    /// How long a hello waits for the server's welcome.
+    static let welcomeTimeout: Duration = .seconds(5)
+
+    /// A closure made and called on the client's loop thread.
+    private struct LoopConfined<Value>: @unchecked Sendable {
+        // @unchecked: called on the loop thread that made it only.
+        let value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    /// The server's welcome (or why none came): attached, or the reason it refused.
+    private func welcomed(
+        _ result: Result<ServerWire.Welcome, MessagePortError>, server: RemoteMessagePort, own: LocalMessagePort, token: UInt64
+    ) -> Result<String?, MessagePortError> {
+        let earlyMessages = early
+        attachingToken = nil
+        early = []
+        let welcome: ServerWire.Welcome
+        switch result {
+        case .success(let value): welcome = value
+        case .failure(let error):
+            own.invalidate()
+            return .failure(error)
+        }
+        guard running, attached == nil else {
+            // Stopped (or attached otherwise) meanwhile.
+            own.invalidate()
+            try? server.send(msgid: ServerWire.MessageID.goodbye.rawValue, data: ServerWire.token(token), timeout: .zero)
+            return .success(nil)
+        }
         if let refusal = welcome.refusal {
             own.invalidate()
-            return refusal
+            return .success(refusal)
         }
+        let owner = server.owner
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         reported = []
         lastRefusal = nil
@@ -215,12 +315,15 @@ final class ServerDeviceFeed: DeviceFeed {
         lastAcknowledgementSent = nil
         backOff = .milliseconds(50)
         let loop = loop
+        let handle = handle
         server.setInvalidationCallback { _ in
             loop.perform(inModes: [.common]) { handle.feed?.serverWentAway(token: token) }
             loop.wakeUp()
         }
         Self.logger.debug("attached to event server '\(attachment.name)' (\(owner))")
-        return nil
+        // What the server sent the client's port before its welcome was read.
+        for message in earlyMessages { received(message, token: token) }
+        return .success(nil)
     }
 
     /// The client's port: the server's name, shortened by whole characters where the whole
@@ -270,26 +373,41 @@ final class ServerDeviceFeed: DeviceFeed {
 
     private func tryReattach() {
         reattach = nil
-        guard running, attached == nil else { return }
+        guard running, attached == nil, !attaching else { return }
         do throws(MessagePortError) {
-            if let refusal = try attach() {
-                // The server is there but will not have this client (yet: it may be full).
-                if refusal != lastRefusal { onError(.server(name: attachment.name, reason: Self.refused(refusal))) }
-                lastRefusal = refusal
-                scheduleReattach()
+            attaching = true
+            try attach { [unowned self] result in
+                attaching = false
+                reattached(result)
             }
         } catch {
+            attaching = false
+            reattached(.failure(error))
+        }
+    }
+
+    /// A re-attach ended: attached, or tried again later.
+    private func reattached(_ result: Result<String?, MessagePortError>) {
+        guard running, attached == nil else { return }
+        switch result {
+        case .success(nil):
+            return
+        case .success(let refusal?):
+            // The server is there but will not have this client (yet: it may be full).
+            if refusal != lastRefusal { onError(.server(name: attachment.name, reason: Self.refused(refusal))) }
+            lastRefusal = refusal
+        case .failure(let error):
             switch error {
             case .notFound, .invalidated, .becameInvalid, .sendTimeout, .replyTimeout:
-                scheduleReattach()
+                break
             default:
                 // Refused or untrusted: the server is there but will not have this client.
                 // Reported once, not at every try.
                 if error.description != lastFailure { onError(.server(name: attachment.name, reason: error.description)) }
                 lastFailure = error.description
-                scheduleReattach()
             }
         }
+        scheduleReattach()
     }
 
     /// Ends the attachment: every device is released and removed (through the queue, as a
@@ -322,8 +440,14 @@ final class ServerDeviceFeed: DeviceFeed {
 
     // MARK: Messages from the server
 
-    private func received(_ message: ReceivedMessage) {
-        guard attached != nil else { return }
+    /// A message at the client's port of the attachment `token`.
+    private func received(_ message: ReceivedMessage, token: UInt64) {
+        guard let attached, attached.token == token else {
+            // The server may send before its welcome is read (its descriptions go first):
+            // kept for the welcome, within the bound of the server's window.
+            if attachingToken == token, early.count < Self.earlyMessageLimit { early.append(message) }
+            return
+        }
         do throws(ServerWire.Violation) {
             switch ServerWire.MessageID(rawValue: message.msgid) {
             case .device:
