@@ -94,3 +94,75 @@ struct PortOnTheRingTests {
         #expect(try outcome.get().pid == getpid())
     }
 }
+
+/// The context switches of this process's thread named `name` so far (voluntary and not),
+/// from /proc/self/task/TID/status; `nil` when no thread has that name.
+func contextSwitches(ofThreadNamed name: String) -> Int? {
+    guard let tasks = opendir("/proc/self/task") else { return nil }
+    defer { closedir(tasks) }
+    while let entry = readdir(tasks) {
+        let tid = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard tid.first?.isNumber == true,
+            readText("/proc/self/task/\(tid)/comm")?.trimmingSuffix() == name,
+            let status = readText("/proc/self/task/\(tid)/status")
+        else { continue }
+        // "voluntary_ctxt_switches:\t12" and "nonvoluntary_ctxt_switches:\t3".
+        return status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }
+            .compactMap { Int($0.split(separator: ":").last?.filter { $0.isNumber } ?? "") }.reduce(0, +)
+    }
+    return nil
+}
+
+private func readText(_ path: String) -> String? {
+    let file = open(path, O_RDONLY | O_CLOEXEC)
+    guard file >= 0 else { return nil }
+    defer { close(file) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = read(file, &chunk, chunk.count)
+        guard count > 0 else { break }
+        bytes += chunk[..<count]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+extension String {
+    fileprivate func trimmingSuffix() -> String {
+        var text = self
+        while text.last?.isWhitespace == true { text.removeLast() }
+        return text
+    }
+
+}
+
+extension PortOnTheRingTests {
+    /// The port thread's cost, measured: it only watches for connections' ends, so a
+    /// thousand requests to another process do not wake it (it woke for every reply when
+    /// it read them; other tests' connections ending meanwhile may wake it a few times).
+    @Test("A thousand requests to another process: the port thread sleeps through them (its context switches counted)")
+    func portThreadSleepsThroughRequests() async throws {
+        let name = NamedPortTests.uniqueName("quiet")
+        let record = PortHostRecord()
+        await withPortHost(.echo, name: name) {
+            guard let port = remotePort(named: name) else { return record.fail(.notFound(name)) }
+            do throws(MessagePortError) {
+                _ = try port.sendRequest(msgid: PortHost.echo, data: [0], replyTimeout: .seconds(20))
+                record.set("before", contextSwitches(ofThreadNamed: "ringloop-ports"))
+                for index in 0..<1000 {
+                    let reply = try port.sendRequest(msgid: PortHost.echo, data: [UInt8(index % 256)], replyTimeout: .seconds(20))
+                    if reply != [UInt8(index % 256)] { record.note("reply \(index): \(reply)") }
+                }
+                record.set("after", contextSwitches(ofThreadNamed: "ringloop-ports"))
+            } catch {
+                record.fail(error)
+            }
+        }
+        #expect(record.errors.withLock { $0 }.isEmpty, "\(record.errors.withLock { $0 })")
+        #expect(record.notes.withLock { $0 }.isEmpty, "\(record.notes.withLock { $0 })")
+        let before = record.value("before")
+        let after = record.value("after")
+        #expect(before >= 0 && after >= before, "the port thread was not found: \(before) → \(after)")
+        #expect(after - before < 100, "the port thread switched \(after - before) times in 1,000 requests")
+    }
+}

@@ -234,17 +234,67 @@ enum IOBench {
 
     // MARK: Named ports
 
+    /// Where the two sides of a port round trip run: as the scheduler likes, both on the
+    /// lowest allowed CPU, or the caller there and the port (its thread, its process) on
+    /// the next.
+    enum PortPlacement: String, CaseIterable {
+        case free = ""
+        case oneCPU = ".one_cpu"
+        case twoCPUs = ".two_cpus"
+    }
+
     static func ports(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        var results: [BenchResult] = []
+        let cpus = CPUAffinity.allowedCPUs()
+        for placement in PortPlacement.allCases {
+            if placement == .twoCPUs, cpus.count < 2 { continue }
+            let (threadOurs, threadPeer, processOurs, processPeer) = try onFreshThread {
+                Result { try portRoundTrips(quick: quick, rounds: rounds, placement: placement) }
+            }.get()
+            results.append(
+                BenchResult(
+                    "ports.named.roundtrip.thread\(placement.rawValue).p50_us", "µs", ours: threadOurs,
+                    peers: ["socketpair+poll": threadPeer]))
+            results.append(
+                BenchResult(
+                    "ports.named.roundtrip.process\(placement.rawValue).p50_us", "µs", ours: processOurs,
+                    peers: ["socketpair+poll": processPeer]))
+        }
+        return results
+    }
+
+    /// One placement's medians: between threads (ours, the peer) and between processes
+    /// (ours, the peer). Runs on a thread of its own, whose CPUs it sets.
+    private static func portRoundTrips(
+        quick: Bool, rounds: Int, placement: PortPlacement
+    ) throws -> (Double, Double, Double, Double) {
         let count = BenchSize.of(quick ? 2_000 : 20_000)
         let request = [UInt8](repeating: 7, count: 16)
+        let cpus = CPUAffinity.allowedCPUs()
+        let callerCPU = cpus.first ?? 0
+        let portCPU = cpus.count > 1 ? cpus[1] : callerCPU
+        // Threads and processes started from here inherit the CPUs this thread may use.
+        func placePort() {
+            switch placement {
+            case .free: break
+            case .oneCPU: try? CPUAffinity.restrictCurrentThread(to: [callerCPU])
+            case .twoCPUs: try? CPUAffinity.restrictCurrentThread(to: [portCPU])
+            }
+        }
+        func placeCaller() {
+            if placement != .free { try? CPUAffinity.restrictCurrentThread(to: [callerCPU]) }
+        }
+        defer { if placement != .free, !cpus.isEmpty { try? CPUAffinity.restrictCurrentThread(to: cpus) } }
         var threadOurs: [Double] = []
         var threadPeer: [Double] = []
         var processOurs: [Double] = []
         var processPeer: [Double] = []
         for round in 0..<rounds {
-            let name = "ringloop.bench.\(getpid()).\(round)"
+            let name = "ringloop.bench.\(getpid()).\(round)\(placement.rawValue)"
             // Between two threads: a port on a loop thread; the peer a socket pair and poll.
+            placePort()
             let worker = LoopThread(name: "bench-port")
+            placeCaller()
             let port = try LocalMessagePort(name: name + ".thread", loop: worker.loop) { _, data in data }
             worker.loop.add(port.source, to: .default)
             let remote = try RemoteMessagePort(name: name + ".thread")
@@ -255,8 +305,10 @@ enum IOBench {
             var pair: [Int32] = [0, 0]
             guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else { throw IOFailure(errno: errno) }
             let served = pair[1]
+            placePort()
             let echo = Thread { SeqpacketEcho.serve(served) }
             echo.start()
+            placeCaller()
             var reply = [UInt8](repeating: 0, count: 16)
             threadPeer.append(
                 median(
@@ -265,12 +317,16 @@ enum IOBench {
                     }))
             close(pair[0])
             // Between two processes.
+            placePort()
             let server = try ServerProcess(benchExecutable, ["bench-server", "port", name + ".process"])
+            placeCaller()
             let processRemote = try RemoteMessagePort(name: name + ".process")
             processOurs.append(
                 median(try roundTrips(count) { _ = try processRemote.sendRequest(msgid: 1, data: request, replyTimeout: .seconds(10)) }))
             server.stop()
+            placePort()
             let peer = try ServerProcess(benchExecutable, ["bench-server", "seqpacket", name + ".socket"])
+            placeCaller()
             let address = try SocketAddress.abstract(name + ".socket")
             let socket = try address.makeSocket(type: .sequencedPacket).rawValue
             guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
@@ -282,12 +338,7 @@ enum IOBench {
             close(socket)
             peer.stop()
         }
-        return [
-            BenchResult(
-                "ports.named.roundtrip.thread.p50_us", "µs", ours: median(threadOurs), peers: ["socketpair+poll": median(threadPeer)]),
-            BenchResult(
-                "ports.named.roundtrip.process.p50_us", "µs", ours: median(processOurs), peers: ["socketpair+poll": median(processPeer)]),
-        ]
+        return (median(threadOurs), median(threadPeer), median(processOurs), median(processPeer))
     }
 
     /// Times `count` calls of `body` (after a tenth more to warm up), in µs.
