@@ -71,15 +71,39 @@ extension ProcessPortConnection {
     )
         throws(MessagePortError) -> [UInt8]
     {
-        let mode = replyMode ?? Self.waitingMode
-        let reader = LoopPortSource(
+        guard let replyMode else {
+            // The private mode keeps the thread's reader between requests: its multishot
+            // poll stays armed, so a request costs no arming and no removal.
+            _ = blockedReader(on: RingRunLoop.current)
+            return try slot.wait(until: deadline, replyMode: Self.waitingMode, name: name)
+        }
+        let reader = makeReader()
+        RingRunLoop.current.add(reader, to: replyMode)
+        defer { reader.invalidate() }
+        return try slot.wait(until: deadline, replyMode: replyMode, name: name)
+    }
+
+    /// A source that reads the socket when it is readable (or ends).
+    private func makeReader() -> LoopPortSource {
+        LoopPortSource(
             fileDescriptor: FileDescriptor(rawValue: socket), events: PollEvents(rawValue: Int16(POLLIN) | PortWire.peerClosed)
         ) {
             [weak self] _ in self?.readAvailable()
         }
-        RingRunLoop.current.add(reader, to: mode)
-        defer { reader.invalidate() }
-        return try slot.wait(until: deadline, replyMode: mode, name: name)
+    }
+
+    /// `loop`'s reader in ``waitingMode``, made and added on its first blocked wait, kept
+    /// until the connection closes.
+    private func blockedReader(on loop: RingRunLoop) -> LoopPortSource {
+        let (reader, isNew) = state.withLock { state -> (LoopPortSource, Bool) in
+            state.blockedReaders.removeAll { $0.loop == nil }
+            if let kept = state.blockedReaders.first(where: { $0.loop === loop }) { return (kept.source, false) }
+            let reader = makeReader()
+            state.blockedReaders.append(BlockedReader(loop: loop, source: reader))
+            return (reader, true)
+        }
+        if isNew { loop.add(reader, to: Self.waitingMode) }
+        return reader
     }
 
     /// Waits until `deadline` for room to send, running the calling thread's loop in

@@ -45,6 +45,14 @@ final class ProcessPortConnection: Sendable {
         var assembler: PortWire.Assembler
         /// The descriptor is being closed.
         var closing = false
+        /// The readers of the loops that waited without a reply mode (one a loop).
+        var blockedReaders: [BlockedReader] = []
+    }
+
+    /// A loop's reader of the socket in ``waitingMode``.
+    struct BlockedReader {
+        weak var loop: RingRunLoop?
+        let source: LoopPortSource
     }
 
     /// What the reading lock guards: the packet buffer, and whether the descriptor is
@@ -257,10 +265,14 @@ final class ProcessPortConnection: Sendable {
     /// Ends the connection (its remote port is going away): the port sees it end at once;
     /// the descriptor is closed on the port thread, once no thread reads it.
     func close() {
-        let first = state.withLock { state -> Bool in
-            defer { state.closing = true }
-            return !state.closing
+        let (first, readers) = state.withLock { state -> (Bool, [BlockedReader]) in
+            defer {
+                state.closing = true
+                state.blockedReaders = []
+            }
+            return (!state.closing, state.blockedReaders)
         }
+        for reader in readers { reader.source.invalidate() }
         guard first else { return }
         shutdown(socket, Int32(SHUT_RDWR))
         watcher.invalidate()

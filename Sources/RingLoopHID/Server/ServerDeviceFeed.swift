@@ -283,9 +283,12 @@ final class ServerDeviceFeed: DeviceFeed {
     private func welcomed(
         _ result: Result<ServerWire.Welcome, MessagePortError>, server: RemoteMessagePort, own: LocalMessagePort, token: UInt64
     ) -> Result<String?, MessagePortError> {
-        let earlyMessages = early
-        attachingToken = nil
-        early = []
+        var earlyMessages: [ReceivedMessage] = []
+        if attachingToken == token {
+            earlyMessages = early
+            attachingToken = nil
+            early = []
+        }
         let welcome: ServerWire.Welcome
         switch result {
         case .success(let value): welcome = value
