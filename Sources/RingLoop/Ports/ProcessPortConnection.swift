@@ -292,10 +292,11 @@ final class ProcessPortConnection: Sendable {
     ) throws(MessagePortError)
         -> UInt64
     {
-        // What the port sent meanwhile (its hello, a refusal, late replies), read now when
-        // nobody else reads: the limit is known as soon as it can be, and no reply of an
-        // abandoned request stays in the way.
-        if request != nil || state.withLock({ $0.limit == nil }) { readAvailable() }
+        // Until the port's hello is read, what it sent is read now: the limit is known as
+        // soon as it can be. (Late replies need no read here: a reader armed later finds
+        // the socket readable at once, and a thread's kept reader has their readiness
+        // pending; either drains them, in order, before the next reply.)
+        if state.withLock({ $0.limit == nil }) { readAvailable() }
         let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
             do throws(MessagePortError) {
                 let (ended, limit) = state.withLock { ($0.ended, $0.limit) }
