@@ -130,6 +130,9 @@ struct Monitor: ParsableCommand {
     @OptionGroup(title: "Screens")
     var screenOptions: ScreenOptions
 
+    @OptionGroup(title: "Pointer (relative devices: acceleration, scrolling, buttons; the cursor on --screen)")
+    var pointerOptions: PointerOptions
+
     @OptionGroup(title: "Keymap (key events' keysym and text; the system's keymap where not given)")
     var keymapOptions: KeymapOptions
 
@@ -213,7 +216,8 @@ struct Monitor: ParsableCommand {
             json: json, grab: grab, quiet: false, duration: duration, filter: filter,
             gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)),
             gamepadMappings: gamepads || gamepadMappings != nil ? try GamepadMappings.database(adding: gamepadMappings) : nil,
-            screens: try screenOptions.resolver(command: "monitor"))
+            screens: try screenOptions.resolver(command: "monitor"),
+            pointer: try pointerOptions.settings(withScreens: screenOptions.isGiven))
     }
 
     /// What is monitored: a folder of nodes (some of them, by name), or recordings hosted
@@ -236,6 +240,9 @@ struct Monitor: ParsableCommand {
         var gamepadMappings: SDLMappingDatabase?
         /// Where absolute devices' positions go (`--screen`, `--calibration`, `--device-config`).
         var screens: DeviceSettingsResolver?
+        /// The pointer stage's settings (`--accel-profile`…; libinput's defaults with
+        /// `--screen`), or `nil` for raw motion.
+        var pointer: PointerSettings?
         /// With recordings: a first line (the backend is added) and a label per file, each
         /// printed beside its devices' nodes before the chain starts (the demo's header).
         var announce: (title: String, labels: [String])?
@@ -295,6 +302,7 @@ struct Monitor: ParsableCommand {
         if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
         view.screens = settings.screens
         if let screens = settings.screens { system.setScreens(screens) }
+        if let pointer = settings.pointer { system.setPointer(pointer) }
         // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
         if let keymap = settings.keymap {
             // A monitor watches keyboards; it sets their LEDs only when it grabs them.

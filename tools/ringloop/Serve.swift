@@ -142,6 +142,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Screens")
     var screenOptions: ScreenOptions
 
+    @OptionGroup(title: "Pointer (relative devices: acceleration, scrolling, buttons; the cursor on --screen)")
+    var pointerOptions: PointerOptions
+
     @OptionGroup(title: "Keymap (the server's; clients get keysym and text with each key; the system's where not given)")
     var keymapOptions: KeymapOptions
 
@@ -324,6 +327,7 @@ struct Serve: ParsableCommand {
                 return .consumed
             }
         }
+        if let pointer = try pointerOptions.settings(withScreens: screens != nil) { server.system.setPointer(pointer) }
         if gamepads || gamepadMappings != nil {
             server.system.addGamepadLayout(mappings: try GamepadMappings.database(adding: gamepadMappings))
         }

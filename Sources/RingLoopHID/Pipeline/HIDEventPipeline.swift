@@ -18,6 +18,7 @@ final class HIDEventPipeline {
     var gestures: GestureStage?
     var gamepadLayout: GamepadLayoutStage?
     var screenMapping: ScreenMappingStage?
+    var pointer: PointerStage?
     /// The app's own stages (``HIDEventSystem/addStage(_:)``), in the order added.
     var appStages: [any HIDEventStage] = []
     /// The handlers (always there).
@@ -41,9 +42,10 @@ final class HIDEventPipeline {
     func stageOrder() -> [any HIDEventStage] {
         let library: [(any HIDEventStage)?] = [
             // The stages that give events their meaning come first (DESIGN.md §3a): the
-            // screen's pixels for absolute positions, then SDL's standard gamepad. (The
-            // pointer stage goes between them when it comes.)
+            // screen's pixels for absolute positions, the pointer (acceleration, the
+            // cursor, wheels, debounced buttons), then SDL's standard gamepad.
             screenMapping,
+            pointer,
             gamepadLayout,
             // Motion recognizers see every sample, before key repeat and coalescing.
             motion,
@@ -134,6 +136,7 @@ final class HIDEventPipeline {
         if stage === coalescing { coalescing = nil }
         if stage === gestures { gestures = nil }
         if stage === screenMapping { screenMapping = nil }
+        if stage === pointer { pointer = nil }
         if stage === routing { routing = nil }
         ordered = stageOrder()
     }

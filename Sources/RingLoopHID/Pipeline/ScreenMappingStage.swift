@@ -135,8 +135,10 @@ extension HIDEventSystem {
             if let stage = pipeline.screenMapping {
                 pipeline.remove(stage)
             }
+            pipeline.pointer?.settingsChanged()
             return []
         }
+        defer { pipeline.pointer?.settingsChanged() }
         if let stage = pipeline.screenMapping { return stage.update(screens) }
         let stage = ScreenMappingStage(screens: screens)
         pipeline.screenMapping = stage

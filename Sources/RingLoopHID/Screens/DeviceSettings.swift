@@ -26,6 +26,12 @@ public struct DeviceSettings: Sendable, Hashable {
     public var naturalScroll: Bool?
     /// Scroll distances are multiplied by this (above 0).
     public var scrollFactor: Double?
+    /// The device's resolution in dots per inch (as udev's `MOUSE_DPI`).
+    public var dotsPerInch: Int?
+    /// Button debouncing (libinput's bounce and spurious methods).
+    public var debounce: Bool?
+    /// Left and right pressed together give the middle button.
+    public var middleButtonEmulation: Bool?
     /// Tap to click on a touchpad.
     public var tap: Bool?
     /// Disable the touchpad while typing.
@@ -48,6 +54,8 @@ public struct DeviceSettings: Sendable, Hashable {
             switch key {
             case .ignore: ignore = flag
             case .naturalScroll: naturalScroll = flag
+            case .debounce: debounce = flag
+            case .middleButtonEmulation: middleButtonEmulation = flag
             case .tap: tap = flag
             case .disableWhileTyping: disableWhileTyping = flag
             default: return
@@ -62,6 +70,7 @@ public struct DeviceSettings: Sendable, Hashable {
             case .accelerationSpeed: accelerationSpeed = number
             case .scrollFactor: scrollFactor = number
             case .deadZone: deadZone = number
+            case .dotsPerInch: dotsPerInch = Int(number)
             default: return
             }
         case .numbers(let numbers): accelerationPoints = numbers
@@ -92,6 +101,9 @@ public struct DeviceSettings: Sendable, Hashable {
         case .accelerationPoints: return accelerationPoints.map { $0.map(CalibrationMatrix.shortest).joined(separator: " ") }
         case .naturalScroll: return flag(naturalScroll)
         case .scrollFactor: return number(scrollFactor)
+        case .dotsPerInch: return dotsPerInch.map(String.init)
+        case .debounce: return flag(debounce)
+        case .middleButtonEmulation: return flag(middleButtonEmulation)
         case .tap: return flag(tap)
         case .disableWhileTyping: return flag(disableWhileTyping)
         case .deadZone: return number(deadZone)
@@ -140,6 +152,9 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
     case accelerationPoints = "accel-points"
     case naturalScroll = "natural-scroll"
     case scrollFactor = "scroll-factor"
+    case dotsPerInch = "dpi"
+    case debounce
+    case middleButtonEmulation = "middle-emulation"
     case tap
     case disableWhileTyping = "dwt"
     case deadZone = "deadzone"
@@ -152,7 +167,7 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
     public func parse(_ text: Substring) throws(DeviceSettingValueError) -> DeviceSettingValue {
         let text = text.trimmingWhitespace
         switch self {
-        case .ignore, .naturalScroll, .tap, .disableWhileTyping:
+        case .ignore, .naturalScroll, .tap, .disableWhileTyping, .debounce, .middleButtonEmulation:
             switch text.lowercased() {
             case "yes", "true", "on", "1": return .flag(true)
             case "no", "false", "off", "0": return .flag(false)
@@ -178,7 +193,7 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
             }
             return .accelerationProfile(profile)
         case .accelerationSpeed:
-            guard let value = Double(text), value >= -1, value <= 1 else {
+            guard let value = Double(text), value.isFinite, value >= -1, value <= 1 else {
                 throw DeviceSettingValueError("'\(text)' is not a speed; valid speeds are −1…1 (0 is the default)")
             }
             return .number(value)
@@ -187,6 +202,12 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
                 throw DeviceSettingValueError("'\(text)' is not a scroll factor; valid factors are numbers above 0 (1 is the default)")
             }
             return .number(value)
+        case .dotsPerInch:
+            guard let value = Int(text), (1...100_000).contains(value) else {
+                throw DeviceSettingValueError(
+                    "'\(text)' is not a resolution; valid resolutions are whole dots per inch, 1…100000 (1000 is the default)")
+            }
+            return .number(Double(value))
         case .deadZone:
             guard let value = Double(text), value >= 0, value < 1 else {
                 throw DeviceSettingValueError("'\(text)' is not a dead zone; valid dead zones are 0…1 (below 1) of the half range")
@@ -195,9 +216,12 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
         case .accelerationPoints:
             let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
             let numbers = words.compactMap { Double($0) }.filter(\.isFinite)
-            guard numbers.count == words.count, numbers.count >= 3, numbers[0] > 0, numbers.dropFirst().allSatisfy({ $0 >= 0 }) else {
+            guard numbers.count == words.count, numbers.count >= 3, numbers.count <= CustomAccelerationCurve.maximumPointCount + 1,
+                numbers[0] > 0, numbers.dropFirst().allSatisfy({ $0 >= 0 })
+            else {
                 throw DeviceSettingValueError(
-                    "'\(text)' are not acceleration points; write the step (above 0) then at least two speeds (0 or more): 1.0 0 1.2 2.5")
+                    "'\(text)' are not acceleration points; write the step (above 0) then 2…\(CustomAccelerationCurve.maximumPointCount) speeds (0 or more): 1.0 0 1.2 2.5"
+                )
             }
             return .numbers(numbers)
         }

@@ -135,6 +135,12 @@ public final class HIDEventSystem {
         /// any number of fingers (or any recognizer whose
         /// ``GestureRecognizer/tracksInteraction`` is set) from when it begins until it ends.
         public var tracksInteractions: Bool
+        /// Gives relative devices a pointer (the pointer stage, ``PointerSettings``):
+        /// acceleration, a cursor over the screens, natural scrolling and a scroll factor,
+        /// debounced buttons; `nil` (the default) leaves their events raw. Each device's
+        /// own settings (``HIDEventSystem/setScreens(_:)``'s files, udev's `MOUSE_DPI`)
+        /// win over these. ``HIDEventSystem/setPointer(_:)`` changes it while running.
+        public var pointer: PointerSettings?
 
         /// A system whose events come from `input`.
         public init(
@@ -264,6 +270,7 @@ public final class HIDEventSystem {
             pipeline.keyRepeat = KeyRepeatStage(delay: keyRepeat.delay, interval: keyRepeat.interval)
         }
         if configuration.coalesceMotion { pipeline.coalescing = CoalescingStage() }
+        if let pointer = configuration.pointer, pipeline.pointer == nil { pipeline.pointer = PointerStage(defaults: pointer) }
         if configuration.tracksInteractions, pipeline.gestures == nil {
             pipeline.gestures = GestureStage(tracksInteractions: true)
         }

@@ -1,0 +1,130 @@
+import Logging
+import RingLoop
+
+/// The pointer stage (DESIGN.md §3a: after the screen mapping, before the gamepad layout):
+/// every relative device's motion accelerated by its profile and moving one cursor over
+/// the screens, its wheels turned (natural scrolling) and scaled, its buttons debounced
+/// and the middle button emulated where asked (``PointerProcessor``); each device by the
+/// system's ``PointerSettings`` with its own settings on top (the per-device settings file
+/// of ``HIDEventSystem/setScreens(_:)``, udev's `MOUSE_DPI`). Present while the system's
+/// configuration has ``HIDEventSystem/Configuration/pointer`` (or ``HIDEventSystem/setPointer(_:)``
+/// gave it).
+///
+/// Held buttons (debouncing waits up to 25 ms, middle-button emulation 50 ms) are passed
+/// on when a later event of their device comes or at BeforeWaiting once due, a timer
+/// waking the loop for them.
+final class PointerStage: HIDEventStage {
+    static let logger = Logger(label: "RingLoop.HID.pointer")
+
+    private(set) var defaults: PointerSettings
+    private(set) var processor: PointerProcessor
+    private var context: HIDStageContext?
+    private var wakeUp: StageWakeUpTimer?
+
+    init(defaults: PointerSettings) {
+        self.defaults = defaults
+        processor = PointerProcessor(defaults: defaults)
+    }
+
+    func install(in context: HIDStageContext) {
+        self.context = context
+        wakeUp = StageWakeUpTimer(loop: context.loop)
+        settingsChanged()
+    }
+
+    func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
+        if case .deviceAdded = event.payload, let device = context?.device(event.device) { configure(device) }
+        processor.process(event, emit: emit)
+        if case .button = event.payload { wakeUp?.arm(at: deadline) }
+    }
+
+    func beforeWaiting(emit: (HIDEvent) -> Void) {
+        guard processor.nextDeadline != nil else { return }
+        processor.flush(upTo: Int64(clamping: MonotonicInstant.now.nanoseconds), emit: emit)
+        wakeUp?.arm(at: deadline)
+    }
+
+    func remove(emit: (HIDEvent) -> Void) {
+        processor.flush(upTo: .max, emit: emit)
+        processor.removeAll()
+        wakeUp?.invalidate()
+        wakeUp = nil
+        context = nil
+    }
+
+    private var deadline: MonotonicInstant? { processor.nextDeadline.map { MonotonicInstant(nanoseconds: UInt64(max(0, $0))) } }
+
+    /// Takes new defaults: every attached device is configured again.
+    func update(_ defaults: PointerSettings) {
+        self.defaults = defaults
+        processor.defaults = defaults
+        settingsChanged()
+    }
+
+    /// The screens or the settings files changed: the cursor's screens and every attached
+    /// device's settings are worked out again.
+    func settingsChanged() {
+        guard let context else { return }
+        processor.setScreens(context.system.screens?.allScreens ?? [])
+        for device in context.system.devices { configure(device) }
+    }
+
+    /// The cursor, `nil` without screens.
+    var cursor: PointerCursor? { processor.cursor }
+
+    func warpCursor(to location: ScreenPoint, screen: Int) -> Bool { processor.warpCursor(to: location, screen: screen) }
+
+    /// The settings `device` is processed by.
+    func settings(of device: HIDDeviceID) -> PointerSettings { processor.settings(of: device) }
+
+    private func configure(_ device: HIDDeviceInfo) {
+        let properties = UdevProperties.of(node: device.path)
+        let own = context?.system.screens?.settings(for: DeviceIdentity(device, properties: properties)) ?? DeviceSettings()
+        let (settings, problems) = defaults.applying(own, udevProperties: properties)
+        for problem in problems { Self.logger.warning("\(device.name): \(problem)") }
+        processor.setDevice(device.id, settings: settings, acceleratesMotion: device.deviceClass != .touchpad)
+    }
+}
+
+extension HIDEventSystem {
+    /// Gives relative devices a pointer from now on: acceleration, a cursor over the
+    /// screens (``setScreens(_:)``), natural scrolling and a scroll factor, button
+    /// debouncing and middle-button emulation, by `settings` with each device's own on top
+    /// (the per-device settings file, udev's `MOUSE_DPI`); `nil` takes the stage out (motion
+    /// passes raw, with no cursor). Client loop thread; before or after ``start()``.
+    /// - Parameter settings: What every relative device gets unless its own settings say otherwise.
+    public func setPointer(_ settings: PointerSettings?) {
+        loop.preconditionOnLoopThread("HIDEventSystem.setPointer")
+        guard let settings else {
+            if let stage = pipeline.pointer { pipeline.remove(stage) }
+            return
+        }
+        if let stage = pipeline.pointer { return stage.update(settings) }
+        pipeline.pointer = PointerStage(defaults: settings)
+        pipeline.stagesChanged()
+    }
+
+    /// The pointer's settings for every device, if the pointer stage is present.
+    public var pointerSettings: PointerSettings? { pipeline.pointer?.defaults }
+
+    /// The settings `device`'s pointer events are made by (its own on top of the system's),
+    /// if the pointer stage is present.
+    public func pointerSettings(for device: HIDDeviceID) -> PointerSettings? { pipeline.pointer?.settings(of: device) }
+
+    /// Where the cursor is: a location in a screen's pixels and which screen; `nil` without
+    /// the pointer stage or without screens.
+    public var cursor: PointerCursor? { pipeline.pointer?.cursor }
+
+    /// Puts the cursor at `location` on the layout's screen number `screen` (clamped to that
+    /// screen); the next motion moves it from there. Client loop thread.
+    /// - Parameters:
+    ///   - location: The location in the screen's pixels.
+    ///   - screen: The screen's index in ``DeviceSettingsResolver/allScreens`` of ``screens``.
+    /// - Returns: Whether the cursor moved: `false` without the pointer stage, without
+    ///   screens, or for a screen that is not there.
+    @discardableResult
+    public func warpCursor(to location: ScreenPoint, screen: Int = 0) -> Bool {
+        loop.preconditionOnLoopThread("HIDEventSystem.warpCursor")
+        return pipeline.pointer?.warpCursor(to: location, screen: screen) ?? false
+    }
+}

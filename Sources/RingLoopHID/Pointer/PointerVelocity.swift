@@ -1,0 +1,112 @@
+import RingLoop
+
+/// A relative device's velocity, measured as libinput's documentation describes it
+/// ("Velocity calculation"): each delta starts a tracker, and every tracker holds the
+/// motion from its event to now. The velocity is taken over the trackers back as far as
+/// the motion keeps its direction, its speed (a tracker whose velocity differs from the
+/// newest's by more than ``maximumVelocityChange`` ends it) and its pace (a tracker older
+/// than ``timeout`` ends it: a motion after a pause counts from the pause).
+///
+/// A fixed ring of ``capacity`` trackers: nothing is allocated per delta.
+struct PointerVelocity: Sendable {
+    /// Trackers kept.
+    static let capacity = 16
+    /// Trackers older than this (ns) do not count.
+    static let timeout: Int64 = 1_000_000_000
+    /// A change of speed beyond this (units per ms) ends the trackers counted.
+    static let maximumVelocityChange = 1.0
+    /// The time a motion after a pause is taken to have lasted (its start is unknown).
+    static let firstMotionInterval = 7.0
+
+    private struct Tracker {
+        var dx = 0.0
+        var dy = 0.0
+        var time: Int64 = 0
+        var directions: UInt8 = 0
+    }
+
+    private var trackers = InlineArray<16, Tracker>(repeating: Tracker())
+    private var newest = 0
+    private var count = 0
+
+    /// Forgets every tracker.
+    mutating func reset() { count = 0 }
+
+    /// Adds a delta (in the units velocities are measured in) at `time` (nanoseconds) and
+    /// returns the velocity in units per millisecond.
+    mutating func add(dx: Double, dy: Double, at time: Int64) -> Double {
+        for offset in 0..<count {
+            let index = (newest - offset + Self.capacity) % Self.capacity
+            trackers[index].dx += dx
+            trackers[index].dy += dy
+        }
+        newest = (newest + 1) % Self.capacity
+        let directions = Self.directions(dx: dx, dy: dy)
+        trackers[newest] = Tracker(dx: 0, dy: 0, time: time, directions: directions)
+        count = min(count + 1, Self.capacity)
+        // The first motion after none: taken to have lasted ``firstMotionInterval``.
+        guard count > 1 else { return (dx * dx + dy * dy).squareRoot() / Self.firstMotionInterval }
+        return velocity(at: time, directions: directions)
+    }
+
+    private func velocity(at time: Int64, directions: UInt8) -> Double {
+        var result = 0.0
+        var first: Double?
+        let timeout = Self.timeout
+        for offset in 1..<count {
+            let tracker = self.tracker(offset)
+            let elapsed = time - tracker.time
+            let distance = (tracker.dx * tracker.dx + tracker.dy * tracker.dy).squareRoot()
+            if elapsed > timeout || elapsed <= 0 {
+                if offset == 1 { result = distance / Self.firstMotionInterval }
+                break
+            }
+            let velocity = distance / (Double(elapsed) / 1e6)
+            if tracker.directions & directions == 0 {
+                if offset == 1 { result = velocity }
+                break
+            }
+            if let first {
+                if abs(velocity - first) > Self.maximumVelocityChange { break }
+            } else {
+                first = velocity
+            }
+            result = velocity
+        }
+        return result
+    }
+
+    private func tracker(_ offset: Int) -> Tracker { trackers[(newest - offset + Self.capacity) % Self.capacity] }
+
+    /// The compass directions of a delta as bits (east 0, then counter-clockwise in eighths):
+    /// the eighth it points into and the nearer neighbour, so that motions within about a
+    /// quarter turn of each other share a bit. No bits for no motion. Found by comparing
+    /// the sides with tan(22.5°) and tan(67.5°), without trigonometry.
+    static func directions(dx: Double, dy: Double) -> UInt8 {
+        guard dx != 0 || dy != 0 else { return 0 }
+        let up = -dy
+        let across = abs(dx)
+        let along = abs(up)
+        // The sixteenth of the quarter turn, 0…3, from the x axis.
+        let inQuarter: Int
+        if along < across * 0.414_213_562 {
+            inQuarter = 0
+        } else if along < across {
+            inQuarter = 1
+        } else if along < across * 2.414_213_562 {
+            inQuarter = 2
+        } else {
+            inQuarter = 3
+        }
+        let sixteenth: Int
+        switch (dx >= 0, up >= 0) {
+        case (true, true): sixteenth = inQuarter
+        case (false, true): sixteenth = 7 - inQuarter
+        case (false, false): sixteenth = 8 + inQuarter
+        case (true, false): sixteenth = 15 - inQuarter
+        }
+        let sector = sixteenth / 2
+        let neighbour = sixteenth % 2 == 0 ? (sector + 7) % 8 : (sector + 1) % 8
+        return UInt8(1 << sector) | UInt8(1 << neighbour)
+    }
+}
