@@ -20,10 +20,14 @@ final class PointerStage: HIDEventStage {
     private(set) var processor: PointerProcessor
     private var context: HIDStageContext?
     private var wakeUp: StageWakeUpTimer?
+    /// What the processor made of an event, passed on once it is done: a handler may warp
+    /// the cursor (changing the processor) while an event is passed on.
+    private var made: [HIDEvent] = []
 
     init(defaults: PointerSettings) {
         self.defaults = defaults
         processor = PointerProcessor(defaults: defaults)
+        made.reserveCapacity(8)
     }
 
     func install(in context: HIDStageContext) {
@@ -34,22 +38,34 @@ final class PointerStage: HIDEventStage {
 
     func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
         if case .deviceAdded = event.payload, let device = context?.device(event.device) { configure(device) }
-        processor.process(event, emit: emit)
+        made.removeAll(keepingCapacity: true)
+        processor.process(event) { made.append($0) }
         if case .button = event.payload { wakeUp?.arm(at: deadline) }
+        passOn(emit)
     }
 
     func beforeWaiting(emit: (HIDEvent) -> Void) {
         guard processor.nextDeadline != nil else { return }
-        processor.flush(upTo: Int64(clamping: MonotonicInstant.now.nanoseconds), emit: emit)
+        made.removeAll(keepingCapacity: true)
+        processor.flush(upTo: Int64(clamping: MonotonicInstant.now.nanoseconds)) { made.append($0) }
         wakeUp?.arm(at: deadline)
+        passOn(emit)
     }
 
     func remove(emit: (HIDEvent) -> Void) {
-        processor.flush(upTo: .max, emit: emit)
+        made.removeAll(keepingCapacity: true)
+        processor.flush(upTo: .max) { made.append($0) }
+        passOn(emit)
         processor.removeAll()
         wakeUp?.invalidate()
         wakeUp = nil
         context = nil
+    }
+
+    /// Passes on what the processor made (the one event of a motion without a copy of the list).
+    private func passOn(_ emit: (HIDEvent) -> Void) {
+        if made.count == 1 { return emit(made[0]) }
+        for event in made { emit(event) }
     }
 
     private var deadline: MonotonicInstant? { processor.nextDeadline.map { MonotonicInstant(nanoseconds: UInt64(max(0, $0))) } }
