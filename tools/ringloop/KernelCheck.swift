@@ -45,6 +45,7 @@ struct KernelCheck: ParsableCommand {
             ("state at attach", KernelChecks.stateAtAttach), ("SYN_DROPPED", KernelChecks.droppedAndResynced),
             ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("keymap", KernelChecks.keymap),
             ("uhid", UHIDChecks.run), ("rumble", UHIDChecks.rumble),
+            ("pointer", PointerChecks.run),
             ("libinput", LibinputChecks.run), ("recordings", CorpusReplay.run), ("demo", KernelChecks.demo),
         ]
         for (phase, run) in phases {

@@ -1,0 +1,120 @@
+import RingLoop
+import RingLoopDevices
+import RingLoopEvdev
+import RingLoopHID
+
+/// The pointer stage against libinput 1.22 on the booted kernel: the real mouse and
+/// pointing-stick recordings of devices/real replayed through uinput, read by `libinput
+/// debug-events --set-profile=P --set-speed=S` and by a chain whose pointer stage has the
+/// same settings, motion by motion.
+///
+/// - `pointer/flat/…`: libinput's flat profile and the chain's are equal (to the two
+///   decimals libinput prints), at several speeds, on every recording, and with udev's
+///   `MOUSE_DPI` set (the flat profile does not normalize a device's resolution).
+///   Played as fast as the readers keep up: the flat profile does not depend on time.
+/// - `pointer/adaptive/…`: played at the recorded pace (the adaptive profile measures the
+///   motion's velocity); equal within the stated tolerance: ``adaptiveTolerance``.
+/// - `pointer/custom`: skipped with the reason: Debian 12's libinput is 1.22, and the
+///   custom profile came in 1.23 (the unit tests check it against its documentation).
+enum PointerChecks {
+    /// The adaptive profile's tolerance, stated before the first run: at least 90 % of the
+    /// motions within 0.5 px or 15 % of libinput's delta (whichever is larger), and the
+    /// path's whole length within 5 %.
+    static let adaptiveTolerance = (share: 0.9, pixels: 0.5, fraction: 0.15, length: 0.05)
+
+    static func run(_ context: CheckContext) {
+        let ultrathin = ("mice/Ultrathin Touch Mouse.events", String?.none)
+        let ps2 = ("mice/PS2 Generic Mouse.events", Optional("mice/PS2 Generic Mouse.desc"))
+        let saitek = ("mice/Saitek Cyborg R.A.T.5 Mouse.events", Optional("mice/Saitek Cyborg R.A.T.5 Mouse.desc"))
+        let trackpoint = ("trackpoints/TPPS2 IBM TrackPoint.events", Optional("trackpoints/TPPS2 IBM TrackPoint.desc"))
+        for (name, recording, speed, udev) in [
+            ("pointer/flat/ultrathin", ultrathin, 0.5, [String: String]()), ("pointer/flat/ps2", ps2, -0.5, [:]),
+            ("pointer/flat/saitek", saitek, 1.0, [:]), ("pointer/flat/trackpoint", trackpoint, 0.5, [:]),
+            ("pointer/flat/mouse-dpi", ultrathin, 0.25, ["MOUSE_DPI": "400@125"]),
+        ] {
+            compare(name, recording, profile: .flat, speed: speed, udev: udev, context: context)
+        }
+        for (name, recording, speed) in [("pointer/adaptive/ultrathin", ultrathin, 0.0), ("pointer/adaptive/saitek", saitek, 0.5)] {
+            compare(name, recording, profile: .adaptive, speed: speed, udev: [:], context: context)
+        }
+        if context.report.wants("pointer/custom") {
+            context.report.skip(
+                "pointer/custom",
+                "libinput here is 1.22 (Debian 12), which has no custom profile (1.23 added it): the custom profile is checked"
+                    + " against libinput's documentation by the unit tests (PointerTests)")
+        }
+    }
+
+    private static func compare(
+        _ name: String, _ recording: (file: String, description: String?), profile: AccelerationProfile, speed: Double,
+        udev: [String: String], context: CheckContext
+    ) {
+        guard context.report.wants(name) else { return }
+        let folder = "\(context.devices)/real/evemu-devices/"
+        let loaded: Recording
+        do {
+            if let description = recording.description {
+                loaded = try Recording.load(description: folder + description, events: folder + recording.file)
+            } else {
+                guard let found = try Recording.loadAll(contentsOf: folder + recording.file).first(where: { $0.description != nil }) else {
+                    return context.report.fail(name, "\(recording.file) describes no device")
+                }
+                loaded = found
+            }
+        } catch {
+            return context.report.fail(name, "\(error)")
+        }
+        var configuration = HIDEventSystem.Configuration()
+        // Only the motion is compared; replayed as fast as the readers keep up, clicks would
+        // be debounced (by both) as a bouncing switch.
+        configuration.pointer = try? PointerSettings(acceleration: PointerAcceleration(profile: profile, speed: speed), debounce: false)
+        let options = ["--set-profile=\(profile.rawValue)", "--set-speed=\(Format.fixed(speed, 2))"]
+        let replayed: Libinput.Replayed
+        switch Libinput.replay(
+            loaded, udev: udev, options: options, speed: profile == .flat ? .asFastAsReadersKeepUp : .recorded,
+            chainConfiguration: configuration, context: context)
+        {
+        case .success(let result): replayed = result
+        case .failure(let failure): return context.report.fail(name, failure.description)
+        }
+        let theirs = replayed.libinput.events.compactMap { $0.motion.map { ($0.dx, $0.dy) } }
+        let ours = replayed.chain.compactMap { event -> (Double, Double)? in
+            if case .pointerMotion(let motion) = event.payload { return (motion.acceleratedDX, motion.acceleratedDY) }
+            return nil
+        }
+        let setting =
+            "\(profile.rawValue) \(Format.fixed(speed, 2))" + (udev.isEmpty ? "" : " \(udev.map { "\($0.key)=\($0.value)" }.joined())")
+        guard !theirs.isEmpty, theirs.count == ours.count else {
+            return context.report.fail(
+                name, "\(setting): libinput gave \(theirs.count) motions, the chain \(ours.count) (\(replayed.libinput.summary))")
+        }
+        var within = 0
+        var largest = 0.0
+        var first: String?
+        var theirLength = 0.0
+        var ourLength = 0.0
+        for (index, (their, our)) in zip(theirs, ours).enumerated() {
+            let error = ((their.0 - our.0) * (their.0 - our.0) + (their.1 - our.1) * (their.1 - our.1)).squareRoot()
+            let size = (their.0 * their.0 + their.1 * their.1).squareRoot()
+            theirLength += size
+            ourLength += (our.0 * our.0 + our.1 * our.1).squareRoot()
+            largest = max(largest, error)
+            let allowed = profile == .flat ? 0.0051 : max(adaptiveTolerance.pixels, adaptiveTolerance.fraction * size)
+            if error <= allowed {
+                within += 1
+            } else if first == nil {
+                first =
+                    "motion \(index): libinput \(Format.fixed(their.0, 2))/\(Format.fixed(their.1, 2)),"
+                    + " the chain \(Format.fixed(our.0, 3))/\(Format.fixed(our.1, 3))"
+            }
+        }
+        let share = Double(within) / Double(theirs.count)
+        let lengthError = abs(ourLength - theirLength) / max(theirLength, 1e-9)
+        let measured =
+            "\(setting): \(within) of \(theirs.count) motions within tolerance, largest difference \(Format.fixed(largest, 3)) px,"
+            + " path \(Format.fixed(ourLength, 1)) px against libinput's \(Format.fixed(theirLength, 1)) px"
+        let passed =
+            profile == .flat ? within == theirs.count : share >= adaptiveTolerance.share && lengthError <= adaptiveTolerance.length
+        context.report.check(name, passed, passed ? measured : measured + "; first beyond: " + (first ?? "none"))
+    }
+}
