@@ -63,7 +63,7 @@ struct Bench: ParsableCommand {
     static let all = [
         "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "keys.text", "gestures", "motion",
         "gamepad",
-        "screen", "hid.e2e.pipe",
+        "screen", "pointer", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
     ]
@@ -118,6 +118,7 @@ struct Bench: ParsableCommand {
         if selected("motion") { emit(try MotionBench.results(quick: quick, rounds: rounds)) }
         if selected("gamepad") { emit(try GamepadBench.results(quick: quick, rounds: rounds)) }
         if selected("screen") { emit(try ScreenBench.results(quick: quick, rounds: rounds)) }
+        if selected("pointer") { emit(try PointerBench.results(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.pipe") { emit(HIDBench.pipeResults(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.fuse") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("hid.scale") { emit(ScaleBench.results(quick: quick, rounds: rounds)) }

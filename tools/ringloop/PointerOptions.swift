@@ -14,7 +14,7 @@ struct PointerOptions: ParsableArguments {
 
     @Option(
         name: .customLong("accel-speed"),
-        help: ArgumentHelp("The acceleration's speed setting, -1…1 (flat: deltas times 1 + speed).", valueName: "speed"))
+        help: ArgumentHelp("The acceleration's speed setting, -1 to 1 (flat: deltas times 1 + speed).", valueName: "speed"))
     var accelerationSpeed: Double?
 
     @Option(

@@ -85,6 +85,9 @@ final class PointerStage: HIDEventStage {
         for device in context.system.devices { configure(device) }
     }
 
+    /// Takes `screens` for the cursor without a system (the benchmark).
+    func setScreensForMeasurement(_ screens: [ScreenDescription]) { processor.setScreens(screens) }
+
     /// The cursor, `nil` without screens.
     var cursor: PointerCursor? { processor.cursor }
 

@@ -111,12 +111,11 @@ package struct PointerProcessor: Sendable {
     package mutating func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
         switch event.payload {
         case .pointerMotion(var motion):
-            var state = takeState(of: event.device)
-            if state.acceleratesMotion {
+            withState(of: event.device) { state in
+                guard state.acceleratesMotion else { return }
                 (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(
                     dx: motion.dx, dy: motion.dy, at: Int64(event.timestamp.nanoseconds))
             }
-            devices[event.device] = state
             motion.cursor = layout.move(dx: motion.acceleratedDX, dy: motion.acceleratedDY)
             emit(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion)))
         case .scroll(var scroll):
@@ -128,26 +127,26 @@ package struct PointerProcessor: Sendable {
             }
             emit(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .scroll(scroll)))
         case .button(let button):
-            var state = takeState(of: event.device)
             let device = event.device
-            let settings = state.settings
             let time = Int64(event.timestamp.nanoseconds)
-            // Debounced first, then the middle button emulated from what is left.
-            var middle = state.middle
-            func emulated(_ button: ButtonEvent, _ at: Int64) {
-                if settings.middleButtonEmulation {
-                    middle.process(button, at: at) { emit(Self.event(device, $0, $1)) }
-                } else {
-                    emit(Self.event(device, button, at))
+            withState(of: device) { state in
+                let settings = state.settings
+                // Debounced first, then the middle button emulated from what is left.
+                var middle = state.middle
+                func emulated(_ button: ButtonEvent, _ at: Int64) {
+                    if settings.middleButtonEmulation {
+                        middle.process(button, at: at) { emit(Self.event(device, $0, $1)) }
+                    } else {
+                        emit(Self.event(device, button, at))
+                    }
                 }
+                if settings.debounce {
+                    state.debouncer.process(button, at: time, emit: emulated)
+                } else {
+                    emulated(button, time)
+                }
+                state.middle = middle
             }
-            if settings.debounce {
-                state.debouncer.process(button, at: time, emit: emulated)
-            } else {
-                emulated(button, time)
-            }
-            state.middle = middle
-            devices[device] = state
         case .deviceRemoved:
             devices[event.device] = nil
             emit(event)
@@ -176,8 +175,13 @@ package struct PointerProcessor: Sendable {
         }
     }
 
-    private mutating func takeState(of device: HIDDeviceID) -> DeviceState {
-        devices[device] ?? DeviceState(settings: defaults, acceleratesMotion: true)
+    /// Runs `body` on `device`'s state in place (one made from the defaults for a device
+    /// no one set).
+    private mutating func withState(of device: HIDDeviceID, _ body: (inout DeviceState) -> Void) {
+        if let index = devices.index(forKey: device) { return body(&devices.values[index]) }
+        var state = DeviceState(settings: defaults, acceleratesMotion: true)
+        body(&state)
+        devices[device] = state
     }
 
     private static func event(_ device: HIDDeviceID, _ button: ButtonEvent, _ time: Int64) -> HIDEvent {
