@@ -77,10 +77,27 @@ enum PointerChecks {
         case .success(let result): replayed = result
         case .failure(let failure): return context.report.fail(name, failure.description)
         }
-        let theirs = replayed.libinput.events.compactMap { $0.motion.map { ($0.dx, $0.dy) } }
-        let ours = replayed.chain.compactMap { event -> (Double, Double)? in
-            if case .pointerMotion(let motion) = event.payload { return (motion.acceleratedDX, motion.acceleratedDY) }
+        let theirEvents = replayed.libinput.events.filter { $0.motion != nil }
+        let theirs = theirEvents.compactMap { $0.motion.map { ($0.dx, $0.dy) } }
+        let ourEvents = replayed.chain.compactMap { event -> (MonotonicInstant, PointerMotionEvent)? in
+            if case .pointerMotion(let motion) = event.payload { return (event.timestamp, motion) }
             return nil
+        }
+        let ours = ourEvents.map { ($0.1.acceleratedDX, $0.1.acceleratedDY) }
+        if let output = context.output {
+            // Both readers' motions side by side, for a look at the differences
+            // (tools/kernel-stage --export DIR).
+            var table = "libinput_s\tchain_ns\traw_dx\traw_dy\tlibinput_dx\tlibinput_dy\tchain_dx\tchain_dy\n"
+            for (their, our) in zip(theirEvents, ourEvents) {
+                let values = [
+                    their.time.map { Format.fixed($0, 6) } ?? "", String(our.0.nanoseconds), String(our.1.dx), String(our.1.dy),
+                    Format.fixed(their.motion!.dx, 2), Format.fixed(their.motion!.dy, 2), Format.fixed(our.1.acceleratedDX, 4),
+                    Format.fixed(our.1.acceleratedDY, 4),
+                ]
+                table += values.joined(separator: "\t") + "\n"
+            }
+            let file = "\(output)/" + name.split(separator: "/").joined(separator: "-") + ".tsv"
+            try? table.write(toFile: file, atomically: false, encoding: .utf8)
         }
         let setting =
             "\(profile.rawValue) \(Format.fixed(speed, 2))" + (udev.isEmpty ? "" : " \(udev.map { "\($0.key)=\($0.value)" }.joined())")

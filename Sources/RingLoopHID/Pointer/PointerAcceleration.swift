@@ -7,8 +7,8 @@
 ///   whatever the motion's speed; the device's own counts, as libinput's flat profile
 ///   ("you get what the device does": no normalization to 1000 dpi).
 /// - ``AccelerationProfile/adaptive``: libinput's default, its linear profile: the
-///   deltas are normalized to 1000 dpi (``dotsPerInch``), the motion's velocity is
-///   measured across the recent deltas in the same direction (``PointerVelocity``), and
+///   deltas are normalized to 1000 dpi (``PointerSettings/dotsPerInch``), the motion's velocity is
+///   measured across the recent deltas in the same direction and pace, and
 ///   the factor is a deceleration down to 0.3 for very slow motion, 1:1 for normal
 ///   motion, and a linear incline to a maximum factor for fast motion; the speed setting
 ///   moves where the incline starts, how steep it is and its maximum.
