@@ -37,6 +37,12 @@ final class PointerStage: HIDEventStage {
     }
 
     func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
+        if case .pointerMotion(let motion) = event.payload {
+            // The common case, without the list: the processor's access ends before the
+            // event is passed on.
+            let moved = processor.moved(event, motion)
+            return emit(moved)
+        }
         if case .deviceAdded = event.payload, let device = context?.device(event.device) { configure(device) }
         made.removeAll(keepingCapacity: true)
         processor.process(event) { made.append($0) }

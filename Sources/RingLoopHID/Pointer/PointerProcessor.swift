@@ -62,7 +62,10 @@ package struct PointerProcessor: Sendable {
 
     /// What a device no one set gets.
     package var defaults: PointerSettings
-    private var devices: [HIDDeviceID: DeviceState] = [:]
+    /// The devices set or seen, in a list: a few at most, found faster by comparing ids
+    /// than by hashing them (the last one found first).
+    private var devices: [(id: HIDDeviceID, state: DeviceState)] = []
+    private var lastIndex = 0
     private var layout: CursorLayout
 
     /// A processor whose devices get `defaults` until set otherwise, with a cursor over
@@ -70,21 +73,41 @@ package struct PointerProcessor: Sendable {
     package init(defaults: PointerSettings = PointerSettings(), screens: [ScreenDescription] = []) {
         self.defaults = defaults
         layout = CursorLayout(screens: screens)
+        devices.reserveCapacity(8)
+    }
+
+    /// Where `device` is in ``devices``.
+    @inline(__always)
+    private func index(of device: HIDDeviceID) -> Int? {
+        if lastIndex < devices.count, devices[lastIndex].id == device { return lastIndex }
+        return devices.firstIndex { $0.id == device }
     }
 
     /// Sets `device`'s settings (its acceleration starts again).
     package mutating func setDevice(_ device: HIDDeviceID, settings: PointerSettings, acceleratesMotion: Bool = true) {
-        devices[device] = DeviceState(settings: settings, acceleratesMotion: acceleratesMotion)
+        let state = DeviceState(settings: settings, acceleratesMotion: acceleratesMotion)
+        if let index = index(of: device) {
+            devices[index].state = state
+        } else {
+            devices.append((device, state))
+        }
     }
 
     /// The settings `device` is processed by.
-    package func settings(of device: HIDDeviceID) -> PointerSettings { devices[device]?.settings ?? defaults }
+    package func settings(of device: HIDDeviceID) -> PointerSettings { index(of: device).map { devices[$0].state.settings } ?? defaults }
 
     /// Forgets `device`.
-    package mutating func removeDevice(_ device: HIDDeviceID) { devices[device] = nil }
+    package mutating func removeDevice(_ device: HIDDeviceID) {
+        guard let index = index(of: device) else { return }
+        devices.remove(at: index)
+        lastIndex = 0
+    }
 
     /// Forgets every device.
-    package mutating func removeAll() { devices.removeAll(keepingCapacity: true) }
+    package mutating func removeAll() {
+        devices.removeAll(keepingCapacity: true)
+        lastIndex = 0
+    }
 
     /// Takes new screens for the cursor.
     package mutating func setScreens(_ screens: [ScreenDescription]) { layout.setScreens(screens) }
@@ -98,10 +121,9 @@ package struct PointerProcessor: Sendable {
     /// The next time a held button falls due (nanoseconds), if one is held.
     package var nextDeadline: Int64? {
         var next: Int64?
-        for state in devices.values {
-            for due in [state.debouncer.nextDeadline, state.middle.nextDeadline] {
-                if let due { next = min(next ?? due, due) }
-            }
+        for (_, state) in devices {
+            if let due = state.debouncer.nextDeadline { next = min(next ?? due, due) }
+            if let due = state.middle.nextDeadline { next = min(next ?? due, due) }
         }
         return next
     }
@@ -110,16 +132,10 @@ package struct PointerProcessor: Sendable {
     /// scrolling turned and scaled, buttons debounced and emulated; other events as they are.
     package mutating func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
         switch event.payload {
-        case .pointerMotion(var motion):
-            withState(of: event.device) { state in
-                guard state.acceleratesMotion else { return }
-                (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(
-                    dx: motion.dx, dy: motion.dy, at: Int64(event.timestamp.nanoseconds))
-            }
-            motion.cursor = layout.move(dx: motion.acceleratedDX, dy: motion.acceleratedDY)
-            emit(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion)))
+        case .pointerMotion(let motion):
+            emit(moved(event, motion))
         case .scroll(var scroll):
-            let settings = devices[event.device]?.settings ?? defaults
+            let settings = settings(of: event.device)
             let factor = settings.naturalScroll ? -settings.scrollFactor : settings.scrollFactor
             if factor != 1 {
                 scroll.vertical *= factor
@@ -148,17 +164,32 @@ package struct PointerProcessor: Sendable {
                 state.middle = middle
             }
         case .deviceRemoved:
-            devices[event.device] = nil
+            removeDevice(event.device)
             emit(event)
         default:
             emit(event)
         }
     }
 
+    /// `event`, whose payload is `motion`, as the pointer makes it: accelerated by its
+    /// device's profile (a touchpad's as it comes), with the cursor it moved.
+    @inline(__always)
+    package mutating func moved(_ event: HIDEvent, _ motion: PointerMotionEvent) -> HIDEvent {
+        var motion = motion
+        withState(of: event.device) { state in
+            guard state.acceleratesMotion else { return }
+            (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(
+                dx: motion.dx, dy: motion.dy, at: Int64(event.timestamp.nanoseconds))
+        }
+        motion.cursor = layout.move(dx: motion.acceleratedDX, dy: motion.acceleratedDY)
+        return HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion))
+    }
+
     /// Passes on the buttons held until `time` (nanoseconds), each at its due time.
     package mutating func flush(upTo time: Int64, emit: (HIDEvent) -> Void) {
-        for device in Array(devices.keys) {
-            guard var state = devices[device] else { continue }
+        for index in devices.indices {
+            let device = devices[index].id
+            var state = devices[index].state
             let settings = state.settings
             var middle = state.middle
             func emulated(_ button: ButtonEvent, _ at: Int64) {
@@ -171,17 +202,21 @@ package struct PointerProcessor: Sendable {
             state.debouncer.flush(upTo: time, emit: emulated)
             middle.flush(upTo: time) { emit(Self.event(device, $0, $1)) }
             state.middle = middle
-            devices[device] = state
+            devices[index].state = state
         }
     }
 
     /// Runs `body` on `device`'s state in place (one made from the defaults for a device
     /// no one set).
+    @inline(__always)
     private mutating func withState(of device: HIDDeviceID, _ body: (inout DeviceState) -> Void) {
-        if let index = devices.index(forKey: device) { return body(&devices.values[index]) }
-        var state = DeviceState(settings: defaults, acceleratesMotion: true)
-        body(&state)
-        devices[device] = state
+        if let index = index(of: device) {
+            lastIndex = index
+            return body(&devices[index].state)
+        }
+        devices.append((device, DeviceState(settings: defaults, acceleratesMotion: true)))
+        lastIndex = devices.count - 1
+        body(&devices[lastIndex].state)
     }
 
     private static func event(_ device: HIDDeviceID, _ button: ButtonEvent, _ time: Int64) -> HIDEvent {

@@ -7,9 +7,11 @@ import RingLoop
 /// newest's by more than ``maximumVelocityChange`` ends it) and its pace (a tracker older
 /// than ``timeout`` ends it: a motion after a pause counts from the pause).
 ///
-/// A fixed ring of ``capacity`` trackers: nothing is allocated per delta.
+/// A fixed ring of ``capacity`` trackers: nothing is allocated per delta. Each tracker
+/// keeps where the motion had got to at its event (the deltas summed), so a tracker's
+/// motion to now is the newest position less its own, and a delta updates one tracker.
 struct PointerVelocity: Sendable {
-    /// Trackers kept.
+    /// Trackers kept (a power of two: the ring wraps with a mask).
     static let capacity = 16
     /// Trackers older than this (ns) do not count.
     static let timeout: Int64 = 1_000_000_000
@@ -26,8 +28,8 @@ struct PointerVelocity: Sendable {
     static let firstMotionInterval = 1000.0
 
     private struct Tracker {
-        var dx = 0.0
-        var dy = 0.0
+        var x = 0.0
+        var y = 0.0
         var time: Int64 = 0
         var directions: UInt8 = 0
     }
@@ -35,21 +37,24 @@ struct PointerVelocity: Sendable {
     private var trackers = InlineArray<16, Tracker>(repeating: Tracker())
     private var newest = 0
     private var count = 0
+    /// The deltas summed since the last reset.
+    private var x = 0.0
+    private var y = 0.0
 
     /// Forgets every tracker.
-    mutating func reset() { count = 0 }
+    mutating func reset() {
+        count = 0
+        (x, y) = (0, 0)
+    }
 
     /// Adds a delta (in the units velocities are measured in) at `time` (nanoseconds) and
     /// returns the velocity in units per millisecond.
     mutating func add(dx: Double, dy: Double, at time: Int64) -> Double {
-        for offset in 0..<count {
-            let index = (newest - offset + Self.capacity) % Self.capacity
-            trackers[index].dx += dx
-            trackers[index].dy += dy
-        }
-        newest = (newest + 1) % Self.capacity
+        x += dx
+        y += dy
+        newest = (newest + 1) & (Self.capacity - 1)
         let directions = Self.directions(dx: dx, dy: dy)
-        trackers[newest] = Tracker(dx: 0, dy: 0, time: time, directions: directions)
+        trackers[newest] = Tracker(x: x, y: y, time: time, directions: directions)
         count = min(count + 1, Self.capacity)
         // The first motion: taken to have lasted ``firstMotionInterval``.
         guard count > 1 else { return (dx * dx + dy * dy).squareRoot() / Self.firstMotionInterval }
@@ -63,7 +68,7 @@ struct PointerVelocity: Sendable {
         for offset in 1..<count {
             let tracker = self.tracker(offset)
             let elapsed = time - tracker.time
-            let distance = (tracker.dx * tracker.dx + tracker.dy * tracker.dy).squareRoot()
+            let distance = ((x - tracker.x) * (x - tracker.x) + (y - tracker.y) * (y - tracker.y)).squareRoot()
             if elapsed > timeout || elapsed <= 0 {
                 if offset == 1 { result = distance / Self.firstMotionInterval }
                 break
@@ -83,7 +88,7 @@ struct PointerVelocity: Sendable {
         return result
     }
 
-    private func tracker(_ offset: Int) -> Tracker { trackers[(newest - offset + Self.capacity) % Self.capacity] }
+    private func tracker(_ offset: Int) -> Tracker { trackers[(newest - offset) & (Self.capacity - 1)] }
 
     /// The compass directions of a delta as bits (east 0, then counter-clockwise in eighths):
     /// the eighth it points into and the nearer neighbour, so that motions within about a
