@@ -19,7 +19,7 @@ public struct PointerSettings: Sendable, Hashable {
     /// Scroll amounts are multiplied by this (above 0; 1 leaves them).
     public private(set) var scrollFactor: Double
     /// Button debouncing, libinput's "bounce" and "spurious" methods (on by default, as
-    /// in libinput; the article <doc:Pointers> says how they work).
+    /// in libinput; the article <doc:PointersAndTheCursor> says how they work).
     public var debounce: Bool
     /// Left and right pressed together give the middle button (libinput's middle-button
     /// emulation; off by default).
