@@ -45,6 +45,7 @@ enum PointerChecks {
         ] {
             compare(name, recording, profile: .adaptive, speed: speed, udev: udev, context: context)
         }
+        debounce(context)
         if context.report.wants("pointer/custom") {
             context.report.skip(
                 "pointer/custom",
@@ -141,5 +142,74 @@ enum PointerChecks {
         let passed =
             profile == .flat ? within == theirs.count : share >= adaptiveTolerance.share && lengthError <= adaptiveTolerance.length
         context.report.check(name, passed, passed ? measured : measured + "; first beyond: " + (first ?? "none"))
+    }
+
+    /// Button debouncing against libinput's: the Ultrathin mouse's description with
+    /// clicks written to bounce (a press–release–press within 6 ms, a release–press–release
+    /// after a held press, a release 10 ms after its press, then a held right button that
+    /// lets go for 5 ms twice), played at their pace. The same presses and releases, in
+    /// order, each within 3 ms of libinput's.
+    static func debounce(_ context: CheckContext) {
+        let name = "pointer/debounce"
+        guard context.report.wants(name) else { return }
+        let file = "\(context.devices)/real/evemu-devices/mice/Ultrathin Touch Mouse.events"
+        guard let description = (try? Recording.loadAll(contentsOf: file))?.first(where: { $0.description != nil })?.description else {
+            return context.report.fail(name, "\(file) describes no device")
+        }
+        let (left, right) = (Evdev.BTN_LEFT, Evdev.BTN_RIGHT)
+        // (milliseconds, button, down)
+        let clicks: [(Int64, UInt16, Bool)] = [
+            (100, left, true), (103, left, false), (106, left, true), (300, left, false),
+            (1100, left, true), (1200, left, false), (1203, left, true), (1206, left, false),
+            (2100, left, true), (2110, left, false),
+            (3100, right, true), (3200, right, false), (3205, right, true), (3400, right, false), (3405, right, true),
+            (3600, right, false), (3800, right, true), (4000, right, false), (4500, left, true), (4600, left, false),
+        ]
+        var events: [InputEvent] = []
+        for (milliseconds, code, down) in clicks {
+            let seconds = milliseconds / 1000
+            let microseconds = Int32((milliseconds % 1000) * 1000)
+            events.append(InputEvent(seconds: seconds, microseconds: microseconds, type: Evdev.EV_KEY, code: code, value: down ? 1 : 0))
+            events.append(InputEvent(seconds: seconds, microseconds: microseconds, type: Evdev.EV_SYN, code: Evdev.SYN_REPORT, value: 0))
+        }
+        var configuration = HIDEventSystem.Configuration()
+        configuration.pointer = PointerSettings()
+        let replayed: Libinput.Replayed
+        switch Libinput.replay(Recording(description: description, events: events), chainConfiguration: configuration, context: context) {
+        case .success(let result): replayed = result
+        case .failure(let failure): return context.report.fail(name, failure.description)
+        }
+        var theirs: [(String, Double)] = []
+        for event in replayed.libinput.events where event.type == "POINTER_BUTTON" {
+            guard let press = event.press, var time = event.time else { continue }
+            // libinput 1.22 prints its first event's time below zero as an unsigned count
+            // of milliseconds (4294967.294 s for −2 ms).
+            if time > 4_000_000 { time -= 4_294_967.296 }
+            theirs.append(("\(Evdev.shownName(ofCode: press.code, type: Evdev.EV_KEY)) \(press.pressed ? "down" : "up")", time * 1000))
+        }
+        var ours: [(String, Double)] = []
+        for event in replayed.chain {
+            guard case .button(let button) = event.payload else { continue }
+            let milliseconds = Double(event.timestamp.nanoseconds) / 1e6
+            ours.append(("\(Evdev.shownName(ofCode: button.code, type: Evdev.EV_KEY)) \(button.isDown ? "down" : "up")", milliseconds))
+        }
+        // Times from each reader's first button.
+        func shown(_ list: [(String, Double)]) -> [String] {
+            guard let first = list.first?.1 else { return [] }
+            return list.map { "\($0.0) +\(Format.fixed($0.1 - first, 0)) ms" }
+        }
+        var problems: [String] = []
+        if let difference = firstDifference(ours.map(\.0), theirs.map(\.0)) { problems.append("buttons \(difference)") }
+        if problems.isEmpty, let theirFirst = theirs.first?.1, let ourFirst = ours.first?.1 {
+            for ((label, their), (_, our)) in zip(theirs, ours) where abs((our - ourFirst) - (their - theirFirst)) > 3 {
+                problems.append(
+                    "\(label): libinput +\(Format.fixed(their - theirFirst, 1)) ms, the chain +\(Format.fixed(our - ourFirst, 1)) ms")
+                break
+            }
+        }
+        context.report.check(
+            name, problems.isEmpty,
+            (problems.isEmpty ? "" : problems.joined(separator: "; ") + "; ") + "libinput: " + shown(theirs).joined(separator: ", ")
+                + (problems.isEmpty ? "" : "; the chain: " + shown(ours).joined(separator: ", ")))
     }
 }

@@ -37,7 +37,7 @@ final class PointerStage: HIDEventStage {
     }
 
     func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
-        if case .pointerMotion(let motion) = event.payload {
+        if case .pointerMotion(let motion) = event.payload, !processor.hasDueButtons(at: event.timestamp) {
             // The common case, without the list: the processor's access ends before the
             // event is passed on.
             let moved = processor.moved(event, motion)

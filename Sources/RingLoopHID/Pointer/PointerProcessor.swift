@@ -67,6 +67,8 @@ package struct PointerProcessor: Sendable {
     private var devices: [(id: HIDDeviceID, state: DeviceState)] = []
     private var lastIndex = 0
     private var layout: CursorLayout
+    /// ``nextDeadline`` as of the last change of a button (`Int64.max`: none).
+    private var earliestDeadline = Int64.max
 
     /// A processor whose devices get `defaults` until set otherwise, with a cursor over
     /// `screens` (none: no cursor).
@@ -128,9 +130,15 @@ package struct PointerProcessor: Sendable {
         return next
     }
 
-    /// Passes on `event` as the pointer makes it: motion accelerated with the cursor,
-    /// scrolling turned and scaled, buttons debounced and emulated; other events as they are.
+    /// Whether a held button falls due by `time`: it must be passed on before an event of then.
+    @inline(__always)
+    package func hasDueButtons(at time: MonotonicInstant) -> Bool { Int64(clamping: time.nanoseconds) >= earliestDeadline }
+
+    /// Passes on `event` as the pointer makes it, after the held buttons due by its time:
+    /// motion accelerated with the cursor, scrolling turned and scaled, buttons debounced
+    /// and emulated; other events as they are.
     package mutating func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
+        if hasDueButtons(at: event.timestamp) { flush(upTo: Int64(clamping: event.timestamp.nanoseconds), emit: emit) }
         switch event.payload {
         case .pointerMotion(let motion):
             emit(moved(event, motion))
@@ -163,6 +171,7 @@ package struct PointerProcessor: Sendable {
                 }
                 state.middle = middle
             }
+            earliestDeadline = nextDeadline ?? .max
         case .deviceRemoved:
             removeDevice(event.device)
             emit(event)
@@ -204,6 +213,7 @@ package struct PointerProcessor: Sendable {
             state.middle = middle
             devices[index].state = state
         }
+        earliestDeadline = nextDeadline ?? .max
     }
 
     /// Runs `body` on `device`'s state in place (one made from the defaults for a device
