@@ -173,4 +173,55 @@ extension PortOnTheRingTests {
         }
         output.report(ifFailed: result == nil)
     }
+
+    /// A waiting thread's reader reads only until its own reply: what comes after is told
+    /// to every reader armed then, and late replies come before a thread's next reply. Four
+    /// threads of another process share one connection, one of them giving up on slow
+    /// requests (their late replies come in among the others' replies); each reply goes to
+    /// its own sender, none waits past its timeout.
+    @Test("Four threads sharing one connection to another process, one abandoning slow requests: each gets its own replies")
+    func threadsShareOneConnection() async throws {
+        let name = NamedPortTests.uniqueName("shared")
+        let worker = LoopThread(name: "shared-port")
+        defer { worker.stopAndJoin() }
+        let port = try LocalMessagePort(name: name, loop: worker.loop) { msgid, data in
+            if msgid == 2 {
+                var pause = timespec(tv_sec: 0, tv_nsec: 3_000_000)
+                nanosleep(&pause, nil)
+            }
+            return data
+        }
+        defer { port.invalidate() }
+        worker.loop.add(port.source, to: .default)
+        let output = ChildOutput(label: "PortOnTheRingTests-shared")
+        let result = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output.path as String] in
+            ChildOutput.redirect(to: outputPath)
+            let remote = try RemoteMessagePort(name: name)
+            let failures = ThreadLock<[String]>([])
+            let threads = (0..<4).map { thread in
+                PosixThread.start(name: "sender-\(thread)") {
+                    for index in 0..<300 {
+                        let data = [UInt8(thread), UInt8(index % 256), UInt8(index / 256)]
+                        if thread == 0, index % 10 == 0 {
+                            // Gives up before the reply: it comes late, among the others'.
+                            _ = try? remote.sendRequest(msgid: 2, data: data, replyTimeout: .milliseconds(1))
+                            continue
+                        }
+                        do throws(MessagePortError) {
+                            let reply = try remote.sendRequest(msgid: 1, data: data, replyTimeout: .seconds(20))
+                            if reply != data { failures.withLock { $0.append("thread \(thread) request \(index): got \(reply)") } }
+                        } catch {
+                            failures.withLock { $0.append("thread \(thread) request \(index): \(error)") }
+                        }
+                    }
+                }
+            }
+            for thread in threads { thread.join() }
+            let found = failures.withLock { $0 }
+            print(found.isEmpty ? "every reply went to its sender" : found.prefix(10).joined(separator: "\n"))
+            fflush(nil)
+            _exit(found.isEmpty ? 0 : 6)
+        }
+        output.report(ifFailed: result == nil)
+    }
 }

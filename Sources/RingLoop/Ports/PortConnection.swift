@@ -121,15 +121,57 @@ final class PortConnection: @unchecked Sendable {
             let reply = core.perform(
                 ReceivedMessage(msgid: message.msgid, data: message.data, isRequest: true, sender: .process(peer)))
             guard !dropped else { return }
-            for packet in PortWire.packets(msgid: message.msgid, kind: .reply, sequence: message.sequence, data: reply) {
-                write(packet)
-            }
+            writeReply(msgid: message.msgid, sequence: message.sequence, data: reply)
         default:
             throw .unknownKind(message.kind.rawValue)
         }
     }
 
     // MARK: Writing
+
+    /// Writes a reply's packets: while nothing waits to be sent, each straight to the
+    /// kernel, its header and its fragment gathered by one `sendmsg` (no packet is built);
+    /// from the first the kernel cannot take at once, through the queue (``write(_:)``).
+    private func writeReply(msgid: Int32, sequence: UInt64, data: [UInt8]) {
+        guard !dropped, !writingFailed else { return }
+        var direct = outgoing.isEmpty && !sendInFlight
+        data.withUnsafeBytes { bytes in
+            PortWire.forEachPacket(msgid: msgid, kind: .reply, sequence: sequence, data: bytes) { header, fragment in
+                if direct {
+                    switch sendAtOnce(header, fragment) {
+                    case .sent: return
+                    case .later: direct = false
+                    case .failed: return
+                    }
+                }
+                write(Array(header) + Array(fragment))
+            }
+        }
+    }
+
+    private enum Immediate { case sent, later, failed }
+
+    /// One non-blocking `sendmsg` of a packet's header and fragment.
+    private func sendAtOnce(_ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer) -> Immediate {
+        guard !dropped, !writingFailed else { return .failed }
+        var vectors = (
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: fragment.baseAddress), iov_len: fragment.count)
+        )
+        let sent = withUnsafeMutableBytes(of: &vectors) { vectors in
+            var message = msghdr()
+            message.msg_iov = vectors.baseAddress?.assumingMemoryBound(to: iovec.self)
+            message.msg_iovlen = 2
+            return sendmsg(channel.fileDescriptor.rawValue, &message, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+        }
+        if sent == header.count + fragment.count { return .sent }
+        let failure = errno
+        guard sent < 0, failure == EAGAIN || failure == EINTR else {
+            writeFailed(sent < 0 && (failure == EPIPE || failure == ECONNRESET) ? nil : "errno \(failure)")
+            return .failed
+        }
+        return .later
+    }
 
     /// Queues a packet behind those not sent yet, or sends it at once when none wait.
     private func write(_ packet: [UInt8]) {

@@ -24,8 +24,15 @@ extension ProcessPortConnection {
     static let waitingMode = RingRunLoop.Mode("RingLoop.ProcessPortConnection.waiting")
 
     /// Reads every packet queued, without waiting (any thread: a readiness callout, a
-    /// sender before it sends, the port thread at the connection's end).
-    func readAvailable() {
+    /// sender before it sends, the port thread at the connection's end); with `awaited`,
+    /// only until the packet that settles it (the reader of a waiting thread).
+    ///
+    /// Stopping at the awaited reply saves the `recv` that would only say nothing is
+    /// left: what came after it came after the readiness being handled, so each reader
+    /// armed then (every waiting thread's) is told of it again, and late replies to
+    /// requests that gave up come before a thread's next reply and are read on the way
+    /// to it.
+    func readAvailable(until awaited: ReplySlot? = nil) {
         var settled: [Settle] = []
         var failure: (error: MessagePortError, shutDown: Bool)?
         reading.withLock { reader in
@@ -34,7 +41,9 @@ extension ProcessPortConnection {
                 let count = recv(socket, reader.bytes.baseAddress, reader.bytes.count, Int32(MSG_DONTWAIT))
                 if count > 0 {
                     switch received(UnsafeRawBufferPointer(rebasing: reader.bytes[..<count])) {
-                    case .success(let settle?): settled.append(settle)
+                    case .success(let settle?):
+                        settled.append(settle)
+                        if let awaited, settle.slot === awaited { return }
                     case .success(nil): break
                     case .failure(let error): failure = (error, true)
                     }
@@ -72,38 +81,50 @@ extension ProcessPortConnection {
         throws(MessagePortError) -> [UInt8]
     {
         guard let replyMode else {
-            // The private mode keeps the thread's reader between requests: its multishot
-            // poll stays armed, so a request costs no arming and no removal.
-            _ = blockedReader(on: RingRunLoop.current)
-            return try slot.wait(until: deadline, replyMode: Self.waitingMode, name: name)
+            // The private mode keeps the thread's reader and the source its replies signal
+            // between requests: the reader's multishot poll stays armed, so a request costs
+            // no arming and no removal.
+            let kept = blockedReader(on: RingRunLoop.current)
+            kept.awaited.slot = slot
+            defer { kept.awaited.slot = nil }
+            return try slot.wait(until: deadline, running: Self.waitingMode, signalling: kept.arrival, name: name)
         }
-        let reader = makeReader()
+        let awaited = AwaitedReply()
+        awaited.slot = slot
+        let reader = makeReader(awaited)
         RingRunLoop.current.add(reader, to: replyMode)
         defer { reader.invalidate() }
         return try slot.wait(until: deadline, replyMode: replyMode, name: name)
     }
 
-    /// A source that reads the socket when it is readable (or ends).
-    private func makeReader() -> LoopPortSource {
+    /// A source that reads the socket when it is readable (or ends), until `awaited`'s
+    /// reply.
+    private func makeReader(_ awaited: AwaitedReply) -> LoopPortSource {
         LoopPortSource(
             fileDescriptor: FileDescriptor(rawValue: socket), events: PollEvents(rawValue: Int16(POLLIN) | PortWire.peerClosed)
         ) {
-            [weak self] _ in self?.readAvailable()
+            [weak self] _ in self?.readAvailable(until: awaited.slot)
         }
     }
 
     /// `loop`'s reader in ``waitingMode``, made and added on its first blocked wait, kept
     /// until the connection closes.
-    private func blockedReader(on loop: RingRunLoop) -> LoopPortSource {
-        let (reader, isNew) = state.withLock { state -> (LoopPortSource, Bool) in
+    private func blockedReader(on loop: RingRunLoop) -> BlockedReader {
+        let (kept, isNew) = state.withLock { state -> (BlockedReader, Bool) in
             state.blockedReaders.removeAll { $0.loop == nil }
-            if let kept = state.blockedReaders.first(where: { $0.loop === loop }) { return (kept.source, false) }
-            let reader = makeReader()
-            state.blockedReaders.append(BlockedReader(loop: loop, source: reader))
-            return (reader, true)
+            if let kept = state.blockedReaders.first(where: { $0.loop === loop }) { return (kept, false) }
+            let awaited = AwaitedReply()
+            let kept = BlockedReader(
+                loop: loop, source: makeReader(awaited), arrival: LoopSource(order: Int.min, label: "message port reply") {},
+                awaited: awaited)
+            state.blockedReaders.append(kept)
+            return (kept, true)
         }
-        if isNew { loop.add(reader, to: Self.waitingMode) }
-        return reader
+        if isNew {
+            loop.add(kept.source, to: Self.waitingMode)
+            loop.add(kept.arrival, to: Self.waitingMode)
+        }
+        return kept
     }
 
     /// Waits until `deadline` for room to send, running the calling thread's loop in

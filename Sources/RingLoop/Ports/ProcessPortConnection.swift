@@ -49,10 +49,20 @@ final class ProcessPortConnection: Sendable {
         var blockedReaders: [BlockedReader] = []
     }
 
-    /// A loop's reader of the socket in ``waitingMode``.
+    /// A loop's reader of the socket in ``waitingMode``, with the source its requests'
+    /// replies signal there and the request it waits for.
     struct BlockedReader {
         weak var loop: RingRunLoop?
         let source: LoopPortSource
+        let arrival: LoopSource
+        let awaited: AwaitedReply
+    }
+
+    /// The request a reader's thread waits for: its reader reads until that one's reply
+    /// (or until nothing is queued). Confined to the reader's loop thread.
+    final class AwaitedReply: @unchecked Sendable {
+        // @unchecked: set and read only on the loop thread of the reader holding it.
+        var slot: ReplySlot?
     }
 
     /// What the reading lock guards: the packet buffer, and whether the descriptor is
@@ -72,6 +82,12 @@ final class ProcessPortConnection: Sendable {
     enum Settle {
         case reply(ReplySlot, [UInt8])
         case failure(ReplySlot, MessagePortError)
+
+        var slot: ReplySlot {
+            switch self {
+            case .reply(let slot, _), .failure(let slot, _): slot
+            }
+        }
     }
 
     /// Connects to the port named `name` in another process and checks who holds it.
@@ -272,7 +288,10 @@ final class ProcessPortConnection: Sendable {
             }
             return (!state.closing, state.blockedReaders)
         }
-        for reader in readers { reader.source.invalidate() }
+        for reader in readers {
+            reader.source.invalidate()
+            reader.arrival.invalidate()
+        }
         guard first else { return }
         shutdown(socket, Int32(SHUT_RDWR))
         watcher.invalidate()

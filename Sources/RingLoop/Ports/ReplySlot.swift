@@ -105,6 +105,20 @@ final class ReplySlot: Sendable {
         }
     }
 
+    /// Waits until `deadline` for the reply running the calling thread's loop in `mode`,
+    /// where `source` (kept there between requests by the caller, so a request adds and
+    /// removes nothing) is signalled when the reply comes.
+    func wait(
+        until deadline: MonotonicInstant, running mode: RingRunLoop.Mode, signalling source: LoopSource, name: String
+    ) throws(MessagePortError) -> [UInt8] {
+        let loop = RingRunLoop.current
+        state.withLock { $0.waker = LoopWaker(source: source, loop: loop) }
+        while !isSettled, MonotonicInstant.now < deadline {
+            if loop.run(mode: mode, until: deadline, returnAfterSourceHandled: true) == .failed { break }
+        }
+        return try finish(name: name)
+    }
+
     private func runLoop(in mode: RingRunLoop.Mode, until deadline: MonotonicInstant) {
         let loop = RingRunLoop.current
         // A source in the reply mode, signalled when the reply comes: it keeps the mode
