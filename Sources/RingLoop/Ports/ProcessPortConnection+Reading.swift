@@ -7,8 +7,9 @@ import SystemPackage
 ///
 /// - What the port sends back is read by whichever thread finds the socket readable,
 ///   under the connection's reading lock (`reading`): each packet queued is taken with a
-///   non-blocking `recv` and handed to the assembler in order, and the requests it settles
-///   are settled once the lock is let go. There is no reader role to hand over: a
+///   non-blocking `recv` and handed to the assembler in order (a waiting thread's reader
+///   stops at its own reply), and the requests it settles are settled once the lock is
+///   let go. There is no reader role to hand over: a
 ///   thread that finds the lock held waits the few microseconds the holder takes to read
 ///   what is queued, then finds nothing left.
 /// - A sender waiting for its reply watches the socket's readiness from its own loop's
