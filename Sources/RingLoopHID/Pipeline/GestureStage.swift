@@ -175,6 +175,8 @@ final class GestureStage: HIDEventStage {
         // As far as the frames are known to have come: now, less the chain's lag.
         arena.advance(to: now.advanced(by: .zero - inputLag))
         deliverOutput(emit: emit)
+        // What touchpads made of these frames goes on now that claims are known.
+        context?.system.pipeline.touchpad?.gesturesEvaluated()
         wakeUp?.arm(at: arena.nextDeadline.map { $0 + inputLag })
         updateTracking()
     }
@@ -193,6 +195,7 @@ final class GestureStage: HIDEventStage {
         }
         arena.takeCancellations { device, id in
             guard !isWithheld(device, id) else { return }
+            context?.system.pipeline.touchpad?.touchClaimed(device: device, id: id)
             withheld.append((device, id))
             if frameDevice != device {
                 flush()

@@ -18,6 +18,7 @@ final class HIDEventPipeline {
     var gestures: GestureStage?
     var gamepadLayout: GamepadLayoutStage?
     var screenMapping: ScreenMappingStage?
+    var touchpad: TouchpadStage?
     var pointer: PointerStage?
     /// The app's own stages (``HIDEventSystem/addStage(_:)``), in the order added.
     var appStages: [any HIDEventStage] = []
@@ -45,6 +46,8 @@ final class HIDEventPipeline {
             // screen's pixels for absolute positions, the pointer (acceleration, the
             // cursor, wheels, debounced buttons), then SDL's standard gamepad.
             screenMapping,
+            // Touchpads as pointers: motion, clicks and scrolling from their touches.
+            touchpad,
             pointer,
             gamepadLayout,
             // Motion recognizers see every sample, before key repeat and coalescing.
@@ -136,6 +139,7 @@ final class HIDEventPipeline {
         if stage === coalescing { coalescing = nil }
         if stage === gestures { gestures = nil }
         if stage === screenMapping { screenMapping = nil }
+        if stage === touchpad { touchpad = nil }
         if stage === pointer { pointer = nil }
         if stage === routing { routing = nil }
         ordered = stageOrder()

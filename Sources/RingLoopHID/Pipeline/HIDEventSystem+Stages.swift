@@ -37,6 +37,7 @@ extension HIDEventSystem {
             case is GestureStage: "gestures"
             case is GamepadLayoutStage: "gamepad layout"
             case is ScreenMappingStage: "screen mapping"
+            case is TouchpadStage: "touchpad"
             case is PointerStage: "pointer"
             case is HandlerStage: "handlers"
             default: stage === pipeline.routing ? "routing" : String(describing: type(of: stage))

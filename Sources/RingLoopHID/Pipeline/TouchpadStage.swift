@@ -1,0 +1,264 @@
+import RingLoop
+import RingLoopEvdev
+
+/// The touchpad stage (DESIGN.md §3a: before the pointer, so that its motion gets the
+/// pointer's cursor and acceleration): turns each touchpad's frames into pointer motion,
+/// button and scroll events by a ``TouchpadInterpreter`` per device — tapping, a clickpad's
+/// software buttons or clickfinger, palm rejection, disable-while-typing, two-finger and
+/// edge scrolling. The frames themselves go on, for recognizers and handlers.
+///
+/// Beside gesture recognizers it keeps UIKit's rule: touches a recognizer claims (one that
+/// begins with ``GestureRecognizer/cancelsTouchesInHandlers``) move and scroll no more, and
+/// a tap is a click only where no recognizer claimed it. While recognizers are attached,
+/// what the stage makes of a pass's frames waits until the gesture stage has evaluated
+/// them at BeforeWaiting, so a claim comes before the click it cancels. Present only while
+/// the system has touchpad settings (``HIDEventSystem/setTouchpadSettings(_:)``).
+final class TouchpadStage: HIDEventStage {
+    private struct Pad {
+        var device: HIDDeviceID
+        var interpreter: TouchpadInterpreter
+        var isBuiltIn: Bool
+        /// Actions waiting for the recognizers' evaluation.
+        var held: [TouchpadAction] = []
+        /// Buttons whose press went out (a release of any other is dropped).
+        var buttonsDown: [UInt16] = []
+        /// Normalized motion not yet passed on as whole units.
+        var remainderX = 0.0
+        var remainderY = 0.0
+    }
+
+    private enum DeviceKind { case touchpad, builtInKeyboard, other }
+
+    private(set) var settings: TouchpadSettings
+    private var context: HIDStageContext?
+    private var pads: [Pad] = []
+    private var kinds: [(HIDDeviceID, DeviceKind)] = []
+    private var actions: [TouchpadAction] = []
+    private var wakeUp: StageWakeUpTimer?
+
+    init(settings: TouchpadSettings) {
+        self.settings = settings
+        actions.reserveCapacity(32)
+    }
+
+    /// Takes new settings: each touchpad starts again with them (what it held is released).
+    func update(_ settings: TouchpadSettings, emit: (HIDEvent) -> Void) {
+        self.settings = settings
+        releaseAll(emit: emit)
+        pads.removeAll()
+    }
+
+    func install(in context: HIDStageContext) {
+        self.context = context
+        wakeUp = StageWakeUpTimer(loop: context.loop)
+    }
+
+    /// Whether the pass's actions wait for the gesture stage (recognizers are attached).
+    private var holdsForRecognizers: Bool { context?.system.pipeline.gestures != nil }
+
+    func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) {
+        switch event.payload {
+        case .digitizer(let frame):
+            emit(event)
+            guard let index = pad(for: event.device) else { return }
+            actions.removeAll(keepingCapacity: true)
+            pads[index].interpreter.process(frame, at: event.timestamp, into: &actions)
+            deliver(index, at: event.timestamp, emit: emit)
+        case .button(let button):
+            guard let index = pad(for: event.device) else { return emit(event) }
+            // A clickpad's click is the interpreter's to name (software buttons, clickfinger).
+            if pads[index].interpreter.isClickpad, button.code == Evdev.BTN_LEFT { return }
+            actions.removeAll(keepingCapacity: true)
+            pads[index].interpreter.physicalButton(isDown: button.isDown, at: event.timestamp, into: &actions)
+            emit(event)
+        case .key(let key):
+            emit(event)
+            guard key.state == .down, settings.disableWhileTyping, !Self.isModifier(key.code),
+                key.modifiers.isDisjoint(with: Self.shortcutModifiers), kind(of: event.device) == .builtInKeyboard
+            else { return }
+            for index in pads.indices where pads[index].isBuiltIn {
+                actions.removeAll(keepingCapacity: true)
+                pads[index].interpreter.keyTyped(at: event.timestamp, into: &actions)
+                deliver(index, at: event.timestamp, emit: emit)
+            }
+        case .deviceRemoved:
+            if let index = pads.firstIndex(where: { $0.device == event.device }) {
+                actions.removeAll(keepingCapacity: true)
+                pads[index].interpreter.reset(into: &actions)
+                pads[index].held.append(contentsOf: actions)
+                flush(index, at: event.timestamp, emit: emit)
+                pads.remove(at: index)
+            }
+            kinds.removeAll { $0.0 == event.device }
+            emit(event)
+        default:
+            emit(event)
+        }
+    }
+
+    /// Deadlines that passed (a tap's release, a drag lock's end), then, without
+    /// recognizers, what waits goes on.
+    func beforeWaiting(emit: (HIDEvent) -> Void) {
+        let now = MonotonicInstant.now
+        var earliest: MonotonicInstant?
+        for index in pads.indices {
+            actions.removeAll(keepingCapacity: true)
+            pads[index].interpreter.advance(to: now, into: &actions)
+            deliver(index, at: now, emit: emit)
+            if let deadline = pads[index].interpreter.nextDeadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        wakeUp?.arm(at: earliest)
+    }
+
+    func remove(emit: (HIDEvent) -> Void) {
+        releaseAll(emit: emit)
+        pads.removeAll()
+        kinds.removeAll()
+        wakeUp?.invalidate()
+        wakeUp = nil
+        context = nil
+    }
+
+    // MARK: Beside the recognizers
+
+    /// A recognizer claimed the touch `id` of `device` (the gesture stage takes it back):
+    /// its tap, if not gone out yet, never clicks; a tap button it holds is released.
+    func touchClaimed(device: HIDDeviceID, id: Int32) {
+        guard let index = pads.firstIndex(where: { $0.device == device }) else { return }
+        if pads[index].interpreter.isInSequence(id) {
+            pads[index].held.removeAll {
+                if case .button(_, _, true) = $0 { return true }
+                return false
+            }
+        }
+        actions.removeAll(keepingCapacity: true)
+        pads[index].interpreter.claim(id, into: &actions)
+        pads[index].held.append(contentsOf: actions)
+    }
+
+    /// The gesture stage evaluated the pass: what the touchpads made of it goes on.
+    func gesturesEvaluated() {
+        guard let context else { return }
+        for index in pads.indices where !pads[index].held.isEmpty {
+            flush(index, at: .now) { context.emit($0, after: self) }
+        }
+    }
+
+    // MARK: Events
+
+    private func deliver(_ index: Int, at time: MonotonicInstant, emit: (HIDEvent) -> Void) {
+        guard !actions.isEmpty else { return }
+        pads[index].held.append(contentsOf: actions)
+        if !holdsForRecognizers { flush(index, at: time, emit: emit) }
+    }
+
+    private func flush(_ index: Int, at time: MonotonicInstant, emit: (HIDEvent) -> Void) {
+        let device = pads[index].device
+        for action in pads[index].held {
+            switch action {
+            case .motion(let dx, let dy, _, _):
+                let x = pads[index].remainderX + dx
+                let y = pads[index].remainderY + dy
+                let wholeX = x.rounded(.towardZero)
+                let wholeY = y.rounded(.towardZero)
+                pads[index].remainderX = x - wholeX
+                pads[index].remainderY = y - wholeY
+                guard wholeX != 0 || wholeY != 0 else { continue }
+                emit(HIDEvent(device: device, timestamp: time, payload: .pointerMotion(dx: Int32(wholeX), dy: Int32(wholeY))))
+            case .button(let code, let isDown, _):
+                if isDown {
+                    pads[index].buttonsDown.append(code)
+                } else {
+                    guard let held = pads[index].buttonsDown.firstIndex(of: code) else { continue }
+                    pads[index].buttonsDown.remove(at: held)
+                }
+                let button = ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: isDown)
+                emit(HIDEvent(device: device, timestamp: time, payload: .button(button)))
+            case .scroll(let horizontal, let vertical, _, let isStop):
+                // Detents of a wheel's 15°, positive up (ScrollEvent's sense).
+                guard !isStop else { continue }
+                let scroll = ScrollEvent(vertical: -vertical / 15, horizontal: horizontal / 15)
+                emit(HIDEvent(device: device, timestamp: time, payload: .scroll(scroll)))
+            }
+        }
+        pads[index].held.removeAll(keepingCapacity: true)
+    }
+
+    private func releaseAll(emit: (HIDEvent) -> Void) {
+        for index in pads.indices {
+            actions.removeAll(keepingCapacity: true)
+            pads[index].interpreter.reset(into: &actions)
+            pads[index].held.append(contentsOf: actions)
+            flush(index, at: .now, emit: emit)
+        }
+    }
+
+    // MARK: Devices
+
+    private func pad(for device: HIDDeviceID) -> Int? {
+        for index in pads.indices where pads[index].device == device { return index }
+        guard kind(of: device) == .touchpad, let info = context?.device(device) else { return nil }
+        pads.append(
+            Pad(device: device, interpreter: TouchpadInterpreter(device: info, settings: settings), isBuiltIn: Self.isBuiltIn(info)))
+        pads[pads.count - 1].held.reserveCapacity(32)
+        return pads.count - 1
+    }
+
+    private func kind(of device: HIDDeviceID) -> DeviceKind {
+        for (id, kind) in kinds where id == device { return kind }
+        var kind = DeviceKind.other
+        if let info = context?.device(device) {
+            if info.deviceClass == .touchpad {
+                kind = .touchpad
+            } else if info.roles.contains(.keyboard), info.busType == Evdev.BUS_I8042 {
+                kind = .builtInKeyboard
+            }
+        }
+        kinds.append((device, kind))
+        return kind
+    }
+
+    /// A touchpad inside the machine: not on USB or Bluetooth (libinput pairs those with
+    /// no keyboard for disable-while-typing).
+    static func isBuiltIn(_ info: HIDDeviceInfo) -> Bool {
+        info.busType != Evdev.BUS_USB && info.busType != Evdev.BUS_BLUETOOTH
+    }
+
+    static func isModifier(_ code: UInt16) -> Bool {
+        switch code {
+        case Evdev.KEY_LEFTCTRL, Evdev.KEY_RIGHTCTRL, Evdev.KEY_LEFTSHIFT, Evdev.KEY_RIGHTSHIFT, Evdev.KEY_LEFTALT,
+            Evdev.KEY_RIGHTALT, Evdev.KEY_LEFTMETA, Evdev.KEY_RIGHTMETA, Evdev.KEY_CAPSLOCK, Evdev.KEY_FN:
+            true
+        default: false
+        }
+    }
+
+    /// Modifiers that make a key a shortcut rather than typing.
+    static let shortcutModifiers: KeyModifiers = [.control, .leftAlt, .rightAlt, .leftMeta, .rightMeta]
+}
+
+extension HIDEventSystem {
+    /// Makes touchpads pointers from now on (the touchpad stage): taps click, a clickpad's
+    /// click presses the button its software areas or fingers choose, two fingers or an
+    /// edge scroll, palms and touches while typing are ignored, one finger moves the
+    /// pointer — each by `settings` (libinput's options). Touchpads' frames still reach
+    /// recognizers and handlers. `nil` takes the stage out. Set again, every touchpad starts
+    /// over with the new settings (what it held is released). Client loop thread; before
+    /// or after ``start()``.
+    public func setTouchpadSettings(_ settings: TouchpadSettings?) {
+        loop.preconditionOnLoopThread("HIDEventSystem.setTouchpadSettings")
+        guard let settings else {
+            if let stage = pipeline.touchpad { pipeline.remove(stage) }
+            return
+        }
+        if let stage = pipeline.touchpad {
+            stage.update(settings) { pipeline.emit($0, after: stage) }
+            return
+        }
+        pipeline.touchpad = TouchpadStage(settings: settings)
+        pipeline.stagesChanged()
+    }
+
+    /// The touchpad settings the touchpad stage works by, if it is present.
+    public var touchpadSettings: TouchpadSettings? { pipeline.touchpad?.settings }
+}
