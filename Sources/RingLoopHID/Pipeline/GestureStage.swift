@@ -211,6 +211,9 @@ final class GestureStage: HIDEventStage {
         flush()
         arena.takeReports { recognizer, event in
             guard recognizer !== dragRecognizer else { return }
+            if recognizer.cancelsTouchesInHandlers, event.state == .began || (recognizer.isDiscrete && event.state == .ended) {
+                context?.system.pipeline.touchpad?.gestureClaimed(device: event.device)
+            }
             reported += 1
             for action in recognizer.actions { Self.callGestureAction(action, event) }
         }

@@ -136,6 +136,19 @@ final class TouchpadStage: HIDEventStage {
         pads[index].held.append(contentsOf: actions)
     }
 
+    /// A recognizer that cancels touches in handlers began (or, discrete, was recognized) on
+    /// `device`: the touches down and the tap just made are its, not the pointer's.
+    func gestureClaimed(device: HIDDeviceID) {
+        guard let index = pads.firstIndex(where: { $0.device == device }) else { return }
+        pads[index].held.removeAll {
+            if case .button(_, _, true) = $0 { return true }
+            return false
+        }
+        actions.removeAll(keepingCapacity: true)
+        pads[index].interpreter.claimAll(into: &actions)
+        pads[index].held.append(contentsOf: actions)
+    }
+
     /// The gesture stage evaluated the pass: what the touchpads made of it goes on.
     func gesturesEvaluated() {
         guard let context else { return }

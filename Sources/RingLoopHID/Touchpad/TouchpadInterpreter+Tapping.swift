@@ -102,6 +102,17 @@ extension TouchpadInterpreter {
     package mutating func claim(_ id: Int32, into out: inout [TouchpadAction]) {
         if let index = touches.firstIndex(where: { $0.id == id }) { touches[index].role = .ignored }
         guard sequence.contains(id) || touches.isEmpty else { return }
+        cancelTapAndScroll(into: &out)
+    }
+
+    /// A recognizer claimed a gesture on this pad (it began, or a discrete one was
+    /// recognized): every touch down now, and the tap of the touches just lifted.
+    package mutating func claimAll(into out: inout [TouchpadAction]) {
+        for index in touches.indices { touches[index].role = .ignored }
+        cancelTapAndScroll(into: &out)
+    }
+
+    private mutating func cancelTapAndScroll(into out: inout [TouchpadAction]) {
         switch tap {
         case .touching: tap = .dead
         case .tapped(let button, _), .dragOrDoubleTap(let button, _), .dragging(let button), .dragLockWait(let button, _),

@@ -1,0 +1,100 @@
+import RingLoop
+import RingLoopEvdev
+import RingLoopTestSupport
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+/// The touchpad stage in a running system: real recordings through a stream device, what
+/// the handlers see.
+@Suite("The touchpad stage")
+struct TouchpadStageTests {
+    final class Seen {
+        var buttons: [String] = []
+        var frames = 0
+        var scrolls = 0
+        var gestures: [String] = []
+    }
+
+    /// Plays `file` (devices/real touchpads) into a system with `settings` and the
+    /// recognizers, until `done` says so; the stream is closed after.
+    func play(
+        _ file: String, settings: TouchpadSettings, recognizers: [GestureRecognizer] = [], until done: @escaping (Seen) -> Bool
+    ) throws -> (Seen, [String]) {
+        var result = Seen()
+        var order: [String] = []
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            var configuration = HIDEventSystem.Configuration()
+            configuration.input = .postedOnly
+            let system = HIDEventSystem(configuration: configuration, loop: loop)
+            let seen = Seen()
+            system.addHandler { event in
+                switch event.payload {
+                case .button(let button):
+                    seen.buttons.append("\(Evdev.name(ofCode: button.code, type: Evdev.EV_KEY) ?? "?") \(button.isDown ? "down" : "up")")
+                case .digitizer: seen.frames += 1
+                case .scroll: seen.scrolls += 1
+                default: break
+                }
+                return .pass
+            }
+            for recognizer in recognizers {
+                recognizer.addAction { seen.gestures.append("\($0.gesture.rawValue) \($0.state)") }
+                system.addGestureRecognizer(recognizer)
+            }
+            system.setTouchpadSettings(settings)
+            order = system.stageOrder
+            try system.start()
+            let recording = try touchpadRecording(file)
+            let stream = try GestureStream(recording, to: system, firstAt: .now)
+            stream.send(recording.events)
+            #expect(runUntil(loop) { done(seen) }, "\(seen.buttons) \(seen.gestures)")
+            stream.close()
+            system.stop()
+            result = seen
+        }
+        return (result, order)
+    }
+
+    @Test("before the gamepad layout and the gestures; a two-finger tap is a right click; frames still reach handlers")
+    func rightClick() throws {
+        let (seen, order) = try play("CyPS2 Cypress Trackpad.two_finger_tap.events", settings: TouchpadSettings(tapping: true)) {
+            $0.buttons.count == 2
+        }
+        #expect(order == ["touchpad", "handlers"])
+        #expect(seen.buttons == ["BTN_RIGHT down", "BTN_RIGHT up"])
+        #expect(seen.frames > 0)
+    }
+
+    @Test("a single tap's button is released by the stage's timer after the tap timeout")
+    func tapReleasedByTimer() throws {
+        let (seen, _) = try play("AlpsPS2 ALPS GlidePoint.single-tap.events", settings: TouchpadSettings(tapping: true)) {
+            $0.buttons.count == 2
+        }
+        #expect(seen.buttons == ["BTN_LEFT down", "BTN_LEFT up"])
+    }
+
+    @Test("a recognizer that claims the touches of a tap takes its click: UIKit's rule")
+    func recognizerClaimsTap() throws {
+        let twoFingerTap = TapGestureRecognizer(taps: 1, fingers: 2)
+        let (seen, order) = try play(
+            "CyPS2 Cypress Trackpad.two_finger_tap.events", settings: TouchpadSettings(tapping: true), recognizers: [twoFingerTap]
+        ) { !$0.gestures.isEmpty }
+        #expect(order == ["touchpad", "gestures", "handlers"])
+        #expect(seen.gestures == ["tap ended"])
+        #expect(seen.buttons == [])
+    }
+
+    @Test("a recognizer that does not claim them leaves the click")
+    func recognizerLeavesTap() throws {
+        let twoFingerTap = TapGestureRecognizer(taps: 1, fingers: 2)
+        twoFingerTap.cancelsTouchesInHandlers = false
+        let (seen, _) = try play(
+            "CyPS2 Cypress Trackpad.two_finger_tap.events", settings: TouchpadSettings(tapping: true), recognizers: [twoFingerTap]
+        ) { $0.buttons.count == 2 && !$0.gestures.isEmpty }
+        #expect(seen.gestures == ["tap ended"])
+        #expect(seen.buttons == ["BTN_RIGHT down", "BTN_RIGHT up"])
+    }
+}
