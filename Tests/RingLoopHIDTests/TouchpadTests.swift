@@ -221,3 +221,145 @@ extension TouchpadScrollTests {
         #expect(run.scrollEndsWithStop)
     }
 }
+
+/// `first` then `second`, the second's events moved to begin `gap` after the first's last.
+func spliced(_ first: Recording, _ second: Recording, gap: Duration) -> Recording {
+    var recording = first
+    let offset =
+        (first.events.last?.timeMicroseconds ?? 0) + gap.components.seconds * 1_000_000 + gap.components.attoseconds / 1_000_000_000_000
+        - (second.events.first?.timeMicroseconds ?? 0)
+    for event in second.events {
+        var shifted = event
+        let microseconds = event.timeMicroseconds + offset
+        shifted.seconds = microseconds / 1_000_000
+        shifted.microseconds = Int32(microseconds % 1_000_000)
+        recording.events.append(shifted)
+    }
+    return recording
+}
+
+/// What the kernel's hid-multitouch made of an ELAN precision touchpad (devices/kernel), and
+/// real recordings changed in one stated way, for palms, typing and drags.
+@Suite("Touchpad palms, typing and drags")
+struct TouchpadBehaviourTests {
+    static func elan() throws -> Recording { try Recording.load(contentsOf: devicesFolder + "/kernel/touchpad-elan-04f3-3045.evemu") }
+
+    @Test("the ELAN pad (hid-multitouch): a two-finger scroll down, its stop, then a left click above the button strip")
+    func elanScrollAndClick() throws {
+        let run = TouchpadRun(try Self.elan(), settings: TouchpadSettings())
+        // Both fingers move 600 → 1470 at 31 units/mm: 28.1 mm down, 1106 normalized units.
+        var down = 0.0
+        for case .scroll(let horizontal, let vertical, .finger, false) in run.actions {
+            #expect(horizontal == 0)
+            down += vertical
+        }
+        #expect(abs(down - 870.0 / 31 * 1000 / 25.4) < 1, "\(down)")
+        #expect(run.scrolled(.finger).stops == 1)
+        // The click's finger is at y 1800 of 2198: 12.8 mm above the bottom, over the 10 mm strip.
+        #expect(run.buttons == ["BTN_LEFT down", "BTN_LEFT up"])
+        // A 15 mm strip takes it in, on its middle line, where the right button begins.
+        var right = TouchpadSettings()
+        right.buttonAreaHeight = 15
+        #expect(TouchpadRun(try Self.elan(), settings: right).buttons == ["BTN_RIGHT down", "BTN_RIGHT up"])
+    }
+
+    @Test("a contact the device marks MT_TOOL_PALM moves and scrolls nothing: the other finger alone moves the pointer")
+    func toolPalm() throws {
+        // hid-multitouch reports a contact without the confidence bit as MT_TOOL_PALM; here
+        // the ELAN recording's second finger (slot 1) is so marked in its first frame.
+        var recording = try Self.elan()
+        let index = try #require(recording.events.firstIndex { $0.code == Evdev.ABS_MT_TRACKING_ID && $0.value == 1 })
+        var palm = recording.events[index]
+        palm.code = Evdev.ABS_MT_TOOL_TYPE
+        palm.value = 2
+        recording.events.insert(palm, at: index + 1)
+        let run = TouchpadRun(recording, settings: TouchpadSettings())
+        #expect(run.scrolled(.finger).events == 0)
+        var moved = 0.0
+        for case .motion(_, let dy, _, _) in run.actions { moved += dy }
+        #expect(moved > 1000, "\(moved)")
+        var off = TouchpadSettings()
+        off.palmDetection = false
+        #expect(TouchpadRun(recording, settings: off).scrolled(.finger).events > 0)
+    }
+
+    @Test("a contact pressing harder than the palm threshold taps nothing")
+    func pressurePalm() throws {
+        // The Cypress pad's two fingers press up to 76 of 255.
+        let recording = try touchpadRecording("CyPS2 Cypress Trackpad.two_finger_tap.events")
+        var settings = TouchpadSettings(tapping: true)
+        settings.palmPressureThreshold = 60
+        #expect(TouchpadRun(recording, settings: settings).buttons == [])
+        settings.palmPressureThreshold = 80
+        #expect(TouchpadRun(recording, settings: settings).buttons == ["BTN_RIGHT down", "BTN_RIGHT up"])
+    }
+
+    @Test("disable-while-typing: a tap 100 ms after a key is ignored, 300 ms after it clicks")
+    func typing() throws {
+        let recording = try touchpadRecording("CyPS2 Cypress Trackpad.two_finger_tap.events")
+        let frames = decodedEvents(of: recording)
+        let first = try #require(frames.first).timestamp
+        for (before, expected) in [(100, [String]()), (300, ["BTN_RIGHT down", "BTN_RIGHT up"])] {
+            var interpreter = TouchpadInterpreter(device: deviceInfo(of: recording), settings: TouchpadSettings(tapping: true))
+            var out: [TouchpadAction] = []
+            interpreter.keyTyped(at: first + .milliseconds(-before), into: &out)
+            for event in frames {
+                if case .digitizer(let frame) = event.payload { interpreter.process(frame, at: event.timestamp, into: &out) }
+            }
+            let buttons = out.compactMap { action -> String? in
+                guard case .button(let code, let isDown, _) = action else { return nil }
+                return "\(Evdev.name(ofCode: code, type: Evdev.EV_KEY)!) \(isDown ? "down" : "up")"
+            }
+            #expect(buttons == expected, "\(before) ms")
+        }
+    }
+
+    /// The ALPS GlidePoint's single tap, then 100 ms later a finger that moves (its
+    /// right-edge scroll): tap-and-drag.
+    static func tapThenMove() throws -> Recording {
+        spliced(
+            try touchpadRecording("AlpsPS2 ALPS GlidePoint.single-tap.events"),
+            try touchpadRecording("AlpsPS2 ALPS GlidePoint.right-edge-scroll.events"), gap: .milliseconds(100))
+    }
+
+    @Test("tap-and-drag: a tap and a finger down at once hold the button while it moves, released when it lifts")
+    func tapAndDrag() throws {
+        let run = TouchpadRun(try Self.tapThenMove(), settings: TouchpadSettings(tapping: true))
+        #expect(run.buttons == ["BTN_LEFT down", "BTN_LEFT up"])
+        // Motion comes between the press and the release.
+        let press = try #require(run.actions.firstIndex { $0 == .button(code: Evdev.BTN_LEFT, isDown: true, isTap: true) })
+        let release = try #require(run.actions.lastIndex { $0 == .button(code: Evdev.BTN_LEFT, isDown: false, isTap: true) })
+        let motions = run.actions[press..<release].filter {
+            if case .motion = $0 { return true }
+            return false
+        }
+        #expect(motions.count > 10)
+        // Without tap-and-drag the tap is a click of its own, and the finger only moves.
+        var noDrag = TouchpadSettings(tapping: true)
+        noDrag.tapAndDrag = false
+        let clicked = TouchpadRun(try Self.tapThenMove(), settings: noDrag)
+        #expect(clicked.buttons == ["BTN_LEFT down", "BTN_LEFT up"])
+        // The tap's press and release come together (the finger's own wobble moved the pointer).
+        let tapPress = try #require(clicked.actions.firstIndex { $0 == .button(code: Evdev.BTN_LEFT, isDown: true, isTap: true) })
+        #expect(clicked.actions[tapPress + 1] == .button(code: Evdev.BTN_LEFT, isDown: false, isTap: true))
+    }
+
+    @Test("drag lock: the button stays down after the finger lifts, until the drag lock timeout")
+    func dragLock() throws {
+        let recording = try Self.tapThenMove()
+        var settings = TouchpadSettings(tapping: true)
+        settings.dragLock = true
+        var interpreter = TouchpadInterpreter(device: deviceInfo(of: recording), settings: settings)
+        var out: [TouchpadAction] = []
+        var last = MonotonicInstant(nanoseconds: 0)
+        for event in decodedEvents(of: recording) {
+            if case .digitizer(let frame) = event.payload { interpreter.process(frame, at: event.timestamp, into: &out) }
+            last = event.timestamp
+        }
+        #expect(!out.contains(.button(code: Evdev.BTN_LEFT, isDown: false, isTap: true)))
+        interpreter.advance(to: last + .milliseconds(250), into: &out)
+        #expect(!out.contains(.button(code: Evdev.BTN_LEFT, isDown: false, isTap: true)))
+        interpreter.advance(to: last + .milliseconds(310), into: &out)
+        #expect(out.last == .button(code: Evdev.BTN_LEFT, isDown: false, isTap: true))
+    }
+}
