@@ -136,6 +136,9 @@ struct Monitor: ParsableCommand {
     @OptionGroup(title: "Keymap (key events' keysym and text; the system's keymap where not given)")
     var keymapOptions: KeymapOptions
 
+    @OptionGroup(title: "Touchpads as pointers (libinput's options)")
+    var touchpadOptions: TouchpadOptions
+
     func validate() throws {
         try validateServer()
         _ = try eventFilter()
@@ -148,6 +151,7 @@ struct Monitor: ParsableCommand {
             throw ValidationError("--stall-threshold: \(stallThreshold) is not between 1 and 60000 milliseconds")
         }
         if raw, gestures { throw ValidationError("--gestures recognizes HID events; --raw prints evdev events") }
+        if raw, touchpadOptions.isGiven { throw ValidationError("--touchpad and --tap make HID events; --raw prints evdev events") }
         if raw, gamepads || gamepadMappings != nil {
             throw ValidationError("--gamepads and --gamepad-mappings map HID events; --raw prints evdev events")
         }
@@ -217,7 +221,7 @@ struct Monitor: ParsableCommand {
             gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)),
             gamepadMappings: gamepads || gamepadMappings != nil ? try GamepadMappings.database(adding: gamepadMappings) : nil,
             screens: try screenOptions.resolver(command: "monitor"),
-            pointer: try pointerOptions.settings(withScreens: screenOptions.isGiven))
+            pointer: try pointerOptions.settings(withScreens: screenOptions.isGiven), touchpad: touchpadOptions.settings)
     }
 
     /// What is monitored: a folder of nodes (some of them, by name), or recordings hosted
@@ -243,6 +247,8 @@ struct Monitor: ParsableCommand {
         /// The pointer stage's settings (`--accel-profile`…; libinput's defaults with
         /// `--screen`), or `nil` for raw motion.
         var pointer: PointerSettings?
+        /// Touchpads as pointers (`--touchpad`, `--tap`, `--dwt`…), or `nil`.
+        var touchpad: TouchpadSettings?
         /// With recordings: a first line (the backend is added) and a label per file, each
         /// printed beside its devices' nodes before the chain starts (the demo's header).
         var announce: (title: String, labels: [String])?
@@ -303,6 +309,7 @@ struct Monitor: ParsableCommand {
         view.screens = settings.screens
         if let screens = settings.screens { system.setScreens(screens) }
         if let pointer = settings.pointer { system.setPointer(pointer) }
+        if let touchpad = settings.touchpad { system.setTouchpadSettings(touchpad) }
         // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
         if let keymap = settings.keymap {
             // A monitor watches keyboards; it sets their LEDs only when it grabs them.

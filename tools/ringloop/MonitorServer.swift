@@ -50,6 +50,7 @@ extension Monitor {
         if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
         view.screens = settings.screens
         if let screens = settings.screens { system.setScreens(screens) }
+        if let touchpad = settings.touchpad { system.setTouchpadSettings(touchpad) }
         // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
         if let keymap = settings.keymap {
             // A monitor watches keyboards; it sets their LEDs only when it grabs them.

@@ -145,6 +145,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Pointer (relative devices: acceleration, scrolling, buttons; the cursor on --screen)")
     var pointerOptions: PointerOptions
 
+    @OptionGroup(title: "Touchpads as pointers (libinput's options)")
+    var touchpadOptions: TouchpadOptions
+
     @OptionGroup(title: "Keymap (the server's; clients get keysym and text with each key; the system's where not given)")
     var keymapOptions: KeymapOptions
 
@@ -328,6 +331,7 @@ struct Serve: ParsableCommand {
             }
         }
         if let pointer = try pointerOptions.settings(withScreens: screens != nil) { server.system.setPointer(pointer) }
+        if let touchpad = touchpadOptions.settings { server.system.setTouchpadSettings(touchpad) }
         if gamepads || gamepadMappings != nil {
             server.system.addGamepadLayout(mappings: try GamepadMappings.database(adding: gamepadMappings))
         }
