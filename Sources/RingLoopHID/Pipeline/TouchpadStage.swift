@@ -22,7 +22,9 @@ final class TouchpadStage: HIDEventStage {
         var held: [TouchpadAction] = []
         /// Buttons whose press went out (a release of any other is dropped).
         var buttonsDown: [UInt16] = []
-        /// Normalized motion not yet passed on as whole units.
+        /// Whether a scroll sequence is under way (its next event is `changed`).
+        var isScrolling = false
+        /// Device-unit motion not yet passed on as whole units.
         var remainderX = 0.0
         var remainderY = 0.0
     }
@@ -169,15 +171,17 @@ final class TouchpadStage: HIDEventStage {
         let device = pads[index].device
         for action in pads[index].held {
             switch action {
-            case .motion(let dx, let dy, _, _):
-                let x = pads[index].remainderX + dx
-                let y = pads[index].remainderY + dy
+            case .motion(let dx, let dy, let deviceDX, let deviceDY):
+                // The raw deltas in the pad's own units, whole (the rest carried to the next
+                // motion); the normalized ones (1000 dpi, unaccelerated) as the pointer's.
+                let x = pads[index].remainderX + deviceDX
+                let y = pads[index].remainderY + deviceDY
                 let wholeX = x.rounded(.towardZero)
                 let wholeY = y.rounded(.towardZero)
                 pads[index].remainderX = x - wholeX
                 pads[index].remainderY = y - wholeY
-                guard wholeX != 0 || wholeY != 0 else { continue }
-                emit(HIDEvent(device: device, timestamp: time, payload: .pointerMotion(dx: Int32(wholeX), dy: Int32(wholeY))))
+                let motion = PointerMotionEvent(dx: Int32(wholeX), dy: Int32(wholeY), acceleratedDX: dx, acceleratedDY: dy)
+                emit(HIDEvent(device: device, timestamp: time, payload: .pointerMotion(motion)))
             case .button(let code, let isDown, _):
                 if isDown {
                     pads[index].buttonsDown.append(code)
@@ -187,10 +191,14 @@ final class TouchpadStage: HIDEventStage {
                 }
                 let button = ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: isDown)
                 emit(HIDEvent(device: device, timestamp: time, payload: .button(button)))
-            case .scroll(let horizontal, let vertical, _, let isStop):
-                // Detents of a wheel's 15°, positive up (ScrollEvent's sense).
-                guard !isStop else { continue }
-                let scroll = ScrollEvent(vertical: -vertical / 15, horizontal: horizontal / 15)
+            case .scroll(let horizontal, let vertical, let source, let isStop):
+                // In the pointer's pixels, positive up (ScrollEvent's sense); a sequence
+                // begins, changes, and ends with libinput's axis stop.
+                let phase: ScrollEvent.Phase = isStop ? .ended : pads[index].isScrolling ? .changed : .began
+                pads[index].isScrolling = !isStop
+                let scroll = ScrollEvent(
+                    vertical: vertical == 0 ? 0 : -vertical, horizontal: horizontal, source: source == .edge ? .edge : .finger,
+                    phase: phase)
                 emit(HIDEvent(device: device, timestamp: time, payload: .scroll(scroll)))
             }
         }
