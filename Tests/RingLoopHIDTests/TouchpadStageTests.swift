@@ -15,6 +15,8 @@ struct TouchpadStageTests {
         var frames = 0
         var scrolls = 0
         var gestures: [String] = []
+        var scrollEvents: [ScrollEvent] = []
+        var motions: [PointerMotionEvent] = []
     }
 
     /// Plays `file` (devices/real touchpads) into a system with `settings` and the
@@ -35,7 +37,10 @@ struct TouchpadStageTests {
                 case .button(let button):
                     seen.buttons.append("\(Evdev.name(ofCode: button.code, type: Evdev.EV_KEY) ?? "?") \(button.isDown ? "down" : "up")")
                 case .digitizer: seen.frames += 1
-                case .scroll: seen.scrolls += 1
+                case .scroll(let scroll):
+                    seen.scrolls += 1
+                    seen.scrollEvents.append(scroll)
+                case .pointerMotion(let motion): seen.motions.append(motion)
                 default: break
                 }
                 return .pass
@@ -47,7 +52,7 @@ struct TouchpadStageTests {
             system.setTouchpadSettings(settings)
             order = system.stageOrder
             try system.start()
-            let recording = try touchpadRecording(file)
+            let recording = try file.hasPrefix("/") ? Recording.load(contentsOf: file) : touchpadRecording(file)
             let stream = try GestureStream(recording, to: system, firstAt: .now)
             stream.send(recording.events)
             #expect(runUntil(loop) { done(seen) }, "\(seen.buttons) \(seen.gestures)")
@@ -96,5 +101,32 @@ struct TouchpadStageTests {
         ) { $0.buttons.count == 2 && !$0.gestures.isEmpty }
         #expect(seen.gestures == ["tap ended"])
         #expect(seen.buttons == ["BTN_RIGHT down", "BTN_RIGHT up"])
+    }
+
+    @Test("scrolling begins, changes and ends (libinput's axis stop) in the pointer's pixels, positive up")
+    func scrollPhases() throws {
+        let (seen, _) = try play(devicesFolder + "/kernel/touchpad-elan-04f3-3045.evemu", settings: TouchpadSettings()) {
+            $0.buttons.count == 2
+        }
+        let phases = seen.scrollEvents.map(\.phase)
+        #expect(phases.first == .began)
+        #expect(phases.dropFirst().dropLast().allSatisfy { $0 == .changed })
+        #expect(phases.last == .ended)
+        #expect(seen.scrollEvents.allSatisfy { $0.source == .finger && $0.horizontal == 0 })
+        #expect(seen.scrollEvents.last?.vertical == 0)
+        // 28.1 mm down: 1106 pixels, negative (down) in ScrollEvent's sense.
+        let total = seen.scrollEvents.reduce(0) { $0 + $1.vertical }
+        #expect(abs(total + 870.0 / 31 * 1000 / 25.4) < 1, "\(total)")
+    }
+
+    @Test("one finger's motion: the pad's own units as raw deltas, libinput's normalized ones beside them")
+    func motion() throws {
+        let (seen, _) = try play("AlpsPS2 ALPS GlidePoint.single-tap.events", settings: TouchpadSettings()) { $0.motions.count >= 5 }
+        // The ALPS pad: 2000 units over an assumed 69 mm, so 29 units a millimetre, 39.37
+        // normalized units a millimetre.
+        let raw = seen.motions.reduce(0) { $0 + Int($1.dy) }
+        let normalized = seen.motions.reduce(0.0) { $0 + $1.acceleratedDY }
+        #expect(raw != 0)
+        #expect(abs(normalized / Double(raw) - (1000 / 25.4) / (1400.0 / 50)) < 0.1, "\(raw) \(normalized)")
     }
 }
