@@ -141,6 +141,10 @@ public final class HIDEventSystem {
         /// own settings (``HIDEventSystem/setScreens(_:)``'s files, udev's `MOUSE_DPI`)
         /// win over these. ``HIDEventSystem/setPointer(_:)`` changes it while running.
         public var pointer: PointerSettings?
+        /// Touchpads as pointers from the start (the touchpad stage, as
+        /// ``HIDEventSystem/setTouchpadSettings(_:)`` sets it); `nil`: touchpads give
+        /// contacts only.
+        public var touchpad: TouchpadSettings? = nil
 
         /// A system whose events come from `input`.
         public init(
@@ -271,6 +275,7 @@ public final class HIDEventSystem {
         }
         if configuration.coalesceMotion { pipeline.coalescing = CoalescingStage() }
         if let pointer = configuration.pointer, pipeline.pointer == nil { pipeline.pointer = PointerStage(defaults: pointer) }
+        if let touchpad = configuration.touchpad, pipeline.touchpad == nil { pipeline.touchpad = TouchpadStage(settings: touchpad) }
         if configuration.tracksInteractions, pipeline.gestures == nil {
             pipeline.gestures = GestureStage(tracksInteractions: true)
         }

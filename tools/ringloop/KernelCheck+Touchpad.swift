@@ -1,0 +1,166 @@
+import RingLoop
+import RingLoopDevices
+import RingLoopEvdev
+import RingLoopHID
+
+/// The touchpad stage against libinput 1.22 on the booted kernel: real touchpads'
+/// recordings (devices/real) played at the recorded pace through uinput, read by `libinput
+/// debug-events` with the same settings (`--enable-tap`, `--set-scroll-method=edge`,
+/// `--set-click-method=clickfinger`) and by a chain with the touchpad stage: the same
+/// clicks in the same order, and the same scrolling within ``scrollTolerance``.
+enum TouchpadChecks {
+    /// How far the chain's scrolled distance on an axis may be from libinput's, as a share
+    /// of libinput's: the two start scrolling at thresholds of their own, and libinput's
+    /// finger scrolling is not documented as a distance.
+    static let scrollTolerance = 0.25
+
+    struct Case {
+        var file: String
+        /// The description, for a file of events only.
+        var description: String?
+        var libinputOptions: [String]
+        var settings: TouchpadSettings
+        var comparesScroll: Bool
+    }
+
+    static let touchpads = "evemu-devices/touchpads/"
+
+    static var cases: [Case] {
+        let tapping = TouchpadSettings(tapping: true)
+        var edge = TouchpadSettings()
+        edge.scrollMethod = .edge
+        var clickfinger = TouchpadSettings()
+        clickfinger.clickMethod = .clickfinger
+        let synaptics = touchpads + "SynPS2 Synaptics TouchPad.desc"
+        let hp = touchpads + "SynPS2 Synaptics TouchPad.hp8470p.desc"
+        return [
+            Case(
+                file: touchpads + "AlpsPS2 ALPS GlidePoint.single-tap.events", libinputOptions: ["--enable-tap"], settings: tapping,
+                comparesScroll: false),
+            Case(
+                file: touchpads + "AlpsPS2 ALPS GlidePoint.double-tap.events", libinputOptions: ["--enable-tap"], settings: tapping,
+                comparesScroll: false),
+            Case(
+                file: touchpads + "AlpsPS2 ALPS GlidePoint.2-finger-tap.events", libinputOptions: ["--enable-tap"], settings: tapping,
+                comparesScroll: false),
+            Case(
+                file: touchpads + "CyPS2 Cypress Trackpad.two_finger_tap.events", libinputOptions: ["--enable-tap"], settings: tapping,
+                comparesScroll: false),
+            Case(
+                file: touchpads + "CyPS2 Cypress Trackpad.three_finger_tap.events", libinputOptions: ["--enable-tap"], settings: tapping,
+                comparesScroll: false),
+            Case(
+                file: touchpads + "AlpsPS2-ALPS-DualPoint-TouchPad-non-MT.tap.events", libinputOptions: ["--enable-tap"], settings: tapping,
+                comparesScroll: false),
+            Case(
+                file: touchpads + "AlpsPS2-ALPS-DualPoint-TouchPad-non-MT.doubletap.events", libinputOptions: ["--enable-tap"],
+                settings: tapping, comparesScroll: false),
+            Case(
+                file: touchpads + "CyPS2 Cypress Trackpad.two_finger_press.events", libinputOptions: ["--set-click-method=clickfinger"],
+                settings: clickfinger, comparesScroll: false),
+            Case(
+                file: touchpads + "bcm5974.three-finger-click.events", libinputOptions: [], settings: TouchpadSettings(),
+                comparesScroll: false),
+            Case(
+                file: touchpads + "SynPS2 Synaptics TouchPad.two-finger-vert-scroll.events", description: synaptics, libinputOptions: [],
+                settings: TouchpadSettings(), comparesScroll: true),
+            Case(
+                file: touchpads + "SynPS2 Synaptics TouchPad.hp8470p.two-finger-scroll-horizontal.events", description: hp,
+                libinputOptions: [],
+                settings: TouchpadSettings(), comparesScroll: true),
+            Case(
+                file: touchpads + "SynPS2 Synaptics TouchPad.hp8470p.edge-scroll-vertical.events", description: hp,
+                libinputOptions: ["--set-scroll-method=edge"], settings: edge, comparesScroll: true),
+            Case(
+                file: touchpads + "SynPS2 Synaptics TouchPad.hp8470p.edge-scroll-horizontal.events", description: hp,
+                libinputOptions: ["--set-scroll-method=edge"], settings: edge, comparesScroll: true),
+        ]
+    }
+
+    static func run(_ context: CheckContext) {
+        for check in cases { compare(check, context) }
+    }
+
+    /// Scrolling in one run: the distance on each axis (positive down and right, as
+    /// libinput's) and the number of sequences ended by a stop.
+    struct Scrolled {
+        var vertical = 0.0
+        var horizontal = 0.0
+        var stops = 0
+
+        var text: String { "\(Format.fixed(vertical, 1)) down, \(Format.fixed(horizontal, 1)) right, \(stops) stop(s)" }
+    }
+
+    static func compare(_ check: Case, _ context: CheckContext) {
+        let short = check.file.split(separator: "/").last.map(String.init) ?? check.file
+        let name = "libinput/touchpad/" + short
+        guard context.report.wants(name) else { return }
+        let real = "\(context.devices)/real/"
+        let recording: Recording
+        do {
+            if let description = check.description {
+                recording = try Recording.load(description: real + description, events: real + check.file)
+            } else {
+                guard let found = try Recording.loadAll(contentsOf: real + check.file).first(where: { $0.description != nil }) else {
+                    return context.report.fail(name, "\(check.file) describes no device")
+                }
+                recording = found
+            }
+        } catch {
+            return context.report.fail(name, "\(error)")
+        }
+        var configuration = HIDEventSystem.Configuration()
+        configuration.touchpad = check.settings
+        let replayed: Libinput.Replayed
+        switch Libinput.replay(recording, options: check.libinputOptions, chainConfiguration: configuration, context: context) {
+        case .success(let result): replayed = result
+        case .failure(let failure): return context.report.fail(name, failure.description)
+        }
+        let reading = replayed.libinput
+        var libinputButtons: [String] = []
+        var libinputScroll = Scrolled()
+        for event in reading.events {
+            if let press = event.press, event.type == "POINTER_BUTTON" {
+                libinputButtons.append("\(press.code) \(press.pressed ? "down" : "up")")
+            } else if let scroll = event.scroll, event.type == "POINTER_SCROLL_FINGER" || event.type == "POINTER_SCROLL_EDGE" {
+                let vertical = scroll.vertical ?? 0
+                let horizontal = scroll.horizontal ?? 0
+                libinputScroll.vertical += vertical
+                libinputScroll.horizontal += horizontal
+                if vertical == 0 && horizontal == 0 { libinputScroll.stops += 1 }
+            }
+        }
+        var chainButtons: [String] = []
+        var chainScroll = Scrolled()
+        for event in replayed.chain {
+            switch event.payload {
+            case .button(let button): chainButtons.append("\(button.code) \(button.isDown ? "down" : "up")")
+            case .scroll(let scroll) where scroll.source == .finger || scroll.source == .edge:
+                chainScroll.vertical -= scroll.vertical
+                chainScroll.horizontal += scroll.horizontal
+                if scroll.phase == .ended { chainScroll.stops += 1 }
+            default: break
+            }
+        }
+        var problems: [String] = []
+        if !reading.readEverything { problems.append("libinput read \(reading.eventsRead) of \(replayed.eventsAtNode) events") }
+        if let difference = firstDifference(libinputButtons, chainButtons) { problems.append("buttons \(difference)") }
+        if check.comparesScroll {
+            func near(_ chain: Double, _ libinput: Double) -> Bool {
+                abs(chain - libinput) <= scrollTolerance * max(abs(libinput), 1) + 1
+            }
+            if !near(chainScroll.vertical, libinputScroll.vertical) || !near(chainScroll.horizontal, libinputScroll.horizontal)
+                || chainScroll.stops != libinputScroll.stops
+            {
+                problems.append("scrolling: libinput \(libinputScroll.text), the chain \(chainScroll.text)")
+            }
+        }
+        context.report.check(
+            name, problems.isEmpty,
+            problems.isEmpty
+                ? "libinput \(check.libinputOptions.joined(separator: " ")) and the chain agree: buttons \(chainButtons)"
+                    + (check.comparesScroll ? ", scrolling \(libinputScroll.text) and \(chainScroll.text)" : "")
+                    + " (\(reading.summary))"
+                : problems.prefix(3).joined(separator: "; ") + " (libinput first, the chain second; \(reading.summary))")
+    }
+}
