@@ -119,6 +119,7 @@ struct Bench: ParsableCommand {
         if selected("gamepad") { emit(try GamepadBench.results(quick: quick, rounds: rounds)) }
         if selected("screen") { emit(try ScreenBench.results(quick: quick, rounds: rounds)) }
         if selected("pointer") { emit(try PointerBench.results(quick: quick, rounds: rounds)) }
+        if selected("touchpad") { emit(try TouchpadBench.results(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.pipe") { emit(HIDBench.pipeResults(quick: quick, rounds: rounds)) }
         if selected("hid.e2e.fuse") { emit(try HIDBench.endToEndResults(quick: quick, rounds: rounds)) }
         if selected("hid.scale") { emit(ScaleBench.results(quick: quick, rounds: rounds)) }
