@@ -21,9 +21,9 @@ struct TouchpadRun {
             switch event.payload {
             case .digitizer(let frame): interpreter.process(frame, at: event.timestamp, into: &out)
             case .button(let button):
-                // As the stage: a clickpad's BTN_LEFT is the interpreter's to name; other
-                // buttons go on as the device sent them.
-                guard !interpreter.isClickpad || button.code != Evdev.BTN_LEFT else { continue }
+                // As the stage: a clickpad's buttons are the interpreter's to name; other
+                // pads' buttons go on as the device sent them.
+                guard !interpreter.isClickpad else { continue }
                 interpreter.physicalButton(isDown: button.isDown, at: event.timestamp, into: &out)
                 out.append(.button(code: button.code, isDown: button.isDown, isTap: false))
             default: interpreter.advance(to: event.timestamp, into: &out)
@@ -118,10 +118,11 @@ struct TouchpadClickTests {
     }
 
     static let clickfinger: [(file: String, expected: [String])] = [
-        ("CyPS2 Cypress Trackpad.two_finger_press.events", ["BTN_RIGHT down", "BTN_RIGHT up"]),
-        // The pad's own driver reports this click as BTN_RIGHT (not BTN_LEFT): it goes on as
-        // the device sent it.
-        ("CyPS2 Cypress Trackpad.three_finger_press.events", ["BTN_RIGHT down", "BTN_RIGHT up"]),
+        // The Cypress pad's driver reports these clicks as BTN_RIGHT, never BTN_LEFT, and a
+        // clickpad's only button is BTN_LEFT: libinput 1.22 shows no click for the two-finger
+        // press on the booted kernel (kernel-check, libinput/touchpad), nor does the chain.
+        ("CyPS2 Cypress Trackpad.two_finger_press.events", []),
+        ("CyPS2 Cypress Trackpad.three_finger_press.events", []),
         // Three clicks, with one, two and three fingers down (the contacts say so).
         ("bcm5974.three-finger-click.events", bcmClicks),
     ]

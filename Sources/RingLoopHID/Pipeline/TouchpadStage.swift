@@ -68,8 +68,10 @@ final class TouchpadStage: HIDEventStage {
             deliver(index, at: event.timestamp, emit: emit)
         case .button(let button):
             guard let index = pad(for: event.device) else { return emit(event) }
-            // A clickpad's click is the interpreter's to name (software buttons, clickfinger).
-            if pads[index].interpreter.isClickpad, button.code == Evdev.BTN_LEFT { return }
+            // A clickpad's click is the interpreter's to name (software buttons, clickfinger),
+            // and it has no other button: libinput 1.22 shows none of the BTN_RIGHT a Cypress
+            // clickpad's driver reports (kernel-check, libinput/touchpad).
+            if pads[index].interpreter.isClickpad { return }
             actions.removeAll(keepingCapacity: true)
             pads[index].interpreter.physicalButton(isDown: button.isDown, at: event.timestamp, into: &actions)
             emit(event)
