@@ -62,6 +62,8 @@ enum TouchpadChecks {
                 file: touchpads + "bcm5974.three-finger-click.events", libinputOptions: [], settings: TouchpadSettings(),
                 comparesScroll: false),
             Case(
+                file: "../kernel/touchpad-elan-04f3-3045.evemu", libinputOptions: [], settings: TouchpadSettings(), comparesScroll: true),
+            Case(
                 file: touchpads + "SynPS2 Synaptics TouchPad.two-finger-vert-scroll.events", description: synaptics, libinputOptions: [],
                 settings: TouchpadSettings(), comparesScroll: true),
             Case(
@@ -146,8 +148,10 @@ enum TouchpadChecks {
         }
         var chainButtons: [String] = []
         var chainScroll = Scrolled()
+        var chainDrops = 0
         for event in replayed.chain {
             switch event.payload {
+            case .eventsDropped: chainDrops += 1
             case .button(let button): chainButtons.append("\(button.code) \(button.isDown ? "down" : "up")")
             case .scroll(let scroll) where scroll.source == .finger || scroll.source == .edge:
                 chainScroll.add(vertical: -scroll.vertical, horizontal: scroll.horizontal)
@@ -156,6 +160,7 @@ enum TouchpadChecks {
         }
         var problems: [String] = []
         if !reading.readEverything { problems.append("libinput read \(reading.eventsRead) of \(replayed.eventsAtNode) events") }
+        if chainDrops > 0 { problems.append("the chain lost events \(chainDrops) times") }
         if libinputButtons != chainButtons { problems.append("buttons: libinput \(libinputButtons), the chain \(chainButtons)") }
         if check.comparesScroll {
             func near(_ chain: Double, _ libinput: Double) -> Bool {
