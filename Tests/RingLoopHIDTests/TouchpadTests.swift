@@ -164,8 +164,8 @@ struct TouchpadScrollTests {
         let scrolled = run.scrolled(.finger)
         let along = test.vertical ? scrolled.vertical : scrolled.horizontal
         let across = test.vertical ? scrolled.horizontal : scrolled.vertical
-        // Back and forth several times across the pad: hundreds of normalized units.
-        #expect(along > 500, "\(test.file): \(scrolled)")
+        // Back and forth several times across the pad: hundreds of scroll units.
+        #expect(along > 150, "\(test.file): \(scrolled)")
         #expect(across < along / 5, "\(test.file): \(scrolled)")
         #expect(scrolled.stops >= 1, "\(test.file)")
         #expect(run.scrollEndsWithStop, "\(test.file)")
@@ -248,13 +248,14 @@ struct TouchpadBehaviourTests {
     @Test("the ELAN pad (hid-multitouch): a two-finger scroll down, its stop, then a left click above the button strip")
     func elanScrollAndClick() throws {
         let run = TouchpadRun(try Self.elan(), settings: TouchpadSettings())
-        // Both fingers move 600 → 1470 at 31 units/mm: 28.1 mm down, 1106 normalized units.
+        // Both fingers move 600 → 1470 at 31 units/mm: 28.1 mm down, 295 of libinput's scroll
+        // units (libinput 1.22 scrolled 285 for it on the booted kernel).
         var down = 0.0
         for case .scroll(let horizontal, let vertical, .finger, false) in run.actions {
             #expect(horizontal == 0)
             down += vertical
         }
-        #expect(abs(down - 870.0 / 31 * 1000 / 25.4) < 1, "\(down)")
+        #expect(abs(down - 870.0 / 31 * TouchpadInterpreter.scrollPerMillimetre) < 1, "\(down)")
         #expect(run.scrolled(.finger).stops == 1)
         // The click's finger is at y 1800 of 2198: 12.8 mm above the bottom, over the 10 mm strip.
         #expect(run.buttons == ["BTN_LEFT down", "BTN_LEFT up"])

@@ -75,14 +75,21 @@ extension TouchpadInterpreter {
             scrollVertical = touch.scrollEdge == .right
             scrollHorizontal = touch.scrollEdge == .bottom
             // The movement that passed the threshold scrolls too.
-            let amount = along * Self.normalizedPerMillimetre
+            let amount = along * Self.scrollPerMillimetre
             out.append(
                 .scroll(
                     horizontal: scrollHorizontal ? amount : 0, vertical: scrollVertical ? amount : 0, source: .edge, isStop: false))
             return
         }
-        let amount = (touch.scrollEdge == .right ? touch.deltaY : touch.deltaX) * Self.normalizedPerMillimetre
+        let amount = (touch.scrollEdge == .right ? touch.deltaY : touch.deltaX) * Self.scrollPerMillimetre
         guard amount != 0 else { return }
+        if scrollSource != .edge {
+            // Stopped meanwhile (another finger came and went): the same edge scrolls again.
+            if scrollSource != nil { stopScroll(into: &out) }
+            scrollSource = .edge
+            scrollVertical = touch.scrollEdge == .right
+            scrollHorizontal = touch.scrollEdge == .bottom
+        }
         out.append(
             .scroll(horizontal: scrollHorizontal ? amount : 0, vertical: scrollVertical ? amount : 0, source: .edge, isStop: false))
     }
@@ -122,8 +129,8 @@ extension TouchpadInterpreter {
                 dy = pendingScrollY
             }
         }
-        let horizontal = scrollHorizontal ? dx * Self.normalizedPerMillimetre : 0
-        let vertical = scrollVertical ? dy * Self.normalizedPerMillimetre : 0
+        let horizontal = scrollHorizontal ? dx * Self.scrollPerMillimetre : 0
+        let vertical = scrollVertical ? dy * Self.scrollPerMillimetre : 0
         guard horizontal != 0 || vertical != 0 else { return }
         out.append(.scroll(horizontal: horizontal, vertical: vertical, source: .finger, isStop: false))
     }
