@@ -206,7 +206,7 @@ enum TouchpadChecks {
         context.report.check(
             name, problems.isEmpty,
             problems.isEmpty
-                ? "libinput \(check.libinputOptions.joined(separator: " ")) and the chain: buttons \(chainButtons)"
+                ? "libinput\(check.libinputOptions.map { " " + $0 }.joined()) and the chain: buttons \(chainButtons)"
                     + (check.comparesScroll ? ", scrolling \(libinputScroll.text) and \(chainScroll.text)" : "")
                     + " (\(reading.summary))\(note)"
                 : problems.prefix(3).joined(separator: "; ") + " (\(reading.summary))")
