@@ -63,7 +63,7 @@ struct Bench: ParsableCommand {
     static let all = [
         "wake", "source0", "timer.lateness", "timers.schedule", "timers.cancel", "idle", "hid.decode", "keys.text", "gestures", "motion",
         "gamepad",
-        "screen", "pointer", "hid.e2e.pipe",
+        "screen", "pointer", "touchpad", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
     ]

@@ -246,7 +246,10 @@ package struct TouchpadInterpreter {
             let contact = frame[index]
             let x = (Double(contact.x) - minimumX) / unitsPerMillimetreX
             let y = (Double(contact.y) - minimumY) / unitsPerMillimetreY
-            let known = touches.firstIndex { $0.id == contact.trackingID }
+            // Contacts come in the order of the table most frames: look there first.
+            let known =
+                index < touches.count && touches[index].id == contact.trackingID
+                ? index : touches.firstIndex { $0.id == contact.trackingID }
             switch contact.phase {
             case .ended, .cancelled:
                 guard let known else { continue }
