@@ -1,6 +1,8 @@
+import Glibc
 import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -129,5 +131,50 @@ struct TouchpadStageTests {
         let normalized = seen.motions.reduce(0.0) { $0 + $1.acceleratedDY }
         #expect(raw != 0)
         #expect(abs(normalized / Double(raw) - (1000 / 25.4) / (1400.0 / 50)) < 0.1, "\(raw) \(normalized)")
+    }
+
+    @Test("disable-while-typing pairs the built-in (i8042) keyboard with the built-in pad: a tap just after a key is no click")
+    func typingOnTheBuiltInKeyboard() throws {
+        for (typing, expected) in [(true, [String]()), (false, ["BTN_RIGHT down", "BTN_RIGHT up"])] {
+            try onFreshThread {
+                let loop = RingRunLoop.current
+                var configuration = HIDEventSystem.Configuration()
+                configuration.input = .postedOnly
+                configuration.touchpad = TouchpadSettings(tapping: true)
+                let system = HIDEventSystem(configuration: configuration, loop: loop)
+                var buttons: [String] = []
+                var keys = 0
+                var frames = 0
+                system.addHandler { event in
+                    switch event.payload {
+                    case .button(let button):
+                        buttons.append("\(Evdev.name(ofCode: button.code, type: Evdev.EV_KEY)!) \(button.isDown ? "down" : "up")")
+                    case .key: keys += 1
+                    case .digitizer: frames += 1
+                    default: break
+                    }
+                    return .pass
+                }
+                try system.start()
+                // devices/keyboard.evemu is an AT keyboard on the i8042 bus; the Cypress pad is on it too.
+                var ends: [Int32] = [0, 0]
+                try #require(pipe(&ends) == 0)
+                defer { close(ends[1]) }
+                _ = try system.attachStream(
+                    fileDescriptor: FileDescriptor(rawValue: ends[0]), description: try ServerTestDevices.keyboard())
+                if typing {
+                    writeFrames(stamped(TestFrames.key(Evdev.KEY_A, down: true)), to: ends[1])
+                    #expect(runUntil(loop) { keys == 1 })
+                }
+                let recording = try touchpadRecording("CyPS2 Cypress Trackpad.two_finger_tap.events")
+                let total = decodedEvents(of: recording).filter { $0.kind == .digitizer }.count
+                let stream = try GestureStream(recording, to: system, firstAt: .now + .milliseconds(50))
+                stream.send(recording.events)
+                #expect(runUntil(loop) { frames == total && buttons.count == expected.count })
+                #expect(buttons == expected, "typing: \(typing)")
+                stream.close()
+                system.stop()
+            }
+        }
     }
 }

@@ -37,6 +37,8 @@ final class TouchpadStage: HIDEventStage {
     private var kinds: [(HIDDeviceID, DeviceKind)] = []
     private var actions: [TouchpadAction] = []
     private var wakeUp: StageWakeUpTimer?
+    /// The last key typed on a built-in keyboard, for touchpads that attach after it.
+    private var lastKeyTyped: MonotonicInstant?
 
     init(settings: TouchpadSettings) {
         self.settings = settings
@@ -80,11 +82,17 @@ final class TouchpadStage: HIDEventStage {
             guard key.state == .down, settings.disableWhileTyping, !Self.isModifier(key.code),
                 key.modifiers.isDisjoint(with: Self.shortcutModifiers), kind(of: event.device) == .builtInKeyboard
             else { return }
+            lastKeyTyped = event.timestamp
             for index in pads.indices where pads[index].isBuiltIn {
                 actions.removeAll(keepingCapacity: true)
                 pads[index].interpreter.keyTyped(at: event.timestamp, into: &actions)
                 deliver(index, at: event.timestamp, emit: emit)
             }
+        case .deviceAdded:
+            // A touchpad's interpreter from its arrival, so that keys typed before its first
+            // touch count.
+            _ = pad(for: event.device)
+            emit(event)
         case .deviceRemoved:
             if let index = pads.firstIndex(where: { $0.device == event.device }) {
                 actions.removeAll(keepingCapacity: true)
@@ -221,8 +229,12 @@ final class TouchpadStage: HIDEventStage {
     private func pad(for device: HIDDeviceID) -> Int? {
         for index in pads.indices where pads[index].device == device { return index }
         guard kind(of: device) == .touchpad, let info = context?.device(device) else { return nil }
-        pads.append(
-            Pad(device: device, interpreter: TouchpadInterpreter(device: info, settings: settings), isBuiltIn: Self.isBuiltIn(info)))
+        var interpreter = TouchpadInterpreter(device: info, settings: settings)
+        if let lastKeyTyped, Self.isBuiltIn(info) {
+            actions.removeAll(keepingCapacity: true)
+            interpreter.keyTyped(at: lastKeyTyped, into: &actions)
+        }
+        pads.append(Pad(device: device, interpreter: interpreter, isBuiltIn: Self.isBuiltIn(info)))
         pads[pads.count - 1].held.reserveCapacity(32)
         return pads.count - 1
     }
