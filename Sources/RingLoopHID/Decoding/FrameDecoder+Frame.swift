@@ -7,16 +7,16 @@ extension FrameDecoder {
     // MARK: Frame end
 
     mutating func finishFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
-        var digitizerChanged = frameTouchedSlots
+        var digitizerChanged = changedSlots != 0
         var penChanged = false
         var penToolLeft = false
         // Keys and buttons, in arrival order.
         for (code, value) in pendingKeys {
-            let wasDown = keysDown.contains(code)
+            let wasDown = read.keys.contains(code)
             if value == 2 {
                 guard wasDown else { continue }
             } else {
-                keysDown.set(code, value != 0)
+                read.keys.set(code, value != 0)
             }
             let changed = value != 2 && wasDown != (value != 0)
             switch code {
@@ -115,8 +115,8 @@ extension FrameDecoder {
         var penAxisChanged = false
         var pointerChanged = false
         var motionChanged = false
-        for (code, value) in pendingAbsolute where Int(code) < absolute.count {
-            absolute[Int(code)] = value
+        for (code, value) in pendingAbsolute where code < Evdev.ABS_CNT {
+            read.axes[code] = value
             switch absoluteRoutes[Int(code)] {
             case .gamepad:
                 let range = axisRanges[Int(code)] ?? AbsoluteAxis(minimum: 0, maximum: 1, resolution: 0)
@@ -135,7 +135,7 @@ extension FrameDecoder {
             }
         }
         if isMotion, motionChanged || motion.pendingTimestamp != nil {
-            out.append(event(time, .motion(motion.sample(absolute, at: time))))
+            out.append(event(time, .motion(motion.sample(read.axes, at: time))))
         }
         if hasPen, penChanged { reconcilePenProximity(toolLeft: penToolLeft) }
         if hasPen, penAxisChanged || penChanged {
@@ -144,22 +144,22 @@ extension FrameDecoder {
         if info.isProtocolA {
             finishProtocolAContact()
             emitProtocolAFrame(at: time, into: &out)
-        } else if !slots.isEmpty {
+        } else if !read.slots.isEmpty {
             if digitizerChanged || touchAxisChanged { emitSlotFrame(at: time, into: &out) }
         } else if isSingleTouch, touchAxisChanged || digitizerChanged {
             emitSingleTouchFrame(at: time, into: &out)
         }
         if pointerChanged, let rangeX = axisRanges[0], let rangeY = axisRanges[1] {
-            let x = absolute[Int(Evdev.ABS_X)]
-            let y = absolute[Int(Evdev.ABS_Y)]
+            let x = read.axes[Evdev.ABS_X]
+            let y = read.axes[Evdev.ABS_Y]
             out.append(
                 event(
                     time,
                     .absolutePointer(
                         AbsolutePointerEvent(x: x, y: y, normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y)))))
         }
-        for (code, value) in pendingSwitches where switchesOn.contains(code) != (value != 0) {
-            if value != 0 { switchesOn.insert(code) } else { switchesOn.remove(code) }
+        for (code, value) in pendingSwitches where read.switches.contains(code) != (value != 0) {
+            read.switches.set(code, value != 0)
             out.append(event(time, .switchChanged(SwitchEvent(code: code, isOn: value != 0))))
         }
         clearPending()

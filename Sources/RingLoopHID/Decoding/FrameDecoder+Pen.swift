@@ -25,21 +25,21 @@ extension FrameDecoder {
     }
 
     func penEvent() -> PenEvent {
-        let x = absolute[Int(Evdev.ABS_X)]
-        let y = absolute[Int(Evdev.ABS_Y)]
+        let x = read.axes[Evdev.ABS_X]
+        let y = read.axes[Evdev.ABS_Y]
         let none = AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
         let rangeX = axisRanges[Int(Evdev.ABS_X)] ?? none
         let rangeY = axisRanges[Int(Evdev.ABS_Y)] ?? none
         let pressureRange = axisRanges[Int(Evdev.ABS_PRESSURE)] ?? none
         func tilt(_ code: UInt16) -> Double {
-            let value = Double(absolute[Int(code)])
+            let value = Double(read.axes[code])
             guard let range = axisRanges[Int(code)], range.resolution > 0 else { return value }
             return value / Double(range.resolution) * 180 / Double.pi  // units per radian → degrees
         }
         return PenEvent(
             tool: penTool ?? .pen, inProximity: penTool != nil, touching: penTouching, x: x, y: y,
             normalizedX: rangeX.normalized(x), normalizedY: rangeY.normalized(y),
-            pressure: pressureRange.normalized(absolute[Int(Evdev.ABS_PRESSURE)]), distance: absolute[Int(Evdev.ABS_DISTANCE)],
+            pressure: pressureRange.normalized(read.axes[Evdev.ABS_PRESSURE]), distance: read.axes[Evdev.ABS_DISTANCE],
             tiltX: tilt(Evdev.ABS_TILT_X),
             tiltY: tilt(Evdev.ABS_TILT_Y), barrelButtons: penButtons)
     }

@@ -11,12 +11,12 @@ extension FrameDecoder {
         contact(slot: slot, id: id, phase: phase, x: x, y: y, pressure: pressure, size: size, from: nil)
     }
 
-    func contact(slot: Int, id: Int32, phase: Contact.Phase, from state: SlotState) -> Contact {
+    func contact(slot: Int, id: Int32, phase: Contact.Phase, from state: DeviceState.Slot) -> Contact {
         contact(slot: slot, id: id, phase: phase, x: state.x, y: state.y, pressure: state.pressure, size: state.major, from: state)
     }
 
     func contact(
-        slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32, from state: SlotState?
+        slot: Int, id: Int32, phase: Contact.Phase, x: Int32, y: Int32, pressure: Int32, size: Int32, from state: DeviceState.Slot?
     ) -> Contact {
         let rangeX = touchRangeX
         let rangeY = touchRangeY
@@ -33,9 +33,9 @@ extension FrameDecoder {
         frame.isBoundingBox = info.isSemiMultitouch
         frame.buttonDown = clickDown
         var live = 0
-        for index in slots.indices {
-            let slot = slots[index]
-            let previous = slot.reportedID
+        for index in read.slots.indices {
+            let slot = read.slots[index]
+            let previous = reportedIDs[index]
             let current = slot.trackingID
             if previous != -1, current != previous {
                 // Lifted, or the id was reused without a release (handled as libevdev
@@ -43,13 +43,14 @@ extension FrameDecoder {
                 frame.append(contact(slot: index, id: previous, phase: .ended, from: slot))
             }
             if current != -1 {
-                let phase: Contact.Phase = current != previous ? .began : slot.changed ? .moved : .stationary
+                let phase: Contact.Phase =
+                    current != previous ? .began : changedSlots & (1 << UInt64(index)) != 0 ? .moved : .stationary
                 frame.append(contact(slot: index, id: current, phase: phase, from: slot))
                 live += 1
             }
-            slots[index].reportedID = current
-            slots[index].changed = false
+            reportedIDs[index] = current
         }
+        changedSlots = 0
         frame.fingerCount = toolFingers > 0 ? toolFingers : live
         emitDigitizer(frame, at: time, into: &out)
     }
@@ -57,13 +58,13 @@ extension FrameDecoder {
     /// A single-touch screen (ABS_X/ABS_Y with BTN_TOUCH): one contact.
     mutating func emitSingleTouchFrame(at time: MonotonicInstant, into out: inout [HIDEvent]) {
         var frame = newDigitizerFrame()
-        let x = absolute[Int(Evdev.ABS_X)]
-        let y = absolute[Int(Evdev.ABS_Y)]
-        let wasTouching = slots.isEmpty && previousProtocolA.count == 1
+        let x = read.axes[Evdev.ABS_X]
+        let y = read.axes[Evdev.ABS_Y]
+        let wasTouching = read.slots.isEmpty && previousProtocolA.count == 1
         if touching {
             let id = wasTouching ? previousProtocolA[0].trackingID : nextID()
             let current = contact(
-                slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: absolute[Int(Evdev.ABS_PRESSURE)], size: 0)
+                slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: read.axes[Evdev.ABS_PRESSURE], size: 0)
             frame.append(current)
             previousProtocolA.removeAll(keepingCapacity: true)
             previousProtocolA.append(current)

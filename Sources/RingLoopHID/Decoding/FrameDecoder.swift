@@ -8,26 +8,6 @@ extension InputEvent {
     }
 }
 
-/// What the chain reads back from a device when it attaches and after `SYN_DROPPED`,
-/// through the requests libevdev uses (`EVIOCGKEY`, `EVIOCGSW`, `EVIOCGLED`,
-/// `EVIOCGABS`, `EVIOCGMTSLOTS`).
-package struct DeviceStateSnapshot: Sendable {
-    /// Keys and buttons down (codes).
-    package var keysDown: Set<UInt16> = []
-    /// Switches on.
-    package var switchesOn: Set<UInt16> = []
-    /// Current absolute values.
-    package var absolute: [UInt16: Int32] = [:]
-    /// Per slot: tracking id, x, y (protocol B devices).
-    package var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
-    /// The slot the device's next multitouch values go to (`ABS_MT_SLOT`), if it has slots.
-    package var currentSlot: Int32?
-    /// LEDs on.
-    package var ledsOn: Set<UInt16> = []
-
-    package init() {}
-}
-
 /// Turns one device's evdev frames into HID events: state is applied at `SYN_REPORT`
 /// only, per device and per multitouch slot; `SYN_DROPPED` discards the partial frame
 /// and resyncs from the device's state, so no key stays held that is up and no touch
@@ -62,12 +42,15 @@ package struct FrameDecoder {
     /// How motion samples are converted, and the sensor clock (motion nodes only).
     var motion: MotionDecoding
 
-    // State applied at SYN_REPORT.
-    var keysDown = BitSet768()
+    /// The device's state as read so far: keys and switches applied at `SYN_REPORT`,
+    /// axis values, and the multitouch slots as their values arrive (the chain's `read`
+    /// ledger; a resync is its difference to the state read back from the node).
+    var read = DeviceState()
+    /// Per slot, the tracking id the last digitizer frame reported (-1: none).
+    var reportedIDs: [Int32]
+    /// A bit per slot whose values changed in the frame being read.
+    var changedSlots: UInt64 = 0
     var modifiers: KeyModifiers = []
-    var absolute = [Int32](repeating: 0, count: 64)
-    var slots: [SlotState]
-    var currentSlot = 0
     var toolFingers = 0
     var touching = false
     var penTool: PenEvent.Tool?
@@ -77,7 +60,6 @@ package struct FrameDecoder {
     var implicitPenTool = false
     var wheelRemainder = 0
     var horizontalWheelRemainder = 0
-    var switchesOn = Set<UInt16>()
     var clickDown = false
 
     // The frame being read.
@@ -102,7 +84,6 @@ package struct FrameDecoder {
     var currentProtocolA: [Contact] = []
     var nextTrackingID: Int32 = 1
     var dropping = false
-    var frameTouchedSlots = false
     /// Contact buffers of frames this decoder emitted, reused once no event holds them
     /// (so a warm decoder allocates nothing, however long events wait in a queue, up to
     /// this many frames held at once).
@@ -115,20 +96,6 @@ package struct FrameDecoder {
     let touchRangeY: AbsoluteAxis
     /// Each absolute axis's range by code (`info.axes` without a hash per lookup).
     let axisRanges: [AbsoluteAxis?]
-
-    struct SlotState {
-        var trackingID: Int32 = -1
-        var reportedID: Int32 = -1
-        var x: Int32 = 0
-        var y: Int32 = 0
-        var pressure: Int32 = 0
-        var major: Int32 = 0
-        var minor: Int32 = 0
-        var orientation: Int32 = 0
-        var distance: Int32 = 0
-        var toolType: Int32 = 0
-        var changed = false
-    }
 
     package init(info: HIDDeviceInfo) {
         self.info = info
@@ -170,7 +137,12 @@ package struct FrameDecoder {
             }
         }
         absoluteRoutes = routes
-        slots = Array(repeating: SlotState(), count: min(info.slotCount, 64))
+        let slotCount = min(info.slotCount, 64)
+        reportedIDs = Array(repeating: -1, count: slotCount)
+        if slotCount > 0 {
+            read.slots = Array(repeating: DeviceState.Slot(), count: slotCount)
+            read.currentSlot = 0
+        }
         pendingKeys.reserveCapacity(32)
         pendingAbsolute.reserveCapacity(64)
         pendingSwitches.reserveCapacity(8)
@@ -228,29 +200,17 @@ package struct FrameDecoder {
     }
 
     mutating func feedAbsolute(_ code: UInt16, _ value: Int32) {
-        if !slots.isEmpty {
-            switch code {
-            case Evdev.ABS_MT_SLOT:
-                currentSlot = Int(value)
+        if !read.slots.isEmpty {
+            if code == Evdev.ABS_MT_SLOT {
+                read.currentSlot = value
                 return
-            case Evdev.ABS_MT_TOUCH_MAJOR...Evdev.ABS_MT_TOOL_Y:
-                guard currentSlot >= 0, currentSlot < slots.count else { return }  // out-of-range slots: ignored
-                switch code {
-                case Evdev.ABS_MT_POSITION_X: slots[currentSlot].x = value
-                case Evdev.ABS_MT_POSITION_Y: slots[currentSlot].y = value
-                case Evdev.ABS_MT_TRACKING_ID: slots[currentSlot].trackingID = value
-                case Evdev.ABS_MT_PRESSURE: slots[currentSlot].pressure = value
-                case Evdev.ABS_MT_TOUCH_MAJOR: slots[currentSlot].major = value
-                case Evdev.ABS_MT_TOUCH_MINOR: slots[currentSlot].minor = value
-                case Evdev.ABS_MT_ORIENTATION: slots[currentSlot].orientation = value
-                case Evdev.ABS_MT_TOOL_TYPE: slots[currentSlot].toolType = value
-                case Evdev.ABS_MT_DISTANCE: slots[currentSlot].distance = value
-                default: break  // width, blob id and tool position belong to the contact, not reported
-                }
-                slots[currentSlot].changed = true
-                frameTouchedSlots = true
+            }
+            if DeviceState.Slot.holds(code) {
+                let slot = Int(read.currentSlot ?? -1)
+                guard slot >= 0, slot < read.slots.count else { return }  // out-of-range slots: ignored
+                read.slots[slot][code] = value
+                changedSlots |= 1 << UInt64(slot)
                 return
-            default: break
             }
         } else if info.isProtocolA, code >= Evdev.ABS_MT_TOUCH_MAJOR, code <= Evdev.ABS_MT_TOOL_Y {
             protocolAHasPending = true
@@ -292,34 +252,9 @@ package struct FrameDecoder {
         horizontalWheelHiRes = 0
         dial = 0
         motion.pendingTimestamp = nil
-        for index in slots.indices { slots[index].changed = false }
-        frameTouchedSlots = false
+        changedSlots = 0
     }
 
-}
-
-/// The key bit set (KEY_MAX + 1 = 768 bits) without allocation.
-struct BitSet768 {
-    private var words = InlineArray<12, UInt64>(repeating: 0)
-
-    func contains(_ code: UInt16) -> Bool {
-        code < Evdev.KEY_CNT && words[Int(code) / 64] & (1 << (UInt64(code) % 64)) != 0
-    }
-
-    var isEmpty: Bool { (0..<12).allSatisfy { words[$0] == 0 } }
-
-    mutating func set(_ code: UInt16, _ on: Bool) {
-        guard code < Evdev.KEY_CNT else { return }
-        if on { words[Int(code) / 64] |= 1 << (UInt64(code) % 64) } else { words[Int(code) / 64] &= ~(1 << (UInt64(code) % 64)) }
-    }
-
-    var all: [UInt16] {
-        var codes: [UInt16] = []
-        for word in 0..<12 where words[word] != 0 {
-            for bit in 0..<64 where words[word] & (1 << UInt64(bit)) != 0 { codes.append(UInt16(word * 64 + bit)) }
-        }
-        return codes
-    }
 }
 
 // Digitizer frames on reused buffers.

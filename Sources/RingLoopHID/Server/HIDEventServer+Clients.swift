@@ -168,7 +168,7 @@ extension HIDEventServer {
         }
         for id in liveDevices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             var target = VisibleState()
-            if client.hello.kinds.contains(.switchChanged) { target.switches = truth[id].switches }
+            if client.hello.kinds.contains(.switchChanged) { target.switches = offered[id].switches }
             for event in VisibleState().difference(to: target, device: id, at: now) { client.take(event, server: self) }
         }
     }

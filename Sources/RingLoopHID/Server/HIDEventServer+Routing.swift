@@ -4,7 +4,7 @@ import RingLoop
 extension HIDEventServer {
     /// Routes one event that no handler of the server consumed (server loop).
     func route(_ event: HIDEvent) {
-        truth.apply(event)
+        offered.apply(event)
         let clients = order
         switch event.kind {
         case .deviceAdded:
@@ -25,7 +25,7 @@ extension HIDEventServer {
                 let wanted =
                     (bound ? client === focused : client.hello.kinds.contains(event.kind))
                     || client.observes(liveDevices.values[live])
-                guard wanted, let admitted = Self.admit(event, seen: client.shadow[event.device]) else { continue }
+                guard wanted, let admitted = Self.admit(event, seen: client.routed[event.device]) else { continue }
                 client.take(admitted, server: self)
             }
         }

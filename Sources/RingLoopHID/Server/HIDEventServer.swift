@@ -179,7 +179,7 @@ public final class HIDEventServer {
     /// Clients that had the focus, most recent last: the focus falls back along it.
     var focusHistory: [HIDServerClient.ID] = []
     /// What every event that reached the clients' stage says about each device.
-    var truth = VisibleStates()
+    var offered = VisibleStates()
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
     var observers: [(HIDServerClientEvent) -> Void] = []
@@ -321,9 +321,9 @@ public final class HIDEventServer {
     private func release(_ client: ServedClient) {
         let now = MonotonicInstant.now
         client.flush(server: self)
-        for device in client.shadow.devices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+        for device in client.routed.devices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             if let info = liveDevices[device], client.observes(info) { continue }
-            let state = client.shadow[device]
+            let state = client.routed[device]
             var target = VisibleState()
             target.switches = state.switches
             for event in state.difference(to: target, device: device, at: now) { client.take(event, server: self) }

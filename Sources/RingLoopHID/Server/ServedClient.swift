@@ -6,11 +6,11 @@ import RingLoop
 /// has seen, what it has not acknowledged. Confined to the server's loop thread.
 ///
 /// Two views of the client's devices make its flow control a difference, as the event
-/// system's resync does: `shadow` follows every event routed to the client (what it would
+/// system's resync does: `routed` follows every event routed to the client (what it would
 /// have seen had nothing been dropped), `sent` every event that went out. While the client
 /// lags — its outbound window or its socket full, or not responding — events advance
-/// `shadow` only; once it has acknowledged everything sent, it gets `eventsDropped` and
-/// the events from `sent` to `shadow`, and the two are one again.
+/// `routed` only; once it has acknowledged everything sent, it gets `eventsDropped` and
+/// the events from `sent` to `routed`, and the two are one again.
 final class ServedClient {
     let id: HIDServerClient.ID
     let hello: ServerWire.Hello
@@ -18,7 +18,7 @@ final class ServedClient {
     let port: RemoteMessagePort
     let attachedAt: MonotonicInstant
     /// What was routed to the client, and what went out.
-    var shadow = VisibleStates()
+    var routed = VisibleStates()
     var sent = VisibleStates()
     /// Devices whose description the client has (sent, or owed after a lag).
     var announced = Set<HIDDeviceID>()
@@ -64,7 +64,7 @@ final class ServedClient {
     /// Takes an event routed to the client: into its view, and into the frame being
     /// gathered, or counted while it lags.
     func take(_ event: HIDEvent, server: HIDEventServer) {
-        shadow.apply(event)
+        routed.apply(event)
         let isLifecycle = event.kind.isDeviceLifecycle
         if lagging {
             if isLifecycle { holdLifecycle(event) } else { droppedSinceLag += 1 }
@@ -205,9 +205,9 @@ final class ServedClient {
             events.append(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: now, payload: .eventsDropped(count: droppedSinceLag)))
         }
         for event in lifecycleBacklog where event.kind == .deviceAdded { events.append(event) }
-        let devices = Set(sent.devices.keys).union(shadow.devices.keys).sorted { $0.rawValue < $1.rawValue }
+        let devices = Set(sent.devices.keys).union(routed.devices.keys).sorted { $0.rawValue < $1.rawValue }
         for device in devices {
-            events += sent[device].difference(to: shadow[device], device: device, at: now)
+            events += sent[device].difference(to: routed[device], device: device, at: now)
         }
         for event in lifecycleBacklog where event.kind == .deviceRemoved { events.append(event) }
         // In batches of one packet each; the socket is empty (everything was acknowledged).
@@ -227,7 +227,7 @@ final class ServedClient {
         eventsDropped += droppedSinceLag
         droppedSinceLag = 0
         lifecycleBacklog = []
-        sent = shadow
+        sent = routed
         lagging = false
     }
 }
