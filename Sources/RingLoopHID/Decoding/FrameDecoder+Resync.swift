@@ -12,12 +12,12 @@ extension FrameDecoder {
         dropping = false
         clearPending()
         if let slot = snapshot.currentSlot, !read.slots.isEmpty { read.currentSlot = slot }
-        for code in read.keys.all where !snapshot.keys.contains(code) { pendingKeys.append((code, 0)) }
-        for code in snapshot.keys.all where !read.keys.contains(code) { pendingKeys.append((code, 1)) }
-        for code in read.switches.all where !snapshot.switches.contains(code) { pendingSwitches.append((code, 0)) }
-        for code in snapshot.switches.all where !read.switches.contains(code) { pendingSwitches.append((code, 1)) }
+        for code in read.keys.all where !snapshot.keys.contains(code) { keys.pending.append((code, 0)) }
+        for code in snapshot.keys.all where !read.keys.contains(code) { keys.pending.append((code, 1)) }
+        for code in read.switches.all where !snapshot.switches.contains(code) { switches.pending.append((code, 0)) }
+        for code in snapshot.switches.all where !read.switches.contains(code) { switches.pending.append((code, 1)) }
         for code in snapshot.axes.codes where read.axes[code] != snapshot.axes[code] && !Evdev.isMultitouchAxis(code) {
-            pendingAbsolute.append((code, snapshot.axes[code]))
+            axes.pending.append((code, snapshot.axes[code]))
         }
         for (index, state) in snapshot.slots.enumerated() where index < read.slots.count {
             let slot = read.slots[index]
@@ -25,22 +25,11 @@ extension FrameDecoder {
                 read.slots[index][Evdev.ABS_MT_TRACKING_ID] = state.trackingID
                 read.slots[index][Evdev.ABS_MT_POSITION_X] = state.x
                 read.slots[index][Evdev.ABS_MT_POSITION_Y] = state.y
-                changedSlots |= 1 << UInt64(index)
+                touch.changedSlots |= 1 << UInt64(index)
             }
         }
         finishFrame(at: time, into: &out)
-        if info.isProtocolA && !previousProtocolA.isEmpty {
-            // A protocol-A device keeps no contact state to read back: the contacts seen
-            // before the loss are cancelled, and the next frame begins those still down.
-            var frame = newDigitizerFrame()
-            for old in previousProtocolA {
-                var cancelled = old
-                cancelled.phase = .cancelled
-                frame.append(cancelled)
-            }
-            previousProtocolA.removeAll(keepingCapacity: true)
-            emitDigitizer(frame, at: time, into: &out)
-        }
+        touch.cancelProtocolAContacts(at: time, device: deviceID, into: &out)
     }
 
     /// The device was just opened: takes its state as it is now, as libevdev does when
@@ -65,36 +54,14 @@ extension FrameDecoder {
             if (Evdev.BTN_TOOL_PEN...Evdev.BTN_TOOL_QUADTAP).contains(code) {
                 read.keys.set(code, false)
             } else {
-                pendingKeys.append((code, 0))
+                keys.pending.append((code, 0))
             }
         }
-        toolFingers = 0
-        touching = false
-        clickDown = false
-        let hadPen = penTool != nil
+        touch.releaseKeys()
         finishFrame(at: time, into: &out)
-        var frame = newDigitizerFrame()
-        for index in read.slots.indices where reportedIDs[index] != -1 {
-            let slot = read.slots[index]
-            frame.append(contact(slot: index, id: reportedIDs[index], phase: .cancelled, x: slot.x, y: slot.y, pressure: 0, size: 0))
-            reportedIDs[index] = -1
-            read.slots[index].trackingID = -1
-        }
-        for old in previousProtocolA {
-            var cancelled = old
-            cancelled.phase = .cancelled
-            frame.append(cancelled)
-        }
-        previousProtocolA.removeAll()
-        if frame.count > 0 { emitDigitizer(frame, at: time, into: &out) } else { keep(frame.buffer) }
-        if hadPen {
-            penTool = nil
-            implicitPenTool = false
-            penTouching = false
-            penButtons = 0
-            out.append(event(time, .pen(penEvent())))
-        }
-        out.append(event(time, .deviceRemoved))
+        touch.cancelAll(slots: &read.slots, at: time, device: deviceID, into: &out)
+        pen.leave(axes: read.axes, at: time, device: deviceID, into: &out)
+        out.append(HIDEvent(device: deviceID, timestamp: time, payload: .deviceRemoved))
     }
 
     /// Keys and buttons currently held.
