@@ -161,7 +161,7 @@ final class IORecord {
         } catch {
             return IOFailure(error)
         }
-        loop.ioOperations.insert(self)
+        loop.io.operations.insert(self)
         return nil
     }
 }

@@ -7,9 +7,9 @@ import SystemPackage
 extension RingRunLoop {
     /// Routes one completion of the wait core to its operation (loop thread).
     func routeIO(_ id: PortID, result: Int32, flags: UInt32) {
-        guard let record = ioOperations[id] else { return }
+        guard let record = io.operations[id] else { return }
         let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
-        if kernelDone { ioOperations.remove(id) }
+        if kernelDone { io.operations.remove(id) }
         if record.flush != nil || record.pollingWritable {
             return record.channel.flushCompleted(record, result: result)
         }
@@ -84,7 +84,7 @@ extension RingRunLoop {
             return endIO(record, with: .failed(IOFailure(error)))
         }
         record.phase = .backingOff
-        ioOperations.insert(record)
+        io.operations.insert(record)
     }
 
     /// An accept's back-off timeout completed (`ETIME`), or was cancelled.
@@ -112,13 +112,13 @@ extension RingRunLoop {
     /// goes away with its thread (after the ring is closed).
     func dropIOOperations() {
         var channels: [ObjectIdentifier: LoopIOChannel] = [:]
-        for record in ioOperations.records { channels[ObjectIdentifier(record.channel)] = record.channel }
+        for record in io.operations.records { channels[ObjectIdentifier(record.channel)] = record.channel }
         for case .completion(_, let pending) in pendingPortEvents + keptPortEvents {
             channels[ObjectIdentifier(pending.record.channel)] = pending.record.channel
         }
-        for channel in busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
-        ioOperations.removeAll()
-        busyChannels = [:]
+        for channel in io.busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
+        io.operations.removeAll()
+        io.busyChannels = [:]
         for channel in channels.values {
             channel.inFlight = [:]
             channel.writeQueue.writes = []
