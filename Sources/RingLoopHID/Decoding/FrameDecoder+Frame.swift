@@ -13,8 +13,12 @@ extension FrameDecoder {
         if motion != nil, changed.contains(.motion) || motion?.pendingTimestamp != nil {
             out.append(HIDEvent(device: deviceID, timestamp: time, payload: .motion(motion!.sample(read.axes, at: time))))
         }
-        pen.finish(axes: read.axes, axisChanged: changed.contains(.pen), at: time, device: deviceID, into: &out)
-        touch.finish(read: read, axisChanged: changed.contains(.touch), at: time, device: deviceID, into: &out)
+        if pen.isPresent, pen.hasChanged || changed.contains(.pen) {
+            pen.finish(axes: read.axes, at: time, device: deviceID, into: &out)
+        }
+        if touch.isPresent {
+            touch.finish(slots: read.slots, axes: read.axes, axisChanged: changed.contains(.touch), at: time, device: deviceID, into: &out)
+        }
         if changed.contains(.pointer) { axes.pointer(read.axes, at: time, into: &out) }
         switches.finish(switches: &read.switches, at: time, into: &out)
         clearPending()

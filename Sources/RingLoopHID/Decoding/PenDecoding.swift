@@ -58,12 +58,13 @@ struct PenDecoding {
         changed = true
     }
 
-    /// At the end of a frame: the pen's event, when the frame changed it or one of its
-    /// axes (`axisChanged`).
-    mutating func finish(axes: AxisValues, axisChanged: Bool, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]) {
-        guard isPresent else { return }
+    /// The frame changed a tool, the tip or a button.
+    var hasChanged: Bool { changed }
+
+    /// At the end of a frame that changed the pen or one of its axes: the pen's event.
+    mutating func finish(axes: borrowing AxisValues, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]) {
         if changed { reconcileProximity() }
-        if axisChanged || changed { out.append(HIDEvent(device: device, timestamp: time, payload: .pen(event(axes)))) }
+        out.append(HIDEvent(device: device, timestamp: time, payload: .pen(event(axes))))
     }
 
     /// Keeps proximity and contact consistent at the end of a frame, as libinput does
@@ -88,7 +89,7 @@ struct PenDecoding {
     }
 
     /// The device is gone: a pen in proximity leaves it.
-    mutating func leave(axes: AxisValues, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]) {
+    mutating func leave(axes: borrowing AxisValues, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]) {
         guard currentTool != nil else { return }
         currentTool = nil
         implicitTool = false
@@ -103,7 +104,7 @@ struct PenDecoding {
         toolLeft = false
     }
 
-    func event(_ axes: AxisValues) -> PenEvent {
+    func event(_ axes: borrowing AxisValues) -> PenEvent {
         let x = axes[Evdev.ABS_X]
         let y = axes[Evdev.ABS_Y]
         func tilt(_ code: UInt16, _ range: AbsoluteAxis?) -> Double {

@@ -109,16 +109,18 @@ struct TouchDecoding {
     /// At the end of a frame: the digitizer frame, when the frame changed the surface
     /// (`axisChanged`: a single-touch axis).
     mutating func finish(
-        read: DeviceState, axisChanged: Bool, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]
+        slots: [DeviceState.Slot], axes: borrowing AxisValues, axisChanged: Bool, at time: MonotonicInstant, device: HIDDeviceID,
+        into out: inout [HIDEvent]
     ) {
         let changed = keysChanged || changedSlots != 0
         if isProtocolA {
             finishProtocolAContact()
             emitProtocolAFrame(at: time, device: device, into: &out)
-        } else if !read.slots.isEmpty {
-            if changed || axisChanged { emitSlotFrame(read.slots, at: time, device: device, into: &out) }
+        } else if !slots.isEmpty {
+            if changed || axisChanged { emitSlotFrame(slots, at: time, device: device, into: &out) }
         } else if isSingleTouch, axisChanged || changed {
-            emitSingleTouchFrame(read.axes, at: time, device: device, into: &out)
+            emitSingleTouchFrame(
+                x: axes[Evdev.ABS_X], y: axes[Evdev.ABS_Y], pressure: axes[Evdev.ABS_PRESSURE], at: time, device: device, into: &out)
         }
     }
 
@@ -177,15 +179,15 @@ struct TouchDecoding {
     }
 
     /// A single-touch screen (ABS_X/ABS_Y with BTN_TOUCH): one contact.
-    mutating func emitSingleTouchFrame(_ axes: AxisValues, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]) {
+    mutating func emitSingleTouchFrame(
+        x: Int32, y: Int32, pressure: Int32, at time: MonotonicInstant, device: HIDDeviceID, into out: inout [HIDEvent]
+    ) {
         var frame = framePool.frame()
-        let x = axes[Evdev.ABS_X]
-        let y = axes[Evdev.ABS_Y]
         let wasTouching = previousProtocolA.count == 1
         if touching {
             let id = wasTouching ? previousProtocolA[0].trackingID : nextID()
             let current = contact(
-                slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: axes[Evdev.ABS_PRESSURE], size: 0)
+                slot: 0, id: id, phase: wasTouching ? .moved : .began, x: x, y: y, pressure: pressure, size: 0)
             frame.append(current)
             previousProtocolA.removeAll(keepingCapacity: true)
             previousProtocolA.append(current)
