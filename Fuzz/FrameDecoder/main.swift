@@ -65,11 +65,11 @@ public func fuzzFrameDecoder(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         index += 7
         time += 1
         if selector == 0xff {
-            var snapshot = DeviceStateSnapshot()
-            snapshot.keysDown = [code % Evdev.KEY_CNT, UInt16(truncatingIfNeeded: value) % Evdev.KEY_CNT]
-            snapshot.switchesOn = [code % Evdev.SW_CNT]
-            snapshot.absolute = [code % Evdev.ABS_CNT: value]
-            snapshot.slots = (0..<Int(code % 12)).map { (value &+ Int32($0), value, value) }
+            var snapshot = DeviceState()
+            snapshot.keys = KeyCodeSet([code % Evdev.KEY_CNT, UInt16(truncatingIfNeeded: value) % Evdev.KEY_CNT])
+            snapshot.switches = SmallCodeSet([code % Evdev.SW_CNT])
+            snapshot.axes[code % Evdev.ABS_CNT] = value
+            snapshot.slots = (0..<Int(code % 12)).map { DeviceState.Slot(trackingID: value &+ Int32($0), x: value, y: value) }
             decoder.resync(from: snapshot, at: MonotonicInstant(nanoseconds: UInt64(time)), into: &out)
             continue
         }

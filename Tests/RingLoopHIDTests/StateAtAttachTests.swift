@@ -74,11 +74,12 @@ struct StateAtAttachTests {
         let description = Self.touchscreen.description!
         let info = HIDDeviceInfo(description: description)
         var decoder = FrameDecoder(info: info)
-        var snapshot = DeviceStateSnapshot()
-        snapshot.keysDown = [Evdev.BTN_TOUCH]
-        snapshot.absolute = [Evdev.ABS_X: 100, Evdev.ABS_Y: 200]
-        snapshot.slots = Array(repeating: (-1, 0, 0), count: info.slotCount)
-        snapshot.slots[1] = (7, 100, 200)
+        var snapshot = DeviceState()
+        snapshot.keys = KeyCodeSet([Evdev.BTN_TOUCH])
+        snapshot.axes[Evdev.ABS_X] = 100
+        snapshot.axes[Evdev.ABS_Y] = 200
+        snapshot.slots = Array(repeating: DeviceState.Slot(), count: info.slotCount)
+        snapshot.slots[1] = DeviceState.Slot(trackingID: 7, x: 100, y: 200)
         snapshot.currentSlot = 1
         var out: [HIDEvent] = []
         decoder.attach(from: snapshot, at: .now, into: &out)

@@ -20,7 +20,7 @@ struct AdaptiveSpinTests {
             }
             loop.add(timer, to: .default)
             loop.run(mode: .default, for: .seconds(5))
-            spent.store(loop.adaptiveSpin?.totalSpent ?? .max, ordering: .relaxed)
+            spent.store(loop.spin.adaptive?.totalSpent ?? .max, ordering: .relaxed)
         }
         let total = spent.load(ordering: .relaxed)
         #expect(total == 0, "polled \(total) ns with nothing arriving faster than the window")
@@ -71,7 +71,7 @@ struct AdaptiveSpinTests {
             while !stop.load(ordering: .acquiring) { loop.run(mode: .default, for: .milliseconds(100)) }
             let elapsed = UInt64((MonotonicInstant.now - started).nanosecondsClamped)
             result.withLock {
-                $0 = ((loop.core?.spinHits ?? 0) - hitsBefore, loop.adaptiveSpin?.totalSpent ?? 0, elapsed, performed.value)
+                $0 = ((loop.core?.spinHits ?? 0) - hitsBefore, loop.spin.adaptive?.totalSpent ?? 0, elapsed, performed.value)
             }
             source.invalidate()
         }

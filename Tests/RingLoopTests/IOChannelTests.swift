@@ -213,7 +213,7 @@ struct IOChannelTests {
             channel.cancel(receive)
             #expect(run(loop) { log.count == 1 })
             #expect(log.all.first?.outcome == .failed(.cancelled) && log.all.first?.isFinal == true)
-            #expect(channel.operationsInFlight == 0 && loop.ioOperations.isEmpty)
+            #expect(channel.operationsInFlight == 0 && loop.io.operations.isEmpty)
             channel.close()
             #expect(throws: IOFailure.closed) { try channel.receive() }
             close(pair[1])
@@ -270,7 +270,7 @@ struct IOChannelTests {
             close(pair[1])
             // Closing flushes the cancellation through the ring: the descriptor is closed
             // at once, though the mode being run has nothing left to wait for.
-            #expect(loop.ioOperations.isEmpty && identity.isClosed)
+            #expect(loop.io.operations.isEmpty && identity.isClosed)
         }
     }
 }

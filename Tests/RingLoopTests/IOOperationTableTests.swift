@@ -128,7 +128,7 @@ struct IOOperationTableTests {
             #expect(started == Self.chainedWrites)
             #expect(completed == Self.chainedWrites)
             #expect(transferred == Self.chainedWrites * 64)
-            #expect(loop.ioOperations.isEmpty)
+            #expect(loop.io.operations.isEmpty)
             for sender in senders { sender.close() }
             for reader in readers { close(reader) }
         }

@@ -163,7 +163,7 @@ struct InvariantTests {
                 loop.add(LoopSource {}, to: .default)
                 loop.add(LoopSource {}, to: .tracking)
                 loop.checkInvariants()
-                loop.modeList.swapAt(0, 1)
+                loop.modes.list.swapAt(0, 1)
                 loop.checkInvariants()
             }
             exit(0)
@@ -180,7 +180,7 @@ struct InvariantTests {
                 loop.add(LoopSource {}, to: .tracking)
                 loop.addCommonMode(.tracking)
                 loop.checkInvariants()
-                loop.commonModeSet.remove(.tracking)
+                loop.modes.common.remove(.tracking)
                 loop.checkInvariants()
             }
             exit(0)

@@ -240,16 +240,7 @@ func decodedInMemory(_ events: [InputEvent], info: HIDDeviceInfo, description: I
     var decoder = FrameDecoder(info: info)
     var out: [HIDEvent] = []
     // The state the device was created in, as the chain reads it when it attaches.
-    var snapshot = DeviceStateSnapshot()
-    snapshot.keysDown = description.keysDown
-    snapshot.switchesOn = Set(description.switchStates.filter { $0.value != 0 }.keys)
-    snapshot.ledsOn = Set(description.ledStates.filter { $0.value != 0 }.keys)
-    for (code, axis) in description.absoluteAxes where !Evdev.isMultitouchAxis(code) { snapshot.absolute[code] = axis.value }
-    if description.slotCount > 0 {
-        snapshot.slots = Array(repeating: (-1, 0, 0), count: description.slotCount)
-        snapshot.currentSlot = 0
-    }
-    decoder.attach(from: snapshot, at: .now, into: &out)
+    decoder.attach(from: description.state, at: .now, into: &out)
     for event in events { decoder.feed(event, into: &out) }
     decoder.detach(at: .now, into: &out)
     return out.map { PayloadKey($0.payload) }

@@ -86,8 +86,8 @@ extension RingRunLoop: TaskExecutor {
     /// Runs the jobs that may run now; returns whether any ran (loop thread).
     func runJobs(_ state: ModeState) -> Bool {
         guard hasRunnableJobs(state) else { return false }
-        var batch = jobBatch
-        jobBatch = []
+        var batch = scratch.jobBatch
+        scratch.jobBatch = []
         if localModedJobs == 0 {
             swap(&batch, &localJobs)
         } else {
@@ -112,7 +112,7 @@ extension RingRunLoop: TaskExecutor {
         }
         let ran = !batch.isEmpty
         batch.removeAll(keepingCapacity: true)
-        jobBatch = batch
+        scratch.jobBatch = batch
         return ran
     }
 }

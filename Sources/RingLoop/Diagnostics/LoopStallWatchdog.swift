@@ -160,7 +160,7 @@ public final class LoopStallWatchdog: Sendable {
         self.watch = watch
         let probe = watch.probe
         observer = LoopObserver(activities: .all, order: .min, label: "LoopStallWatchdog") { _, activity in
-            probe.observe(activity, mode: RingRunLoop.current.currentModeState?.mode)
+            probe.observe(activity, mode: RingRunLoop.current.modes.current?.mode)
         }
         loop.onLoopThread { loop in loop.calloutProbe = probe }
         loop.add(observer, to: .common)

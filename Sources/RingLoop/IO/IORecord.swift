@@ -22,22 +22,41 @@ final class IORecord {
     /// The wait core's id of the submission in flight (a multishot operation re-armed
     /// after the kernel ended it gets a new one).
     var port = PortID(slot: 0, generation: 0)
-    var cancelled = false
-    /// A receive the kernel ended with `ENOBUFS`: re-armed when a buffer comes back.
-    var waitingForBuffers = false {
+
+    /// Where the operation is between its start and its final completion.
+    enum Phase: Equatable {
+        /// Submitted: the kernel has it (a queued write: it waits in its channel's queue).
+        case inFlight
+        /// A multishot receive or read the kernel ended with `ENOBUFS`, every provided
+        /// buffer waiting for a callout: re-armed when one comes back.
+        case waitingForBuffers
+        /// A multishot accept that failed for want of descriptors or memory: its back-off
+        /// timeout is in the kernel, and it is re-armed when that completes.
+        case backingOff
+        /// The final completion has been routed: nothing of the kernel's refers to the record.
+        case ended
+    }
+
+    /// Where the operation is. Its provided buffers count the receives waiting for them.
+    var phase = Phase.inFlight {
         didSet {
-            if oldValue != waitingForBuffers { provided?.waitingReceives += waitingForBuffers ? 1 : -1 }
+            if (oldValue == .waitingForBuffers) != (phase == .waitingForBuffers) {
+                provided?.waitingReceives += phase == .waitingForBuffers ? 1 : -1
+            }
+            checkInvariants()
         }
     }
-    /// A multishot accept that failed for want of descriptors or memory: re-armed when its
-    /// back-off timeout completes.
-    var backingOff = false
+    /// Its cancellation was asked for (whatever its phase; it ends `cancelled` unless it
+    /// finished first).
+    var cancelled = false
     /// How long an accept waits before it tries again after such a failure (`nil`: it ends).
     var acceptBackoff: Duration?
     /// The back-off timeout's time, read by the kernel when it takes the submission.
     private var timeout: UnsafeMutablePointer<__kernel_timespec>?
-    /// The final completion has been routed: nothing of the kernel's refers to the record.
-    var ended = false
+
+    var waitingForBuffers: Bool { phase == .waitingForBuffers }
+    var backingOff: Bool { phase == .backingOff }
+    var ended: Bool { phase == .ended }
 
     // Queued writes and flushes.
 
@@ -73,6 +92,27 @@ final class IORecord {
         timeout?.deallocate()
     }
 
+    /// Checks (debug builds only) what the phase promises: only a multishot receive or read
+    /// with provided buffers waits for them, only an accept with a back-off timeout backs
+    /// off, and a queued write or a flush is never either.
+    func checkInvariants() {
+        #if DEBUG
+        switch phase {
+        case .waitingForBuffers:
+            precondition(
+                provided != nil && (operation.kind == .receive || operation.kind == .readStream),
+                "\(operation) waits for provided buffers it does not use")
+        case .backingOff:
+            precondition(operation.kind == .accept && timeout != nil, "\(operation) backs off without an accept's timeout")
+        case .inFlight, .ended:
+            break
+        }
+        if isQueuedWrite || flush != nil || pollingWritable {
+            precondition(phase == .inFlight || phase == .ended, "a write or flush is \(phase)")
+        }
+        #endif
+    }
+
     /// Memory for the back-off timeout's time, kept with the record.
     func backoffTimeout() -> UnsafeMutablePointer<__kernel_timespec> {
         if let timeout { return timeout }
@@ -90,8 +130,8 @@ final class IORecord {
             return
         }
         cancelled = true
-        if waitingForBuffers {
-            waitingForBuffers = false
+        if phase == .waitingForBuffers {
+            phase = .inFlight
             loop.endIO(self, with: .failed(.cancelled))
             return
         }
@@ -121,7 +161,7 @@ final class IORecord {
         } catch {
             return IOFailure(error)
         }
-        loop.ioOperations.insert(self)
+        loop.io.operations.insert(self)
         return nil
     }
 }

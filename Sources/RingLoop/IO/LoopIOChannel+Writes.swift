@@ -162,7 +162,7 @@ extension LoopIOChannel {
         }
         for write in batch { write.inKernel = true }
         writeQueue.flushing = flush
-        loop.ioOperations.insert(flush)
+        loop.io.operations.insert(flush)
     }
 
     private func batchMemory() -> (UnsafeMutablePointer<iovec>, UnsafeMutablePointer<msghdr>) {
@@ -188,7 +188,7 @@ extension LoopIOChannel {
             return failWrites(IOFailure(error))
         }
         writeQueue.flushing = flush
-        loop.ioOperations.insert(flush)
+        loop.io.operations.insert(flush)
     }
 
     /// The kernel finished a flush with `result` (loop thread, from the completion's routing).

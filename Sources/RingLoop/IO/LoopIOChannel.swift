@@ -330,7 +330,7 @@ public final class LoopIOChannel: @unchecked Sendable {
         }
         record.lent = lent
         track(record)
-        loop.ioOperations.insert(record)
+        loop.io.operations.insert(record)
         return record.operation
     }
 
@@ -338,13 +338,13 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// loop by its source, so invalidating the source cancels them.
     func track(_ record: IORecord) {
         inFlight[record.operation.number] = record
-        if inFlight.count == 1 { loop.busyChannels[ObjectIdentifier(source)] = self }
+        if inFlight.count == 1 { loop.io.busyChannels[ObjectIdentifier(source)] = self }
     }
 
     /// The record's operation has delivered its final completion (or was dropped).
     func finished(_ record: IORecord) {
         inFlight[record.operation.number] = nil
-        if inFlight.isEmpty { loop.busyChannels[ObjectIdentifier(source)] = nil }
+        if inFlight.isEmpty { loop.io.busyChannels[ObjectIdentifier(source)] = nil }
         closeDescriptorIfIdle()
     }
 
@@ -362,7 +362,7 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// descriptor is closed at once, as before), and not when someone waits to hear it is
     /// closed (``descriptorClosed``, called at once); returns whether it did.
     private func closeThroughRing() -> Bool {
-        guard descriptorClosed == nil, loop.currentModeState != nil, let core = loop.core else { return false }
+        guard descriptorClosed == nil, loop.modes.current != nil, let core = loop.core else { return false }
         return core.closeAsynchronously(descriptor)
     }
 }

@@ -7,9 +7,9 @@ import SystemPackage
 extension RingRunLoop {
     /// Routes one completion of the wait core to its operation (loop thread).
     func routeIO(_ id: PortID, result: Int32, flags: UInt32) {
-        guard let record = ioOperations[id] else { return }
+        guard let record = io.operations[id] else { return }
         let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
-        if kernelDone { ioOperations.remove(id) }
+        if kernelDone { io.operations.remove(id) }
         if record.flush != nil || record.pollingWritable {
             return record.channel.flushCompleted(record, result: result)
         }
@@ -41,12 +41,12 @@ extension RingRunLoop {
             } else if result == -ENOBUFS, !record.cancelled {
                 // Every buffer waits for a callout: the data stays in the socket until one
                 // comes back (see `deliverIO`).
-                record.waitingForBuffers = true
+                record.phase = .waitingForBuffers
                 if record.provided?.outstanding == 0, let failure = record.rearm(self) {
-                    record.waitingForBuffers = false
+                    record.phase = .inFlight
                     endIO(record, with: .failed(failure))
                 } else if record.provided?.outstanding == 0 {
-                    record.waitingForBuffers = false
+                    record.phase = .inFlight
                 }
             } else {
                 endIO(record, with: .failed(IOFailure(errno: result == -ENOBUFS ? ECANCELED : -result)))
@@ -83,13 +83,13 @@ extension RingRunLoop {
         } catch {
             return endIO(record, with: .failed(IOFailure(error)))
         }
-        record.backingOff = true
-        ioOperations.insert(record)
+        record.phase = .backingOff
+        io.operations.insert(record)
     }
 
     /// An accept's back-off timeout completed (`ETIME`), or was cancelled.
     private func backOffEnded(_ record: IORecord, result: Int32) {
-        record.backingOff = false
+        record.phase = .inFlight
         if record.cancelled || (result < 0 && result != -ETIME) {
             endIO(record, with: .failed(record.cancelled ? .cancelled : IOFailure(errno: -result)))
         } else if let failure = record.rearm(self) {
@@ -112,13 +112,13 @@ extension RingRunLoop {
     /// goes away with its thread (after the ring is closed).
     func dropIOOperations() {
         var channels: [ObjectIdentifier: LoopIOChannel] = [:]
-        for record in ioOperations.records { channels[ObjectIdentifier(record.channel)] = record.channel }
+        for record in io.operations.records { channels[ObjectIdentifier(record.channel)] = record.channel }
         for case .completion(_, let pending) in pendingPortEvents + keptPortEvents {
             channels[ObjectIdentifier(pending.record.channel)] = pending.record.channel
         }
-        for channel in busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
-        ioOperations.removeAll()
-        busyChannels = [:]
+        for channel in io.busyChannels.values { channels[ObjectIdentifier(channel)] = channel }
+        io.operations.removeAll()
+        io.busyChannels = [:]
         for channel in channels.values {
             channel.inFlight = [:]
             channel.writeQueue.writes = []
@@ -128,8 +128,8 @@ extension RingRunLoop {
 
     /// Queues the operation's final completion; the kernel is done with it.
     func endIO(_ record: IORecord, with outcome: IOCompletion.Outcome) {
-        guard !record.ended else { return }
-        record.ended = true
+        guard record.phase != .ended else { return }
+        record.phase = .ended
         record.channel.finished(record)
         // A receive's buffer a send wrote from goes back once the kernel is done with it.
         if !record.inKernel { record.channel.releaseLent(record) }
@@ -177,8 +177,8 @@ extension RingRunLoop {
     /// Arms a multishot operation again that stopped because every buffer waited for a
     /// callout, now that one came back.
     func rearmIfWaiting(_ record: IORecord) {
-        if record.waitingForBuffers, !record.ended {
-            record.waitingForBuffers = false
+        if record.phase == .waitingForBuffers {
+            record.phase = .inFlight
             if record.cancelled {
                 endIO(record, with: .failed(.cancelled))
             } else if let failure = record.rearm(self) {

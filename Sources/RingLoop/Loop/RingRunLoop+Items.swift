@@ -53,8 +53,8 @@ extension RingRunLoop {
         }
         guard item.isValid else { return }
         if mode == .common {
-            guard commonItems.updateValue(item, forKey: ObjectIdentifier(item)) == nil else { return }
-            for common in commonModeSet.sorted(by: { $0.rawValue < $1.rawValue }) {
+            guard modes.commonItems.updateValue(item, forKey: ObjectIdentifier(item)) == nil else { return }
+            for common in modes.common.sorted(by: { $0.rawValue < $1.rawValue }) {
                 addItem(item, toConcrete: common)
             }
         } else {
@@ -104,15 +104,15 @@ extension RingRunLoop {
             return
         }
         if mode == .common {
-            guard commonItems.removeValue(forKey: ObjectIdentifier(item)) != nil else { return }
-            for common in commonModeSet { removeItem(item, fromConcrete: common) }
+            guard modes.commonItems.removeValue(forKey: ObjectIdentifier(item)) != nil else { return }
+            for common in modes.common { removeItem(item, fromConcrete: common) }
         } else {
             removeItem(item, fromConcrete: mode)
         }
     }
 
     func removeItem(_ item: LoopItem, fromConcrete mode: Mode) {
-        guard let state = modeTable[mode] else { return }
+        guard let state = modes.table[mode] else { return }
         let membership = item.membership
         guard membership.modeMask & state.bit != 0 else { return }
         membership.modeMask &= ~state.bit
@@ -140,8 +140,8 @@ extension RingRunLoop {
 
     func containsItem(_ item: LoopItem, in mode: Mode) -> Bool {
         preconditionOnLoopThread("contains(_:in:)")
-        if mode == .common { return commonItems[ObjectIdentifier(item)] != nil }
-        guard let state = modeTable[mode], item.membership.loop === self else { return false }
+        if mode == .common { return modes.commonItems[ObjectIdentifier(item)] != nil }
+        guard let state = modes.table[mode], item.membership.loop === self else { return false }
         return item.membership.modeMask & state.bit != 0
     }
 
@@ -151,8 +151,8 @@ extension RingRunLoop {
             onLoopThread { $0.removeEverywhere(item) }
             return
         }
-        commonItems.removeValue(forKey: ObjectIdentifier(item))
-        for state in modeList where item.membership.modeMask & state.bit != 0 {
+        modes.commonItems.removeValue(forKey: ObjectIdentifier(item))
+        for state in modes.list where item.membership.modeMask & state.bit != 0 {
             removeItem(item, fromConcrete: state.mode)
         }
     }

@@ -8,19 +8,19 @@ import Logging
 extension RingRunLoop {
     // MARK: Modes
 
-    func modeState(_ mode: Mode) -> ModeState? { modeTable[mode] }
+    func modeState(_ mode: Mode) -> ModeState? { modes.table[mode] }
 
     func modeState(_ mode: Mode, create: Bool) -> ModeState? {
-        if let state = modeTable[mode] { return state }
+        if let state = modes.table[mode] { return state }
         guard create, mode != .common else { return nil }
-        guard modeList.count < Self.maximumModeCount else {
+        guard modes.list.count < Self.maximumModeCount else {
             Self.logger.error("mode '\(mode)' refused: a loop holds at most \(Self.maximumModeCount) modes")
             return nil
         }
-        let state = ModeState(mode: mode, index: modeList.count)
-        state.isCommon = commonModeSet.contains(mode)
-        modeTable[mode] = state
-        modeList.append(state)
+        let state = ModeState(mode: mode, index: modes.list.count)
+        state.isCommon = modes.common.contains(mode)
+        modes.table[mode] = state
+        modes.list.append(state)
         return state
     }
 
@@ -28,19 +28,19 @@ extension RingRunLoop {
     /// Loop thread.
     public var currentMode: Mode? {
         preconditionOnLoopThread("currentMode")
-        return currentModeState?.mode
+        return modes.current?.mode
     }
 
     /// The modes marked common (always including ``Mode/default``). Loop thread.
     public var commonModes: Set<Mode> {
         preconditionOnLoopThread("commonModes")
-        return commonModeSet
+        return modes.common
     }
 
     /// Every mode the loop knows. Loop thread.
     public var allModes: [Mode] {
         preconditionOnLoopThread("allModes")
-        return modeList.map(\.mode)
+        return modes.list.map(\.mode)
     }
 
     /// Marks `mode` common: every item added to ``Mode/common`` joins it, now and later.
@@ -49,17 +49,17 @@ extension RingRunLoop {
             onLoopThread { $0.addCommonMode(mode) }
             return
         }
-        guard mode != .common, !commonModeSet.contains(mode), let state = modeState(mode, create: true) else { return }
-        commonModeSet.insert(mode)
+        guard mode != .common, !modes.common.contains(mode), let state = modeState(mode, create: true) else { return }
+        modes.common.insert(mode)
         state.isCommon = true
-        for item in commonItems.values { addItem(item, toConcrete: mode) }
+        for item in modes.commonItems.values { addItem(item, toConcrete: mode) }
     }
 
     /// Sources, port sources, observers and timers in `mode` (loop thread): what tests
     /// count to see that nothing was left behind.
     package func itemCount(in mode: Mode) -> Int {
         preconditionOnLoopThread("itemCount(in:)")
-        guard let state = modeTable[mode] else { return 0 }
+        guard let state = modes.table[mode] else { return 0 }
         return state.sources0.count + state.sources1.count + state.observers.count + state.timerCount
     }
 }
@@ -73,12 +73,12 @@ extension RingRunLoop {
     /// Loop thread.
     func checkInvariants() {
         preconditionOnLoopThread("checkInvariants()")
-        precondition(modeTable.count == modeList.count, "RingRunLoop: \(modeTable.count) modes named, \(modeList.count) listed")
-        for (index, state) in modeList.enumerated() {
+        precondition(modes.table.count == modes.list.count, "RingRunLoop: \(modes.table.count) modes named, \(modes.list.count) listed")
+        for (index, state) in modes.list.enumerated() {
             precondition(state.index == index, "RingRunLoop: mode '\(state.mode)' listed at \(index), indexed \(state.index)")
-            precondition(modeTable[state.mode] === state, "RingRunLoop: mode '\(state.mode)' named for another state")
+            precondition(modes.table[state.mode] === state, "RingRunLoop: mode '\(state.mode)' named for another state")
             precondition(
-                state.isCommon == commonModeSet.contains(state.mode),
+                state.isCommon == modes.common.contains(state.mode),
                 "RingRunLoop: mode '\(state.mode)' \(state.isCommon ? "flagged" : "not flagged") common against the loop's common modes")
             state.checkInvariants()
         }

@@ -50,7 +50,7 @@ extension RingRunLoop {
 
     /// Whether `source` is valid and in the mode the loop runs now (loop thread).
     func isInRunningMode(_ source: LoopPortSource) -> Bool {
-        guard source.isValid, let state = currentModeState else { return false }
+        guard source.isValid, let state = modes.current else { return false }
         return source.membership.modeMask & state.bit != 0
     }
 
@@ -79,7 +79,7 @@ extension RingRunLoop {
             pendingPortEvents = remaining
         case .operations:
             // Invalidated (not only removed from its modes): the channel's operations end.
-            if !source.isValid { busyChannels[ObjectIdentifier(source)]?.cancelAll() }
+            if !source.isValid { io.busyChannels[ObjectIdentifier(source)]?.cancelAll() }
         }
     }
 }

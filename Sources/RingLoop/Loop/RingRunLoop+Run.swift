@@ -24,10 +24,10 @@ extension RingRunLoop {
         guard let state = modeState(mode), !isEmpty(state), waitCore() != nil else { return .finished }
         let run = RunState()
         let previousRun = swapCurrentRun(run)
-        let previousMode = currentModeState
-        currentModeState = state
+        let previousMode = modes.current
+        modes.current = state
         defer {
-            currentModeState = previousMode
+            modes.current = previousMode
             _ = swapCurrentRun(previousRun)
         }
         doObservers(.entry, state)
@@ -116,22 +116,22 @@ extension RingRunLoop {
     /// (precise timers' early wake) and, under the adaptive policy, what polling found.
     /// Reads the clock only for those.
     private func sleep(_ core: WaitCore, until wakeAt: MonotonicInstant) throws(RingError) {
-        guard adaptiveSpin != nil else {
-            if try core.wait(until: wakeAt, spin: spinBeforeSleepingNanoseconds), wakeAt != .distantFuture {
+        guard spin.adaptive != nil else {
+            if try core.wait(until: wakeAt, spin: spin.beforeSleepingNanoseconds), wakeAt != .distantFuture {
                 recordWakeLateness(after: wakeAt)
             }
             return
         }
-        let spin = adaptiveSpin!.spin(at: MonotonicInstant.now.nanoseconds)
-        let timedOut = try core.wait(until: wakeAt, spin: spin)
+        let window = spin.adaptive!.spin(at: MonotonicInstant.now.nanoseconds)
+        let timedOut = try core.wait(until: wakeAt, spin: window)
         if timedOut, wakeAt != .distantFuture { recordWakeLateness(after: wakeAt) }
-        adaptiveSpin!.record(spun: core.lastSpin, found: !timedOut, at: MonotonicInstant.now.nanoseconds)
+        spin.adaptive!.record(spun: core.lastSpin, found: !timedOut, at: MonotonicInstant.now.nanoseconds)
     }
 
     /// A sleep ended at its deadline: how late the wake-up came, for precise timers.
     private func recordWakeLateness(after deadline: MonotonicInstant) {
         let now = MonotonicInstant.now.nanoseconds
-        wakeLateness.record(now > deadline.nanoseconds ? now - deadline.nanoseconds : 0)
+        spin.wakeLateness.record(now > deadline.nanoseconds ? now - deadline.nanoseconds : 0)
     }
 
     // MARK: Source0
@@ -142,11 +142,11 @@ extension RingRunLoop {
         // Most passes have one signalled source or none: a lone one needs no ordering.
         guard let first = sources.firstIndex(where: ready) else { return false }
         guard sources[(first + 1)...].contains(where: ready) else { return performSource0(sources[first]) }
-        var signalled = source0Scratch
-        source0Scratch = []
+        var signalled = scratch.source0
+        scratch.source0 = []
         defer {
             signalled.removeAll(keepingCapacity: true)
-            source0Scratch = signalled
+            scratch.source0 = signalled
         }
         signalled.append(contentsOf: sources[first...].lazy.filter(ready))
         signalled.sort { $0.isPerformed(before: $1) }
@@ -170,11 +170,11 @@ extension RingRunLoop {
 
     private func doObservers(_ activity: Activity, _ state: ModeState) {
         guard state.observerMask.contains(activity) else { return }
-        var due = observerScratch
-        observerScratch = []
+        var due = scratch.observers
+        scratch.observers = []
         defer {
             due.removeAll(keepingCapacity: true)
-            observerScratch = due
+            scratch.observers = due
         }
         for observer in state.observers
         where observer.activities.contains(activity) && observer.isValid && !observer.firing {
@@ -199,14 +199,14 @@ extension RingRunLoop {
         {
             let started = now
             now = spinUntil(fire)
-            preciseSpin.nanoseconds &+= now &- started
-            preciseSpin.fires &+= 1
+            spin.preciseSpin.nanoseconds &+= now &- started
+            spin.preciseSpin.fires &+= 1
         }
-        var due = timerScratch
-        timerScratch = []
+        var due = scratch.timers
+        scratch.timers = []
         defer {
             due.removeAll(keepingCapacity: true)
-            timerScratch = due
+            scratch.timers = due
         }
         state.timers.popDue(now: now, isLive: state.isLive, into: &due)
         guard !due.isEmpty else { return }

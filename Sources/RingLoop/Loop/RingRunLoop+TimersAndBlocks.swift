@@ -14,7 +14,7 @@ extension RingRunLoop {
         guard mask != 0, timer.isValid else { return }
         timerSequence &+= 1
         let entry = TimerEntry(fire: timer.fireNanoseconds, sequence: timerSequence, stamp: timer.stamp, timer: timer)
-        for state in modeList where mask & state.bit != 0 {
+        for state in modes.list where mask & state.bit != 0 {
             state.timers.insert(entry)
         }
     }

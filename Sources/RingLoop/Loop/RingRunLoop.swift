@@ -107,30 +107,21 @@ public final class RingRunLoop: @unchecked Sendable {
         return waitError
     }
     var waitError: RingError?
-    var modeTable: [Mode: ModeState] = [:]
-    var modeList: [ModeState] = []
-    /// The common modes; each mode's state mirrors its membership (``ModeState/isCommon``).
-    var commonModeSet: Set<Mode> = [.default]
-    /// Items added to the common modes (a set, as CFRunLoop's `_commonModeItems`).
-    var commonItems: [ObjectIdentifier: LoopItem] = [:]
+    /// The modes, the common ones and their items, the current one.
+    var modes = LoopModes()
     @exclusivity(unchecked) var blocks: Deque<BlockItem> = []
-    var currentModeState: ModeState?
     var readinessSources: [PortID: LoopPortSource] = [:]
     var doorbellSources: [LoopDoorbell: LoopPortSource] = [:]
     var orphanDoorbellMessages: [LoopDoorbell: Deque<LoopDoorbell.Message>] = [:]
-    /// I/O operations in flight by their wait-core id (each keeps its channel, and so the loop).
-    var ioOperations = IOOperationTable()
-    /// Channels with operations in flight by source, to cancel when the source is invalidated.
-    var busyChannels: [ObjectIdentifier: LoopIOChannel] = [:]
+    /// Completion I/O: operations in flight, channels busy.
+    var io = LoopIOOperations()
     @exclusivity(unchecked) var pendingPortEvents: Deque<PendingPortEvent> = []
     var timerSequence: UInt64 = 0
-    @exclusivity(unchecked) var source0Scratch: [LoopSource] = []
-    @exclusivity(unchecked) var jobBatch: [JobQueue.Entry] = []
+    /// Arrays a pass reuses.
+    @exclusivity(unchecked) var scratch = PassScratch()
     /// Jobs enqueued on the loop's own thread, which need no lock.
     @exclusivity(unchecked) var localJobs: [JobQueue.Entry] = []
     var localModedJobs = 0
-    @exclusivity(unchecked) var observerScratch: [LoopObserver] = []
-    @exclusivity(unchecked) var timerScratch: [TimerEntry] = []
     @exclusivity(unchecked) var keptPortEvents: Deque<PendingPortEvent> = []
     /// Set while a ``LoopStallWatchdog`` watches the loop: callouts are published to it.
     var calloutProbe: CalloutProbe?
@@ -149,18 +140,16 @@ public final class RingRunLoop: @unchecked Sendable {
         }
         set {
             preconditionOnLoopThread("preciseSpinWindow")
-            fixedPreciseSpinWindow = UInt64(max(0, newValue.nanosecondsClamped))
+            spin.fixedPreciseWindow = UInt64(max(0, newValue.nanosecondsClamped))
         }
     }
-    var preciseSpinWindowNanoseconds: UInt64 { fixedPreciseSpinWindow ?? wakeLateness.window }
-    /// The window the app set, if it set one.
-    var fixedPreciseSpinWindow: UInt64?
-    /// How late this loop's sleeps end (loop thread).
-    var wakeLateness = WakeLatencyEstimator()
+    var preciseSpinWindowNanoseconds: UInt64 { spin.fixedPreciseWindow ?? spin.wakeLateness.window }
+    /// When and how long the loop spins instead of sleeping (loop thread).
+    var spin = SpinPolicy()
     /// Nanoseconds spent spinning to precise timers' fire dates, and fires that spun (loop thread).
-    package var preciseSpin: (nanoseconds: UInt64, fires: UInt64) = (0, 0)
+    package var preciseSpin: (nanoseconds: UInt64, fires: UInt64) { spin.preciseSpin }
     /// The 99th percentile of how late this loop's sleeps end, as last estimated (loop thread).
-    package var observedWakeLateness99: Duration { .nanoseconds(Int64(clamping: wakeLateness.lateness99)) }
+    package var observedWakeLateness99: Duration { .nanoseconds(Int64(clamping: spin.wakeLateness.lateness99)) }
 
     /// How long the loop polls for work before it goes to sleep (zero, the default:
     /// it sleeps at once).
@@ -177,14 +166,13 @@ public final class RingRunLoop: @unchecked Sendable {
     public var spinBeforeSleeping: Duration {
         get {
             preconditionOnLoopThread("spinBeforeSleeping")
-            return .nanoseconds(Int64(clamping: spinBeforeSleepingNanoseconds))
+            return .nanoseconds(Int64(clamping: spin.beforeSleepingNanoseconds))
         }
         set {
             preconditionOnLoopThread("spinBeforeSleeping")
-            spinBeforeSleepingNanoseconds = UInt64(max(0, newValue.nanosecondsClamped))
+            spin.beforeSleepingNanoseconds = UInt64(max(0, newValue.nanosecondsClamped))
         }
     }
-    var spinBeforeSleepingNanoseconds: UInt64 = 0
 
     /// Polls before sleeping only while it pays: up to `window`, only while work has been
     /// arriving less than `window` apart (a running average of the gaps between wake-ups
@@ -195,16 +183,15 @@ public final class RingRunLoop: @unchecked Sendable {
     public var adaptiveSpinBeforeSleeping: (window: Duration, cpuBudget: Double)? {
         get {
             preconditionOnLoopThread("adaptiveSpinBeforeSleeping")
-            return adaptiveSpin.map { (.nanoseconds(Int64(clamping: $0.window)), $0.budget) }
+            return spin.adaptive.map { (.nanoseconds(Int64(clamping: $0.window)), $0.budget) }
         }
         set {
             preconditionOnLoopThread("adaptiveSpinBeforeSleeping")
-            adaptiveSpin = newValue.map {
+            spin.adaptive = newValue.map {
                 AdaptiveSpin(window: UInt64(max(0, $0.window.nanosecondsClamped)), budget: min(1, max(0, $0.cpuBudget)))
             }
         }
     }
-    var adaptiveSpin: AdaptiveSpin?
 
     /// Passes through the loop since it was created (loop thread).
     public var passCount: UInt64 {
@@ -303,18 +290,18 @@ public final class RingRunLoop: @unchecked Sendable {
             item.modeMask = 0
             item.unbindIfUnused()
         }
-        for state in modeList {
+        for state in modes.list {
             state.sources0.forEach(release)
             state.sources1.values.forEach(release)
             state.observers.forEach(release)
             state.timers.forEachTimer(release)
         }
-        for item in commonItems.values { release(item.membership) }
-        modeTable = [:]
-        modeList = []
-        commonItems = [:]
+        for item in modes.commonItems.values { release(item.membership) }
+        modes.table = [:]
+        modes.list = []
+        modes.commonItems = [:]
         blocks = []
-        if !ioOperations.isEmpty || !pendingPortEvents.isEmpty || !busyChannels.isEmpty {
+        if !io.operations.isEmpty || !pendingPortEvents.isEmpty || !io.busyChannels.isEmpty {
             // Close the ring before freeing what operations in flight read or write (a
             // provided-buffer ring may hold the ring object itself a little longer).
             core?.ring.close()

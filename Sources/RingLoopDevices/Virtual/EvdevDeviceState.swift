@@ -9,13 +9,12 @@ import RingLoopEvdev
 /// `SYN_REPORT` with nothing before it is no frame at all.
 package struct EvdevDeviceState {
     let description: InputDeviceDescription
-    private(set) var keys: BitSet
-    private(set) var leds: BitSet
-    private(set) var switches: BitSet
-    private(set) var sounds: BitSet
-    private(set) var axes: [UInt16: AbsoluteAxis]
-    /// Per slot, the values of ABS_MT_TOUCH_MAJOR (0x30) … ABS_MT_TOOL_Y (0x3d).
-    private(set) var slots: [[Int32]]
+    /// The device's keys, switches, LEDs, axis values and slots: what `EVIOCGKEY`,
+    /// `EVIOCGSW`, `EVIOCGLED`, `EVIOCGABS` and `EVIOCGMTSLOTS` answer.
+    private(set) var state: DeviceState
+    private(set) var sounds = SmallCodeSet()
+    /// The axes' ranges (their values are in ``state``).
+    private var ranges: [UInt16: AbsoluteAxis]
     private var stagedSlot: Int32 = 0
     private(set) var repeatDelay: Int32
     private(set) var repeatPeriod: Int32
@@ -28,26 +27,27 @@ package struct EvdevDeviceState {
     /// values already went through the filter once, and a second pass would move them.
     let appliesFuzz: Bool
 
-    /// The per-slot codes (ABS_MT_SLOT itself is not one).
-    static let firstMultitouchCode = Evdev.ABS_MT_TOUCH_MAJOR
-    static let lastMultitouchCode = Evdev.ABS_MT_TOOL_Y
-
     package init(description: InputDeviceDescription, appliesFuzz: Bool = true) {
         self.description = description
         self.appliesFuzz = appliesFuzz
-        keys = BitSet(bits: Int(Evdev.KEY_CNT), set: description.keysDown)
-        leds = BitSet(bits: Int(Evdev.LED_CNT), set: Set(description.ledStates.filter { $0.value != 0 }.keys))
-        switches = BitSet(bits: Int(Evdev.SW_CNT), set: Set(description.switchStates.filter { $0.value != 0 }.keys))
-        sounds = BitSet(bits: Int(Evdev.SND_CNT), set: [])
-        axes = description.absoluteAxes
-        let slotCount = description.slotCount
-        let firstValues = (Self.firstMultitouchCode...Self.lastMultitouchCode).map { code -> Int32 in
-            code == Evdev.ABS_MT_TRACKING_ID ? -1 : 0  // starts unused
-        }
-        slots = Array(repeating: firstValues, count: slotCount)
-        if slotCount > 0 { axes[Evdev.ABS_MT_SLOT]?.value = 0 }
+        state = description.state
+        ranges = description.absoluteAxes
+        for (code, axis) in description.absoluteAxes where Evdev.isMultitouchAxis(code) { state.axes[code] = axis.value }
+        if !state.slots.isEmpty { state.axes[Evdev.ABS_MT_SLOT] = 0 }
         repeatDelay = description.keyRepeat?.delay ?? 0
         repeatPeriod = description.keyRepeat?.period ?? 0
+    }
+
+    /// The keys down, switches and LEDs on (for `EVIOCGKEY`, `EVIOCGSW`, `EVIOCGLED`).
+    var keys: KeyCodeSet { state.keys }
+    var switches: SmallCodeSet { state.switches }
+    var leds: SmallCodeSet { state.leds }
+
+    /// An axis's range and current value (`EVIOCGABS`), for an axis the device has.
+    func axis(_ code: UInt16) -> AbsoluteAxis? {
+        guard var axis = ranges[code] else { return nil }
+        axis.value = state.axes[code]
+        return axis
     }
 
     private func supports(_ type: UInt16, _ code: UInt16) -> Bool { description.has(type: type, code: code) }
@@ -71,9 +71,9 @@ package struct EvdevDeviceState {
         case Evdev.EV_KEY:
             guard supports(type, code) else { return nil }
             if value == 2 {
-                if keys.contains(code) { frame.append((type, code, value)) }
-            } else if keys.contains(code) != (value != 0) {
-                keys.set(code, value != 0)
+                if state.keys.contains(code) { frame.append((type, code, value)) }
+            } else if state.keys.contains(code) != (value != 0) {
+                state.keys.set(code, value != 0)
                 frame.append((type, code, value))
             }
         case Evdev.EV_REL:
@@ -84,13 +84,13 @@ package struct EvdevDeviceState {
         case Evdev.EV_MSC:
             if supports(type, code) { frame.append((type, code, value)) }
         case Evdev.EV_SW:
-            if supports(type, code), switches.contains(code) != (value != 0) {
-                switches.set(code, value != 0)
+            if supports(type, code), state.switches.contains(code) != (value != 0) {
+                state.switches.set(code, value != 0)
                 frame.append((type, code, value))
             }
         case Evdev.EV_LED:
-            if supports(type, code), leds.contains(code) != (value != 0) {
-                leds.set(code, value != 0)
+            if supports(type, code), state.leds.contains(code) != (value != 0) {
+                state.leds.set(code, value != 0)
                 frame.append((type, code, value))
             }
         case Evdev.EV_SND:
@@ -116,34 +116,34 @@ package struct EvdevDeviceState {
     }
 
     private mutating func feedAbsolute(code: UInt16, value: Int32) {
-        let multitouch = !slots.isEmpty
+        let multitouch = !state.slots.isEmpty
         if code == Evdev.ABS_MT_SLOT {  // staged until a value in that slot changes
-            if multitouch, value >= 0, Int(value) < slots.count { stagedSlot = value }
+            if multitouch, value >= 0, Int(value) < state.slots.count { stagedSlot = value }
             return
         }
-        let fuzz = appliesFuzz ? axes[code]?.fuzz ?? 0 : 0
-        if multitouch, code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode {
-            let index = Int(code - Self.firstMultitouchCode)
-            let old = slots[Int(stagedSlot)][index]
+        let fuzz = appliesFuzz ? ranges[code]?.fuzz ?? 0 : 0
+        if multitouch, DeviceState.Slot.holds(code) {
+            let old = state.slots[Int(stagedSlot)][code]
             let new = Self.defuzz(value, old: old, fuzz: fuzz)
             guard new != old else { return }
-            slots[Int(stagedSlot)][index] = new
-            if axes[Evdev.ABS_MT_SLOT]?.value != stagedSlot {
-                axes[Evdev.ABS_MT_SLOT]?.value = stagedSlot
+            state.slots[Int(stagedSlot)][code] = new
+            if state.currentSlot != stagedSlot {
+                state.currentSlot = stagedSlot
+                state.axes[Evdev.ABS_MT_SLOT] = stagedSlot
                 frame.append((Evdev.EV_ABS, Evdev.ABS_MT_SLOT, stagedSlot))
             }
             frame.append((Evdev.EV_ABS, code, new))
-        } else if code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode {
+        } else if DeviceState.Slot.holds(code) {
             // Without slots (protocol A, or a device whose HID axes spill into these
             // codes) the input core passes multitouch values unfiltered: two contacts of
             // one frame may well share a coordinate.
-            axes[code]?.value = value
+            state.axes[code] = value
             frame.append((Evdev.EV_ABS, code, value))
         } else {
-            let old = axes[code]?.value ?? 0
+            let old = state.axes[code]
             let new = Self.defuzz(value, old: old, fuzz: fuzz)
             guard new != old else { return }
-            axes[code]?.value = new
+            state.axes[code] = new
             frame.append((Evdev.EV_ABS, code, new))
         }
     }
@@ -165,50 +165,29 @@ package struct EvdevDeviceState {
     /// `SYN_REPORT` of value 1 (``frameEndValue``); `nil` when no key is down (the
     /// unfinished frame then never leaves).
     package mutating func releaseKeys() -> [(UInt16, UInt16, Int32)]? {
-        let down = (0..<Evdev.KEY_CNT).filter { keys.contains($0) }
+        let down = state.keys.all
         guard !down.isEmpty else { return nil }
-        for code in down { keys.set(code, false) }
+        state.keys = KeyCodeSet()
         frameEndValue = 1
         defer { frame.removeAll() }
         return frame + down.map { (Evdev.EV_KEY, $0, 0) }
     }
 
-    /// Changes an axis's range (EVIOCSABS).
-    mutating func setAxis(_ code: UInt16, _ axis: AbsoluteAxis) { axes[code] = axis }
+    /// Changes an axis's range and value (EVIOCSABS).
+    mutating func setAxis(_ code: UInt16, _ axis: AbsoluteAxis) {
+        ranges[code] = axis
+        state.axes[code] = axis.value
+    }
 
     /// The values of one multitouch code in every slot (EVIOCGMTSLOTS).
     func slotValues(code: UInt16) -> [Int32]? {
-        if code == Evdev.ABS_MT_SLOT { return nil }
-        guard !slots.isEmpty, code >= Self.firstMultitouchCode, code <= Self.lastMultitouchCode else { return nil }
-        return slots.map { $0[Int(code - Self.firstMultitouchCode)] }
+        guard !state.slots.isEmpty, DeviceState.Slot.holds(code) else { return nil }
+        return state.slots.map { $0[code] }
     }
 }
 
-/// A fixed-size bit set with the byte layout of the kernel's bit masks.
-struct BitSet {
-    private(set) var words: [UInt64]
-
-    init(bits: Int, set: Set<UInt16>) {
-        words = Array(repeating: 0, count: (bits + 63) / 64)
-        for bit in set where Int(bit) < bits { self.set(bit, true) }
-    }
-
-    func contains(_ bit: UInt16) -> Bool {
-        let word = Int(bit) / 64
-        return word < words.count && words[word] & (1 << (UInt64(bit) % 64)) != 0
-    }
-
-    mutating func set(_ bit: UInt16, _ on: Bool) {
-        let word = Int(bit) / 64
-        guard word < words.count else { return }
-        if on { words[word] |= 1 << (UInt64(bit) % 64) } else { words[word] &= ~(1 << (UInt64(bit) % 64)) }
-    }
-
-    /// The mask as bytes, as an ioctl copies it out (little-endian longs).
-    var bytes: [UInt8] {
-        words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } }
-    }
-
+/// A kernel bit mask of a set of codes.
+enum BitSet {
     static func bytes(of set: Set<UInt16>, maskBytes: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: maskBytes)
         for bit in set where Int(bit) < maskBytes * 8 { out[Int(bit) / 8] |= 1 << (bit % 8) }

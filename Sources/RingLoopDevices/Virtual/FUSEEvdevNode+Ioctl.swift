@@ -74,7 +74,7 @@ extension FUSEEvdevNode {
                 return maskReply(BitSet.bytes(of: d.codes[type] ?? [], maskBytes: maskBytes), size)
             case (.read, EvdevRequest.EVIOCGABS...EvdevRequest.EVIOCGABS + UInt8(Evdev.ABS_MAX)):
                 let code = UInt16(number - EvdevRequest.EVIOCGABS)
-                guard d.has(type: Evdev.EV_ABS, code: code), let axis = node.device.axes[code] else { return (-EINVAL, []) }
+                guard d.has(type: Evdev.EV_ABS, code: code), let axis = node.device.axis(code) else { return (-EINVAL, []) }
                 return (0, Array(axis.kernelBytes.prefix(size)))
             case (.write, EvdevRequest.EVIOCSABS...EvdevRequest.EVIOCSABS + UInt8(Evdev.ABS_MAX)):
                 let code = UInt16(number - EvdevRequest.EVIOCSABS)

@@ -8,26 +8,6 @@ extension InputEvent {
     }
 }
 
-/// What the chain reads back from a device when it attaches and after `SYN_DROPPED`,
-/// through the requests libevdev uses (`EVIOCGKEY`, `EVIOCGSW`, `EVIOCGLED`,
-/// `EVIOCGABS`, `EVIOCGMTSLOTS`).
-package struct DeviceStateSnapshot: Sendable {
-    /// Keys and buttons down (codes).
-    package var keysDown: Set<UInt16> = []
-    /// Switches on.
-    package var switchesOn: Set<UInt16> = []
-    /// Current absolute values.
-    package var absolute: [UInt16: Int32] = [:]
-    /// Per slot: tracking id, x, y (protocol B devices).
-    package var slots: [(trackingID: Int32, x: Int32, y: Int32)] = []
-    /// The slot the device's next multitouch values go to (`ABS_MT_SLOT`), if it has slots.
-    package var currentSlot: Int32?
-    /// LEDs on.
-    package var ledsOn: Set<UInt16> = []
-
-    package init() {}
-}
-
 /// Turns one device's evdev frames into HID events: state is applied at `SYN_REPORT`
 /// only, per device and per multitouch slot; `SYN_DROPPED` discards the partial frame
 /// and resyncs from the device's state, so no key stays held that is up and no touch
@@ -45,141 +25,52 @@ package struct FrameDecoder {
     package let info: HIDDeviceInfo
     let deviceID: HIDDeviceID
 
-    /// Where an absolute axis's values go.
-    enum AbsoluteRoute: UInt8 { case axisEvent, pen, touch, pointer, gamepad, motion }
-    /// Per `ABS_*` code (0…63).
-    let absoluteRoutes: InlineArray<64, AbsoluteRoute>
-    /// The device has a pen (`BTN_TOOL_PEN` or `BTN_STYLUS`, and is not a tablet pad).
-    let hasPen: Bool
-    /// Touches come from `ABS_MT_*` slots, protocol A, or a single-touch surface.
-    let hasTouch: Bool
-    /// A touchscreen or touchpad without multitouch: one contact from `ABS_X`/`ABS_Y`.
-    let isSingleTouch: Bool
-    /// Gamepads and joysticks: every axis is a gamepad axis.
-    let isGamepad: Bool
-    /// Accelerometers and gyroscopes: `ABS_X`…`ABS_RZ` are motion, with `MSC_TIMESTAMP`.
-    let isMotion: Bool
-    /// How motion samples are converted, and the sensor clock (motion nodes only).
-    var motion: MotionDecoding
-
-    // State applied at SYN_REPORT.
-    var keysDown = BitSet768()
-    var modifiers: KeyModifiers = []
-    var absolute = [Int32](repeating: 0, count: 64)
-    var slots: [SlotState]
-    var currentSlot = 0
-    var toolFingers = 0
-    var touching = false
-    var penTool: PenEvent.Tool?
-    var penButtons: UInt8 = 0
-    var penTouching = false
-    /// The pen is in proximity only because it touched (the device names no tool).
-    var implicitPenTool = false
-    var wheelRemainder = 0
-    var horizontalWheelRemainder = 0
-    var switchesOn = Set<UInt16>()
-    var clickDown = false
-
-    // The frame being read.
-    var pendingKeys: [(UInt16, Int32)] = []
-    var pendingAbsolute: [(UInt16, Int32)] = []
-    var pendingSwitches: [(UInt16, Int32)] = []
-    var pendingRelative: [(UInt16, Int32)] = []
-    var relX: Int32 = 0
-    var relY: Int32 = 0
-    var wheel: Int32 = 0
-    var horizontalWheel: Int32 = 0
-    var wheelHiRes: Int32 = 0
-    var horizontalWheelHiRes: Int32 = 0
-    var dial: Int32 = 0
-    var protocolAContacts: [Contact] = []
-    var protocolAPending = Contact()
-    var protocolAHasPending = false
-    var previousProtocolA: [Contact] = []
-    // Scratch storage for protocol-A matching, kept so a warm decoder allocates nothing.
-    var matchedPrevious: [Bool] = []
-    var previousIndexOfContact: [Int] = []
-    var currentProtocolA: [Contact] = []
-    var nextTrackingID: Int32 = 1
+    /// The device's state as read so far: keys, axes and switches applied at
+    /// `SYN_REPORT`, the multitouch slots as their values arrive (the chain's `read`
+    /// ledger; a resync is its difference to the state read back from the node).
+    var read = DeviceState()
+    /// Discarding events until the end of a dropped frame.
     var dropping = false
-    var frameTouchedSlots = false
-    /// Contact buffers of frames this decoder emitted, reused once no event holds them
-    /// (so a warm decoder allocates nothing, however long events wait in a queue, up to
-    /// this many frames held at once).
-    var framePool = DigitizerFramePool(limit: frameBufferLimit)
+
+    // One decoder per family of events, each with its part of the frame being read.
+    var keys: KeyDecoding
+    var relative: RelativeDecoding
+    var axes: AxisDecoding
+    var touch: TouchDecoding
+    var pen: PenDecoding
+    var switches: SwitchDecoding
+    /// Accelerometers and gyroscopes (`ABS_X`…`ABS_RZ` with `MSC_TIMESTAMP`): how motion
+    /// samples are converted, and the sensor clock (`nil` on other devices).
+    var motion: MotionDecoding?
+
+    /// The most digitizer frames whose buffers a decoder keeps to reuse.
     static let frameBufferLimit = 32
     /// The buffers kept to reuse (for tests).
-    var frameBuffers: [ContactStorage] { framePool.buffers }
-    /// The touch position axes (multitouch where the device has them), looked up once.
-    let touchRangeX: AbsoluteAxis
-    let touchRangeY: AbsoluteAxis
-    /// Each absolute axis's range by code (`info.axes` without a hash per lookup).
-    let axisRanges: [AbsoluteAxis?]
-
-    struct SlotState {
-        var trackingID: Int32 = -1
-        var reportedID: Int32 = -1
-        var x: Int32 = 0
-        var y: Int32 = 0
-        var pressure: Int32 = 0
-        var major: Int32 = 0
-        var minor: Int32 = 0
-        var orientation: Int32 = 0
-        var distance: Int32 = 0
-        var toolType: Int32 = 0
-        var changed = false
-    }
+    var frameBuffers: [ContactStorage] { touch.framePool.buffers }
 
     package init(info: HIDDeviceInfo) {
         self.info = info
         self.deviceID = info.id
-        let none = AbsoluteAxis(minimum: 0, maximum: 0, resolution: 0)
-        touchRangeX = info.axes[Evdev.ABS_MT_POSITION_X] ?? info.axes[Evdev.ABS_X] ?? none
-        touchRangeY = info.axes[Evdev.ABS_MT_POSITION_Y] ?? info.axes[Evdev.ABS_Y] ?? none
-        axisRanges = (0..<64).map { info.axes[UInt16($0)] }
-        let keys = info.codes[Evdev.EV_KEY] ?? []
-        let pen = info.deviceClass != .tabletPad && (keys.contains(Evdev.BTN_TOOL_PEN) || keys.contains(Evdev.BTN_STYLUS))
+        let keyCodes = info.codes[Evdev.EV_KEY] ?? []
+        let hasPen =
+            info.deviceClass != .tabletPad && (keyCodes.contains(Evdev.BTN_TOOL_PEN) || keyCodes.contains(Evdev.BTN_STYLUS))
         let multitouch = info.slotCount > 0 || info.isProtocolA
         let singleTouch = !multitouch && (info.deviceClass == .touchscreen || info.deviceClass == .touchpad)
-        let gamepad = info.deviceClass == .gamepad || info.deviceClass == .joystick
-        let motionNode = info.deviceClass == .motion
-        isMotion = motionNode
-        motion = MotionDecoding(info: info)
-        hasPen = pen
-        hasTouch = multitouch || singleTouch
-        isSingleTouch = singleTouch
-        isGamepad = gamepad
-        var routes = InlineArray<64, AbsoluteRoute>(repeating: .axisEvent)
-        let penAxes: Set<UInt16> = [
-            Evdev.ABS_X, Evdev.ABS_Y, Evdev.ABS_PRESSURE, Evdev.ABS_DISTANCE, Evdev.ABS_TILT_X, Evdev.ABS_TILT_Y,
-        ]
-        // Single-touch pointer emulation.
-        let touchAxes: Set<UInt16> = [Evdev.ABS_X, Evdev.ABS_Y, Evdev.ABS_PRESSURE, Evdev.ABS_TOOL_WIDTH]
-        for index in 0..<Int(Evdev.ABS_CNT) {
-            let code = UInt16(index)
-            if gamepad {
-                routes[index] = .gamepad
-            } else if motionNode && MotionDecoding.axes.contains(code) {
-                routes[index] = .motion
-            } else if pen && penAxes.contains(code) {
-                routes[index] = .pen
-            } else if (multitouch || singleTouch) && touchAxes.contains(code) {
-                routes[index] = .touch
-            } else if (code == Evdev.ABS_X || code == Evdev.ABS_Y) && info.deviceClass != .tabletPad {
-                routes[index] = .pointer
-            }
+        let isGamepad = info.deviceClass == .gamepad || info.deviceClass == .joystick
+        let isMotion = info.deviceClass == .motion
+        let hasTouch = multitouch || singleTouch
+        let slotCount = min(info.slotCount, 64)
+        if slotCount > 0 {
+            read.slots = Array(repeating: DeviceState.Slot(), count: slotCount)
+            read.currentSlot = 0
         }
-        absoluteRoutes = routes
-        slots = Array(repeating: SlotState(), count: min(info.slotCount, 64))
-        pendingKeys.reserveCapacity(32)
-        pendingAbsolute.reserveCapacity(64)
-        pendingSwitches.reserveCapacity(8)
-        pendingRelative.reserveCapacity(8)
-        protocolAContacts.reserveCapacity(DigitizerFrame.capacity)
-        previousProtocolA.reserveCapacity(DigitizerFrame.capacity)
-        matchedPrevious.reserveCapacity(DigitizerFrame.capacity)
-        previousIndexOfContact.reserveCapacity(DigitizerFrame.capacity)
-        currentProtocolA.reserveCapacity(DigitizerFrame.capacity)
+        keys = KeyDecoding(info: info, hasPen: hasPen, hasTouch: hasTouch, isGamepad: isGamepad)
+        relative = RelativeDecoding(info: info)
+        axes = AxisDecoding(info: info, hasPen: hasPen, hasTouch: hasTouch, isGamepad: isGamepad, isMotion: isMotion)
+        touch = TouchDecoding(info: info, slotCount: slotCount, isPresent: hasTouch, isSingleTouch: singleTouch)
+        pen = PenDecoding(info: info, isPresent: hasPen)
+        switches = SwitchDecoding(info: info)
+        motion = isMotion ? MotionDecoding(info: info) : nil
     }
 
     /// Whether the decoder is discarding events until the end of a dropped frame.
@@ -198,7 +89,7 @@ package struct FrameDecoder {
         case Evdev.EV_SYN:
             switch event.code {
             case Evdev.SYN_REPORT: finishFrame(at: event.instant, into: &out)
-            case Evdev.SYN_MT_REPORT: finishProtocolAContact()
+            case Evdev.SYN_MT_REPORT: touch.finishProtocolAContact()
             case Evdev.SYN_DROPPED:
                 dropping = true
                 clearPending()
@@ -206,133 +97,49 @@ package struct FrameDecoder {
                 return true
             default: break
             }
-        case Evdev.EV_KEY: pendingKeys.append((event.code, event.value))
-        case Evdev.EV_REL:
-            switch event.code {
-            case Evdev.REL_X: relX &+= event.value
-            case Evdev.REL_Y: relY &+= event.value
-            case Evdev.REL_HWHEEL: horizontalWheel &+= event.value
-            case Evdev.REL_WHEEL: wheel &+= event.value
-            case Evdev.REL_DIAL: dial &+= event.value
-            case Evdev.REL_WHEEL_HI_RES: wheelHiRes &+= event.value
-            case Evdev.REL_HWHEEL_HI_RES: horizontalWheelHiRes &+= event.value
-            default: pendingRelative.append((event.code, event.value))
-            }
+        case Evdev.EV_KEY: keys.pending.append((event.code, event.value))
+        case Evdev.EV_REL: relative.feed(event.code, event.value)
         case Evdev.EV_ABS: feedAbsolute(event.code, event.value)
-        case Evdev.EV_SW: pendingSwitches.append((event.code, event.value))
+        case Evdev.EV_SW: switches.pending.append((event.code, event.value))
         case Evdev.EV_MSC:
-            if isMotion, event.code == Evdev.MSC_TIMESTAMP { motion.pendingTimestamp = UInt32(bitPattern: event.value) }
+            if event.code == Evdev.MSC_TIMESTAMP, motion != nil { motion?.pendingTimestamp = UInt32(bitPattern: event.value) }
         default: break
         }
         return false
     }
 
+    /// An absolute value: a multitouch slot's goes to the read ledger at once (the slot
+    /// is current only until the next `ABS_MT_SLOT`), a protocol-A contact's to the touch
+    /// surface, any other waits for the frame's end.
     mutating func feedAbsolute(_ code: UInt16, _ value: Int32) {
-        if !slots.isEmpty {
-            switch code {
-            case Evdev.ABS_MT_SLOT:
-                currentSlot = Int(value)
+        if !read.slots.isEmpty {
+            if code == Evdev.ABS_MT_SLOT {
+                read.currentSlot = value
                 return
-            case Evdev.ABS_MT_TOUCH_MAJOR...Evdev.ABS_MT_TOOL_Y:
-                guard currentSlot >= 0, currentSlot < slots.count else { return }  // out-of-range slots: ignored
-                switch code {
-                case Evdev.ABS_MT_POSITION_X: slots[currentSlot].x = value
-                case Evdev.ABS_MT_POSITION_Y: slots[currentSlot].y = value
-                case Evdev.ABS_MT_TRACKING_ID: slots[currentSlot].trackingID = value
-                case Evdev.ABS_MT_PRESSURE: slots[currentSlot].pressure = value
-                case Evdev.ABS_MT_TOUCH_MAJOR: slots[currentSlot].major = value
-                case Evdev.ABS_MT_TOUCH_MINOR: slots[currentSlot].minor = value
-                case Evdev.ABS_MT_ORIENTATION: slots[currentSlot].orientation = value
-                case Evdev.ABS_MT_TOOL_TYPE: slots[currentSlot].toolType = value
-                case Evdev.ABS_MT_DISTANCE: slots[currentSlot].distance = value
-                default: break  // width, blob id and tool position belong to the contact, not reported
-                }
-                slots[currentSlot].changed = true
-                frameTouchedSlots = true
+            }
+            if DeviceState.Slot.holds(code) {
+                let slot = Int(read.currentSlot ?? -1)
+                guard slot >= 0, slot < read.slots.count else { return }  // out-of-range slots: ignored
+                read.slots[slot][code] = value
+                touch.changedSlots |= 1 << UInt64(slot)
                 return
-            default: break
             }
-        } else if info.isProtocolA, code >= Evdev.ABS_MT_TOUCH_MAJOR, code <= Evdev.ABS_MT_TOOL_Y {
-            protocolAHasPending = true
-            switch code {
-            case Evdev.ABS_MT_POSITION_X: protocolAPending.x = value
-            case Evdev.ABS_MT_POSITION_Y: protocolAPending.y = value
-            case Evdev.ABS_MT_PRESSURE: protocolAPending.pressure = value
-            case Evdev.ABS_MT_TOUCH_MAJOR: protocolAPending.size = value
-            case Evdev.ABS_MT_TOUCH_MINOR: protocolAPending.minor = value
-            case Evdev.ABS_MT_ORIENTATION: protocolAPending.orientation = value
-            case Evdev.ABS_MT_TOOL_TYPE: protocolAPending.toolType = value
-            case Evdev.ABS_MT_DISTANCE: protocolAPending.distance = value
-            default: break
-            }
+        } else if info.isProtocolA, DeviceState.Slot.holds(code) {
+            touch.feedProtocolA(code, value)
             return
         }
-        pendingAbsolute.append((code, value))
+        axes.pending.append((code, value))
     }
 
-    mutating func finishProtocolAContact() {
-        if protocolAHasPending { protocolAContacts.append(protocolAPending) }
-        protocolAPending = Contact()
-        protocolAHasPending = false
-    }
-
+    /// Forgets the frame being read.
     mutating func clearPending() {
         // Most frames leave most of these empty; emptying an empty array is not free.
-        if !pendingKeys.isEmpty { pendingKeys.removeAll(keepingCapacity: true) }
-        if !pendingAbsolute.isEmpty { pendingAbsolute.removeAll(keepingCapacity: true) }
-        if !pendingSwitches.isEmpty { pendingSwitches.removeAll(keepingCapacity: true) }
-        if !pendingRelative.isEmpty { pendingRelative.removeAll(keepingCapacity: true) }
-        if !protocolAContacts.isEmpty { protocolAContacts.removeAll(keepingCapacity: true) }
-        protocolAHasPending = false
-        relX = 0
-        relY = 0
-        wheel = 0
-        horizontalWheel = 0
-        wheelHiRes = 0
-        horizontalWheelHiRes = 0
-        dial = 0
-        motion.pendingTimestamp = nil
-        for index in slots.indices { slots[index].changed = false }
-        frameTouchedSlots = false
+        if !keys.pending.isEmpty { keys.pending.removeAll(keepingCapacity: true) }
+        relative.clearFrame()
+        axes.clearFrame()
+        touch.clearFrame()
+        pen.clearFrame()
+        switches.clearFrame()
+        motion?.pendingTimestamp = nil
     }
-
-}
-
-/// The key bit set (KEY_MAX + 1 = 768 bits) without allocation.
-struct BitSet768 {
-    private var words = InlineArray<12, UInt64>(repeating: 0)
-
-    func contains(_ code: UInt16) -> Bool {
-        code < Evdev.KEY_CNT && words[Int(code) / 64] & (1 << (UInt64(code) % 64)) != 0
-    }
-
-    var isEmpty: Bool { (0..<12).allSatisfy { words[$0] == 0 } }
-
-    mutating func set(_ code: UInt16, _ on: Bool) {
-        guard code < Evdev.KEY_CNT else { return }
-        if on { words[Int(code) / 64] |= 1 << (UInt64(code) % 64) } else { words[Int(code) / 64] &= ~(1 << (UInt64(code) % 64)) }
-    }
-
-    var all: [UInt16] {
-        var codes: [UInt16] = []
-        for word in 0..<12 where words[word] != 0 {
-            for bit in 0..<64 where words[word] & (1 << UInt64(bit)) != 0 { codes.append(UInt16(word * 64 + bit)) }
-        }
-        return codes
-    }
-}
-
-// Digitizer frames on reused buffers.
-extension FrameDecoder {
-    /// An empty frame on a buffer no event holds any more, or on a new one.
-    mutating func newDigitizerFrame() -> DigitizerFrame { framePool.frame() }
-
-    /// Emits `frame` and keeps its buffer to reuse once the event is gone.
-    mutating func emitDigitizer(_ frame: DigitizerFrame, at time: MonotonicInstant, into out: inout [HIDEvent]) {
-        keep(frame.buffer)
-        out.append(event(time, .digitizer(frame)))
-    }
-
-    /// Keeps `buffer` among those to reuse (a frame not emitted gives its buffer back).
-    mutating func keep(_ buffer: ContactStorage) { framePool.keep(buffer) }
 }

@@ -18,7 +18,7 @@ extension HIDEventServer {
                 return attach(try ServerWire.Hello(decoding: message.data), from: sender).encoded
             case .ack:
                 let ack = try ServerWire.Ack(decoding: message.data)
-                client(ack.token, sender)?.acknowledge(ack.sequence, server: self)
+                if let client = client(ack.token, sender) { acknowledged(ack.sequence, by: client) }
                 armWatch()
             case .requestFocus:
                 guard let client = client(try ServerWire.decodeToken(message.data), sender) else { break }
@@ -110,7 +110,8 @@ extension HIDEventServer {
             hello.deviceClasses.formIntersection([.keyboard])
         }
         let client = ServedClient(
-            id: HIDServerClient.ID(rawValue: nextClientID), hello: hello, credentials: sender, port: remote)
+            id: HIDServerClient.ID(rawValue: nextClientID), hello: hello, credentials: sender, port: remote,
+            serverName: configuration.name, window: configuration.maximumOutstandingBatches)
         nextClientID += 1
         served[client.id] = client
         order.append(client)
@@ -135,7 +136,7 @@ extension HIDEventServer {
                 || (configuration.focusOnAttach == .first && focused == nil))
         notify(.attached(client.info))
         if wantsFocus { focus(client.id) }
-        client.flush(server: self)
+        flush(client)
         armWatch()
         return ServerWire.Welcome(focused: focused === client, window: UInt32(clamping: max(1, configuration.maximumOutstandingBatches)))
     }
@@ -164,12 +165,12 @@ extension HIDEventServer {
     func introduce(_ client: ServedClient) {
         let now = MonotonicInstant.now
         for (id, device) in liveDevices.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            client.announce(device, HIDEvent(device: id, timestamp: now, payload: .deviceAdded), server: self)
+            announce(device, HIDEvent(device: id, timestamp: now, payload: .deviceAdded), to: client)
         }
         for id in liveDevices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             var target = VisibleState()
-            if client.hello.kinds.contains(.switchChanged) { target.switches = truth[id].switches }
-            for event in VisibleState().difference(to: target, device: id, at: now) { client.take(event, server: self) }
+            if client.hello.kinds.contains(.switchChanged) { target.switches = offered[id].switches }
+            for event in VisibleState().difference(to: target, device: id, at: now) { deliver(event, to: client) }
         }
     }
 
@@ -212,7 +213,7 @@ extension HIDEventServer {
     func clientWentAway(_ client: ServedClient) {
         guard !client.gone, served[client.id] != nil else { return }
         stopRumbles(of: client)
-        client.gone = true
+        client.leave()
         served[client.id] = nil
         order.removeAll { $0 === client }
         byToken[client.hello.token] = nil

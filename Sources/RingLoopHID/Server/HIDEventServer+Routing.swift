@@ -4,18 +4,18 @@ import RingLoop
 extension HIDEventServer {
     /// Routes one event that no handler of the server consumed (server loop).
     func route(_ event: HIDEvent) {
-        truth.apply(event)
+        offered.apply(event)
         let clients = order
         switch event.kind {
         case .deviceAdded:
             guard let device = system.device(event.device) else { return }
             liveDevices[event.device] = device
-            for client in clients where !client.gone { client.announce(device, event, server: self) }
+            for client in clients where !client.gone { announce(device, event, to: client) }
         case .deviceRemoved:
             guard liveDevices.removeValue(forKey: event.device) != nil else { return }
-            for client in clients where !client.gone { client.take(event, server: self) }
+            for client in clients where !client.gone { deliver(event, to: client) }
         case .eventsDropped:
-            for client in clients where !client.gone { client.take(event, server: self) }
+            for client in clients where !client.gone { deliver(event, to: client) }
         default:
             // The device's description is copied out (a struct with a name, roles, codes)
             // only for a client that is not focused and may observe it.
@@ -25,8 +25,8 @@ extension HIDEventServer {
                 let wanted =
                     (bound ? client === focused : client.hello.kinds.contains(event.kind))
                     || client.observes(liveDevices.values[live])
-                guard wanted, let admitted = Self.admit(event, seen: client.shadow[event.device]) else { continue }
-                client.take(admitted, server: self)
+                guard wanted, let admitted = Self.admit(event, seen: client.routed[event.device]) else { continue }
+                deliver(admitted, to: client)
             }
         }
     }
@@ -34,7 +34,7 @@ extension HIDEventServer {
     /// Sends every client's gathered frame (after the server's queue drained, and before
     /// its loop waits).
     func flushAll() {
-        for client in order where !client.gone { client.flush(server: self) }
+        for client in order where !client.gone { flush(client) }
         armWatch()
     }
 
@@ -101,13 +101,13 @@ extension HIDEventServer {
             guard let oldest = client.outstanding.first,
                 now >= max(oldest.sentAt, client.lastAckAt).advanced(by: configuration.notRespondingTimeout)
             else { continue }
-            client.notResponding = true
-            client.flush(server: self)
-            client.lagging = true
+            let outcome = client.stopResponding()
+            let info = client.info
+            if outcome == .gone { clientWentAway(client) }
             Self.logger.warning(
                 "event server '\(configuration.name)': client \(client.hello.name) (\(client.credentials)) is not responding: \(client.outstanding.count) batches unacknowledged for \(configuration.notRespondingTimeout); its events are dropped until it catches up"
             )
-            notify(.notResponding(client.info))
+            notify(.notResponding(info))
         }
         armWatch()
     }
@@ -123,22 +123,5 @@ extension ServedClient {
         // (A device's roles include its class.)
         guard !device.roles.contains(.keyboard) || hello.deviceClasses.contains(.keyboard) else { return false }
         return !hello.deviceClasses.isDisjoint(with: device.roles)
-    }
-
-    /// A device's description, then its addition (both wait while the client lags).
-    func announce(_ device: HIDDeviceInfo, _ added: HIDEvent, server: HIDEventServer) {
-        if !lagging {
-            flush(server: server)
-        }
-        if !lagging {
-            switch sendDescription(device) {
-            case .sent: break
-            case .full: lagging = true
-            case .gone:
-                server.clientWentAway(self)
-                return
-            }
-        }
-        take(added, server: server)
     }
 }

@@ -179,7 +179,7 @@ public final class HIDEventServer {
     /// Clients that had the focus, most recent last: the focus falls back along it.
     var focusHistory: [HIDServerClient.ID] = []
     /// What every event that reached the clients' stage says about each device.
-    var truth = VisibleStates()
+    var offered = VisibleStates()
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
     var observers: [(HIDServerClientEvent) -> Void] = []
@@ -249,7 +249,7 @@ public final class HIDEventServer {
         port = nil
         watchTimer?.invalidate()
         watchTimer = nil
-        for client in order { client.gone = true }
+        for client in order { client.leave() }
         order = []
         served = [:]
         byToken = [:]
@@ -299,7 +299,7 @@ public final class HIDEventServer {
             _ = try? previous.port.send(msgid: ServerWire.MessageID.focus.rawValue, data: ServerWire.focus(false), timeout: .zero)
         }
         if let target {
-            target.flush(server: self)
+            flush(target)
             focusHistory.removeAll { $0 == target.id }
             focusHistory.append(target.id)
             _ = try? target.port.send(msgid: ServerWire.MessageID.focus.rawValue, data: ServerWire.focus(true), timeout: .zero)
@@ -320,14 +320,14 @@ public final class HIDEventServer {
     /// Takes from a client that loses the focus everything focus-bound it holds.
     private func release(_ client: ServedClient) {
         let now = MonotonicInstant.now
-        client.flush(server: self)
-        for device in client.shadow.devices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+        flush(client)
+        for device in client.routed.devices.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             if let info = liveDevices[device], client.observes(info) { continue }
-            let state = client.shadow[device]
+            let state = client.routed[device]
             var target = VisibleState()
             target.switches = state.switches
-            for event in state.difference(to: target, device: device, at: now) { client.take(event, server: self) }
+            for event in state.difference(to: target, device: device, at: now) { deliver(event, to: client) }
         }
-        client.flush(server: self)
+        flush(client)
     }
 }

@@ -3,22 +3,53 @@ import Logging
 import RingLoop
 
 /// One client of a ``HIDEventServer``, as the server keeps it: where its events go, what it
-/// has seen, what it has not acknowledged. Confined to the server's loop thread.
+/// has seen, what it has not acknowledged, where it is in its life. State the server's
+/// router drives (`HIDEventServer+Driving.swift`): its operations say what they found
+/// (``Outcome``) and never call back into the server. Confined to the server's loop thread.
 ///
 /// Two views of the client's devices make its flow control a difference, as the event
-/// system's resync does: `shadow` follows every event routed to the client (what it would
+/// system's resync does: `routed` follows every event routed to the client (what it would
 /// have seen had nothing been dropped), `sent` every event that went out. While the client
 /// lags — its outbound window or its socket full, or not responding — events advance
-/// `shadow` only; once it has acknowledged everything sent, it gets `eventsDropped` and
-/// the events from `sent` to `shadow`, and the two are one again.
+/// `routed` only; once it has acknowledged everything sent, it gets `eventsDropped` and
+/// the events from `sent` to `routed`, and the two are one again.
 final class ServedClient {
+    /// Where the client is in its life.
+    enum State: Equatable {
+        /// Frames go out as they are gathered.
+        case sending
+        /// Its window or its port's queue was full: events are counted, not sent (additions
+        /// and removals wait), until it has acknowledged everything sent; then it catches
+        /// up by difference.
+        case lagging
+        /// Lagging, and it acknowledged nothing for the server's not-responding timeout
+        /// (reported once; its next acknowledgement makes it merely lagging).
+        case notResponding
+        /// Detached: it said goodbye, its process ended, its port failed, or the server
+        /// stopped. Nothing more is sent.
+        case gone
+    }
+
+    /// What an operation that sends found out, for the router to act on.
+    enum Outcome: Equatable {
+        case done
+        /// The client's port is gone: the router detaches it.
+        case gone
+    }
+
     let id: HIDServerClient.ID
     let hello: ServerWire.Hello
     let credentials: PeerCredentials
     let port: RemoteMessagePort
+    /// The server's name (for the log) and its window (the most batches outstanding).
+    let serverName: String
+    let window: Int
     let attachedAt: MonotonicInstant
+    private(set) var state = State.sending {
+        didSet { checkInvariants() }
+    }
     /// What was routed to the client, and what went out.
-    var shadow = VisibleStates()
+    var routed = VisibleStates()
     var sent = VisibleStates()
     /// Devices whose description the client has (sent, or owed after a lag).
     var announced = Set<HIDDeviceID>()
@@ -26,9 +57,6 @@ final class ServedClient {
     var outstanding: Deque<(sequence: UInt64, sentAt: MonotonicInstant)> = []
     var nextSequence: UInt64 = 1
     var lastAckAt: MonotonicInstant
-    /// Events are not sent, only counted, until the client catches up.
-    var lagging = false
-    var notResponding = false
     /// Events routed to it and not sent since it started lagging.
     var droppedSinceLag = 0
     /// Additions and removals of devices not sent while it lagged, in order (never dropped;
@@ -41,15 +69,47 @@ final class ServedClient {
     var eventsSent = 0
     var eventsDropped = 0
     var batchesSent = 0
-    var gone = false
 
-    init(id: HIDServerClient.ID, hello: ServerWire.Hello, credentials: PeerCredentials, port: RemoteMessagePort) {
+    /// Events are not sent, only counted, until the client catches up.
+    var lagging: Bool { state == .lagging || state == .notResponding }
+    var notResponding: Bool { state == .notResponding }
+    var gone: Bool { state == .gone }
+
+    init(
+        id: HIDServerClient.ID, hello: ServerWire.Hello, credentials: PeerCredentials, port: RemoteMessagePort,
+        serverName: String, window: Int
+    ) {
         self.id = id
         self.hello = hello
         self.credentials = credentials
         self.port = port
+        self.serverName = serverName
+        self.window = window
         attachedAt = .now
         lastAckAt = .now
+    }
+
+    /// Checks (debug builds only) what the state promises: a client that sends holds no
+    /// backlog and has dropped nothing since a lag; one that lags gathers no frame; the
+    /// frame's byte count is its events'; batches outstanding are in sequence.
+    func checkInvariants() {
+        #if DEBUG
+        switch state {
+        case .sending:
+            precondition(droppedSinceLag == 0 && lifecycleBacklog.isEmpty, "a client that sends has a lag's leftovers")
+        case .lagging, .notResponding:
+            precondition(pending.isEmpty, "a lagging client gathers a frame")
+        case .gone:
+            break
+        }
+        precondition(pendingBytes == pending.reduce(0) { $0 + ServerWire.encodedSize($1) }, "the frame's byte count is off")
+        precondition(pending.count <= ServerWire.maximumBatchEvents, "the frame is over a batch")
+        var previous: UInt64 = 0
+        for batch in outstanding {
+            precondition(batch.sequence > previous && batch.sequence < nextSequence, "batches outstanding out of sequence")
+            previous = batch.sequence
+        }
+        #endif
     }
 
     var info: HIDServerClient {
@@ -62,31 +122,31 @@ final class ServedClient {
     static let batchByteLimit = PortWire.fragmentCapacity - 64
 
     /// Takes an event routed to the client: into its view, and into the frame being
-    /// gathered, or counted while it lags.
-    func take(_ event: HIDEvent, server: HIDEventServer) {
-        shadow.apply(event)
+    /// gathered (the frame before it sent when this one starts another), or counted while
+    /// it lags.
+    func take(_ event: HIDEvent) -> Outcome {
+        routed.apply(event)
         let isLifecycle = event.kind.isDeviceLifecycle
-        if lagging {
-            if isLifecycle { holdLifecycle(event) } else { droppedSinceLag += 1 }
-            return
-        }
+        if lagging { return hold(event, isLifecycle) }
         // (Fields of the first event, read in place: not a copy of the whole event.)
         if !pending.isEmpty, pending[0].device != event.device || pending[0].timestamp != event.timestamp {
-            flush(server: server)
-            if lagging { return take(eventAfterFlush: event, isLifecycle) }
+            guard flush() == .done else { return .gone }
+            if lagging { return hold(event, isLifecycle) }
         }
         let size = ServerWire.encodedSize(event)
         if pendingBytes + size > Self.batchByteLimit || pending.count >= ServerWire.maximumBatchEvents {
-            flush(server: server)
-            if lagging { return take(eventAfterFlush: event, isLifecycle) }
+            guard flush() == .done else { return .gone }
+            if lagging { return hold(event, isLifecycle) }
         }
         pending.append(event)
         pendingBytes += size
+        return .done
     }
 
-    /// An event that found the client lagging after the frame before it failed to go.
-    private func take(eventAfterFlush event: HIDEvent, _ isLifecycle: Bool) {
+    /// An event that finds the client lagging: kept if an addition or removal, else counted.
+    private func hold(_ event: HIDEvent, _ isLifecycle: Bool) -> Outcome {
         if isLifecycle { holdLifecycle(event) } else { droppedSinceLag += 1 }
+        return .done
     }
 
     /// Keeps an addition or removal for the client's catch-up. A device added and removed
@@ -105,20 +165,22 @@ final class ServedClient {
 
     /// Sends the frame gathered, as one batch; a full window or socket makes the client
     /// lag (the frame's events count as dropped; additions and removals wait).
-    func flush(server: HIDEventServer) {
-        guard !pending.isEmpty else { return }
+    func flush() -> Outcome {
+        guard !pending.isEmpty else { return .done }
         let events = pending
         pending.removeAll(keepingCapacity: true)
         pendingBytes = 0
-        guard !gone else { return }
-        if outstanding.count >= server.configuration.maximumOutstandingBatches {
-            startLagging(withUnsent: events, server: server, reason: "its window of \(outstanding.count) batches is full")
-            return
+        guard !gone else { return .done }
+        if outstanding.count >= window {
+            startLagging(withUnsent: events, reason: "its window of \(outstanding.count) batches is full")
+            return .done
         }
-        switch send(events, server: server) {
-        case .sent: break
-        case .full: startLagging(withUnsent: events, server: server, reason: "its port's queue is full")
-        case .gone: server.clientWentAway(self)
+        switch send(events) {
+        case .sent: return .done
+        case .full:
+            startLagging(withUnsent: events, reason: "its port's queue is full")
+            return .done
+        case .gone: return .gone
         }
     }
 
@@ -126,14 +188,14 @@ final class ServedClient {
 
     /// One batch to the client's port without waiting (timeout zero): the server's loop
     /// never waits on a client.
-    func send(_ events: [HIDEvent], server: HIDEventServer) -> SendOutcome {
+    func send(_ events: [HIDEvent]) -> SendOutcome {
         let batch = ServerWire.Batch(sequence: nextSequence, events: events)
         do {
             try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch.encoded, timeout: .zero)
         } catch {
             if case .sendTimeout = error { return .full }
             HIDEventServer.logger.notice(
-                "event server '\(server.configuration.name)': client \(hello.name) (\(credentials)) is gone: \(error)")
+                "event server '\(serverName)': client \(hello.name) (\(credentials)) is gone: \(error)")
             return .gone
         }
         for event in events {
@@ -159,13 +221,13 @@ final class ServedClient {
         }
     }
 
-    private func startLagging(withUnsent events: [HIDEvent], server: HIDEventServer, reason: String) {
+    private func startLagging(withUnsent events: [HIDEvent], reason: String) {
         if !lagging {
             HIDEventServer.logger.notice(
-                "event server '\(server.configuration.name)': client \(hello.name) (\(credentials)) lags, \(reason): its events are dropped until it catches up"
+                "event server '\(serverName)': client \(hello.name) (\(credentials)) lags, \(reason): its events are dropped until it catches up"
             )
+            state = .lagging
         }
-        lagging = true
         for event in events {
             if event.kind.isDeviceLifecycle {
                 holdLifecycle(event)
@@ -175,28 +237,52 @@ final class ServedClient {
         }
     }
 
-    /// The client's handlers took every batch up to `sequence`.
-    func acknowledge(_ sequence: UInt64, server: HIDEventServer) {
-        guard sequence < nextSequence else { return }
-        while let first = outstanding.first, first.sequence <= sequence { outstanding.removeFirst() }
-        lastAckAt = .now
-        if notResponding {
-            notResponding = false
-            HIDEventServer.logger.notice(
-                "event server '\(server.configuration.name)': client \(hello.name) (\(credentials)) responds again")
-            server.notify(.responding(info))
-        }
-        if lagging, outstanding.isEmpty { catchUp(server: server) }
+    /// What an acknowledgement changed.
+    enum Acknowledgement: Equatable {
+        /// Not of a batch sent: ignored.
+        case ignored
+        /// Taken; `respondsAgain` when the client was not responding until now.
+        case taken(respondsAgain: Bool)
     }
 
-    /// The client has handled all it was sent: it gets what it missed as a difference.
-    func catchUp(server: HIDEventServer) {
+    /// The client's handlers took every batch up to `sequence`.
+    func acknowledge(_ sequence: UInt64) -> Acknowledgement {
+        guard sequence < nextSequence else { return .ignored }
+        while let first = outstanding.first, first.sequence <= sequence { outstanding.removeFirst() }
+        lastAckAt = .now
+        guard notResponding else { return .taken(respondsAgain: false) }
+        state = .lagging
+        HIDEventServer.logger.notice("event server '\(serverName)': client \(hello.name) (\(credentials)) responds again")
+        return .taken(respondsAgain: true)
+    }
+
+    /// Whether the client lags and has acknowledged everything sent: it may catch up.
+    var mayCatchUp: Bool { lagging && outstanding.isEmpty }
+
+    /// Its batches outstanding are older than `timeout`: it lags until it answers again.
+    /// The frame gathered is sent first (or dropped).
+    func stopResponding() -> Outcome {
+        let outcome = flush()
+        state = .notResponding
+        return outcome
+    }
+
+    /// A full port's queue met a description: the client lags.
+    func lagBehindDescription() { if state == .sending { state = .lagging } }
+
+    /// The client is detached (by the router).
+    func leave() { state = .gone }
+
+    /// The client has handled all it was sent: it gets what it missed as a difference
+    /// (the descriptions of devices added meanwhile from `devices`, the devices attached).
+    /// A send that fails leaves it lagging, to try again at its next acknowledgement.
+    func catchUp(devices: [HIDDeviceID: HIDDeviceInfo]) {
         // A device added and removed while the client lagged is never shown to it.
         let removed = Set(lifecycleBacklog.filter { $0.kind == .deviceRemoved }.map(\.device))
         lifecycleBacklog.removeAll { removed.contains($0.device) && !announced.contains($0.device) }
         // Descriptions of devices added meanwhile go first (they are not events).
         for event in lifecycleBacklog where event.kind == .deviceAdded {
-            guard let device = server.system.device(event.device) else { continue }
+            guard let device = devices[event.device] else { continue }
             guard sendDescription(device) == .sent else { return }
         }
         let now = MonotonicInstant.now
@@ -205,9 +291,9 @@ final class ServedClient {
             events.append(HIDEvent(device: HIDDeviceID(rawValue: 0), timestamp: now, payload: .eventsDropped(count: droppedSinceLag)))
         }
         for event in lifecycleBacklog where event.kind == .deviceAdded { events.append(event) }
-        let devices = Set(sent.devices.keys).union(shadow.devices.keys).sorted { $0.rawValue < $1.rawValue }
+        let devices = Set(sent.devices.keys).union(routed.devices.keys).sorted { $0.rawValue < $1.rawValue }
         for device in devices {
-            events += sent[device].difference(to: shadow[device], device: device, at: now)
+            events += sent[device].difference(to: routed[device], device: device, at: now)
         }
         for event in lifecycleBacklog where event.kind == .deviceRemoved { events.append(event) }
         // In batches of one packet each; the socket is empty (everything was acknowledged).
@@ -216,18 +302,18 @@ final class ServedClient {
         for event in events {
             let size = ServerWire.encodedSize(event)
             if bytes + size > Self.batchByteLimit || chunk.count >= ServerWire.maximumBatchEvents {
-                guard send(chunk, server: server) == .sent else { return }
+                guard send(chunk) == .sent else { return }
                 chunk = []
                 bytes = 0
             }
             chunk.append(event)
             bytes += size
         }
-        if !chunk.isEmpty, send(chunk, server: server) != .sent { return }
+        if !chunk.isEmpty, send(chunk) != .sent { return }
         eventsDropped += droppedSinceLag
         droppedSinceLag = 0
         lifecycleBacklog = []
-        sent = shadow
-        lagging = false
+        sent = routed
+        state = .sending
     }
 }

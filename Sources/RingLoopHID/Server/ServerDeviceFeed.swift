@@ -45,7 +45,7 @@ final class ServerDeviceFeed: DeviceFeed {
     private var attached: Attached?
     private var devices: [HIDDeviceID: HIDDeviceInfo] = [:]
     /// What the events taken in say about each device: what to release if the server goes.
-    private var seen = VisibleStates()
+    private var received = VisibleStates()
     /// Devices whose addition reached the handlers and whose removal has not: the ones
     /// a detach removes (a description alone adds nothing).
     private var added = Set<HIDDeviceID>()
@@ -422,9 +422,9 @@ final class ServerDeviceFeed: DeviceFeed {
         devices = [:]
         table.replace([])
         for id in ids {
-            for event in seen[id].difference(to: VisibleState(), device: id, at: now) { sink(event) }
+            for event in received[id].difference(to: VisibleState(), device: id, at: now) { sink(event) }
             sink(HIDEvent(device: id, timestamp: now, payload: .deviceRemoved))
-            seen.apply(HIDEvent(device: id, timestamp: now, payload: .deviceRemoved))
+            received.apply(HIDEvent(device: id, timestamp: now, payload: .deviceRemoved))
         }
         if let attached {
             attached.own.invalidate()
@@ -511,7 +511,7 @@ final class ServerDeviceFeed: DeviceFeed {
             // removed.
             guard isDescribed(event.device) else { return undescribed() }
         }
-        seen.apply(event)
+        received.apply(event)
         sink(event)
     }
 

@@ -251,14 +251,14 @@ final class DeviceReader {
     /// The device's current state, through the same requests libevdev's resync uses. A
     /// request the node refuses leaves its part empty (no keys down, slots without a
     /// contact), as before any event.
-    func snapshot() -> DeviceStateSnapshot {
+    func snapshot() -> DeviceState {
         let device = EvdevDevice(fileDescriptor: fd)
-        var state = DeviceStateSnapshot()
-        if let keys = try? device.keysDown() { state.keysDown = keys }
-        if let switches = try? device.switchesOn() { state.switchesOn = switches }
-        if !info.leds.isEmpty, let leds = try? device.ledsOn() { state.ledsOn = leds }
+        var state = DeviceState()
+        if let keys = try? device.keysDown() { state.keys = KeyCodeSet(keys) }
+        if let switches = try? device.switchesOn() { state.switches = SmallCodeSet(switches) }
+        if !info.leds.isEmpty, let leds = try? device.ledsOn() { state.leds = SmallCodeSet(leds) }
         for code in info.axes.keys where !Evdev.isMultitouchAxis(code) {
-            if let axis = try? device.absoluteAxis(code) { state.absolute[code] = axis.value }
+            if let axis = try? device.absoluteAxis(code) { state.axes[code] = axis.value }
         }
         if info.slotCount > 0 {
             if let slot = try? device.absoluteAxis(Evdev.ABS_MT_SLOT) { state.currentSlot = slot.value }
@@ -269,7 +269,7 @@ final class DeviceReader {
             let ids = values(Evdev.ABS_MT_TRACKING_ID)
             let xs = values(Evdev.ABS_MT_POSITION_X)
             let ys = values(Evdev.ABS_MT_POSITION_Y)
-            state.slots = (0..<info.slotCount).map { (ids[$0], xs[$0], ys[$0]) }
+            state.slots = (0..<info.slotCount).map { DeviceState.Slot(trackingID: ids[$0], x: xs[$0], y: ys[$0]) }
         }
         return state
     }

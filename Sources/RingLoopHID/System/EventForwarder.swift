@@ -12,7 +12,7 @@ import Glibc
 /// that lost events, the state after its newest event (lost or not) is kept, so the
 /// client can bring its handlers' view up to it.
 final class Forwarder: @unchecked Sendable {
-    // @unchecked: `monitor` and `produced` are touched on the reading thread only; the
+    // @unchecked: `monitor` and `read` are touched on the reading thread only; the
     // rest is locked.
     struct Taken {
         var dropped = 0
@@ -32,7 +32,7 @@ final class Forwarder: @unchecked Sendable {
     private let port: LoopDoorbell
     var monitor: DeviceMonitor?
     /// What every event pushed says about its device (reading thread only).
-    private var produced = VisibleStates()
+    private var read = VisibleStates()
     /// Raw events the reading thread has read (for tests).
     var eventsRead: Int { readCount.load(ordering: .acquiring) }
     let readCount = Atomic<Int>(0)
@@ -46,7 +46,7 @@ final class Forwarder: @unchecked Sendable {
     /// keeps it aside if it is a lifecycle event, and keeps the device's state).
     func push(_ event: HIDEvent) {
         if let monitor { readCount.store(monitor.totalEventsRead, ordering: .releasing) }
-        produced.apply(event)
+        read.apply(event)
         let ring = state.withLock { shared -> Bool in
             if shared.events.count < capacity {
                 shared.events.append(event)
@@ -56,7 +56,7 @@ final class Forwarder: @unchecked Sendable {
                 } else {
                     shared.taken.dropped += 1
                 }
-                shared.taken.snapshots[event.device] = produced[event.device]
+                shared.taken.snapshots[event.device] = read[event.device]
             }
             if shared.pending { return false }
             shared.pending = true

@@ -20,7 +20,7 @@ extension HIDEventSystem {
     /// kept aside instead (a removal is never lost). Returns whether the queue took it.
     @discardableResult
     func enqueue(_ event: HIDEvent) -> Bool {
-        ledgers.produced.apply(event)
+        ledgers.read.apply(event)
         let queued = queue.push(event)
         if !queued {
             if event.kind.isDeviceLifecycle {
@@ -102,11 +102,11 @@ extension HIDEventSystem {
         if taken.dropped > 0 || !taken.lifecycle.isEmpty {
             ledgers.forwardedDrops += taken.dropped
             for event in taken.lifecycle {
-                ledgers.produced.apply(event)
+                ledgers.read.apply(event)
                 ledgers.lifecycleBacklog.append(event)
             }
             for (device, state) in taken.snapshots {
-                ledgers.produced.set(state, for: device)
+                ledgers.read.set(state, for: device)
                 ledgers.lost.insert(device)
             }
             dispatchSource?.signal()
@@ -137,7 +137,7 @@ extension HIDEventSystem {
         for event in backlog where event.kind == .deviceAdded { take(event) }
         let now = MonotonicInstant.now
         for device in devices {
-            let repair = ledgers.delivered[device].difference(to: ledgers.produced[device], device: device, at: now)
+            let repair = ledgers.delivered[device].difference(to: ledgers.read[device], device: device, at: now)
             for event in repair { pipeline.run(event) }
         }
         for event in backlog where event.kind != .deviceAdded { take(event) }
@@ -153,13 +153,13 @@ extension HIDEventSystem {
 }
 
 /// What the chain knows of each device at its boundaries: what the events taken in say
-/// (`produced`: the decoder drops nothing, so this is the truth) and what the handlers
+/// (`read`: the decoder drops nothing, so this is the truth) and what the handlers
 /// were given (`delivered`); and, since the last repair, the devices whose events were
 /// lost and the lifecycle events that found the queue full (those are never dropped).
 /// After a loss the difference between the two views is what the handlers get. Client
 /// loop thread.
 struct DeliveryLedgers {
-    var produced = VisibleStates()
+    var read = VisibleStates()
     var delivered = VisibleStates()
     var lost = Set<HIDDeviceID>()
     var lifecycleBacklog: [HIDEvent] = []

@@ -1,4 +1,5 @@
 import RingLoop
+import RingLoopEvdev
 
 /// What a stream of HID events has told about one device so far: keys, buttons and
 /// gamepad buttons held, switches on, touches live, the pen near or not. Two of these
@@ -8,13 +9,18 @@ import RingLoop
 /// the events that bring the handlers' view to the device's: key-ups for keys released,
 /// key-downs for keys pressed, touches cancelled or begun, switches, the pen.
 ///
+/// The event-level view built on the kernel-level ``DeviceState`` (RingLoopEvdev): its
+/// keys split by the kind of event each was delivered as (a code's kind follows the
+/// device, so only the events say it), and contacts and the pen as the events carried them
+/// (normalized, on a screen). ``VisibleStates`` names every place that keeps one.
+///
 /// A value of fixed size that never allocates (bit sets and inline contacts).
 struct VisibleState: Sendable {
-    var keys = BitSet768()
-    var buttons = BitSet768()
-    var gamepadButtons = BitSet768()
-    /// Switches on, as bits (`SW_MAX` is 0x10).
-    var switches: UInt32 = 0
+    var keys = KeyCodeSet()
+    var buttons = KeyCodeSet()
+    var gamepadButtons = KeyCodeSet()
+    /// Switches on.
+    var switches = SmallCodeSet()
     /// Live contacts, by tracking id.
     var touches = DigitizerFrame()
     /// The device's pen, while in proximity.
@@ -22,7 +28,7 @@ struct VisibleState: Sendable {
 
     /// Whether nothing is held, live or near (a device that was removed, or never seen).
     var isRest: Bool {
-        keys.isEmpty && buttons.isEmpty && gamepadButtons.isEmpty && switches == 0 && touches.count == 0 && pen == nil
+        keys.isEmpty && buttons.isEmpty && gamepadButtons.isEmpty && switches.isEmpty && touches.count == 0 && pen == nil
     }
 
     /// Takes in one event of the device.
@@ -31,9 +37,7 @@ struct VisibleState: Sendable {
         case .key(let key) where key.state != .repeat: keys.set(key.code, key.state == .down)
         case .button(let button): buttons.set(button.code, button.isDown)
         case .gamepadButton(let button): gamepadButtons.set(button.code, button.isDown)
-        case .switchChanged(let change):
-            guard change.code < UInt32.bitWidth else { return }
-            if change.isOn { switches |= 1 << UInt32(change.code) } else { switches &= ~(1 << UInt32(change.code)) }
+        case .switchChanged(let change): switches.set(change.code, change.isOn)
         case .digitizer(let frame):
             for index in 0..<frame.count {
                 let contact = frame[index]
@@ -77,9 +81,8 @@ struct VisibleState: Sendable {
         for code in target.gamepadButtons.all where !gamepadButtons.contains(code) {
             event(.gamepadButton(GamepadButtonEvent(code: code, isDown: true)))
         }
-        let changedSwitches = switches ^ target.switches
-        for code in 0..<32 where changedSwitches & (1 << UInt32(code)) != 0 {
-            event(.switchChanged(SwitchEvent(code: UInt16(code), isOn: target.switches & (1 << UInt32(code)) != 0)))
+        for code in target.switches.changed(from: switches) {
+            event(.switchChanged(SwitchEvent(code: code, isOn: target.switches.contains(code))))
         }
         var frame = DigitizerFrame()
         for index in 0..<touches.count where target.touches.index(of: touches[index].trackingID) == nil {
@@ -121,8 +124,19 @@ extension DigitizerFrame {
     }
 }
 
-/// The visible state of every device of a stream, with the devices whose events were
-/// lost since the last resync.
+/// The visible state of every device of a stream: a ledger.
+///
+/// The ledgers, one per boundary an event crosses, each named once:
+///
+/// | boundary | ledger | what it follows |
+/// |---|---|---|
+/// | read | `FrameDecoder.read` (a ``DeviceState``, kernel terms) | the device's frames as applied at `SYN_REPORT`; its difference to the state read back after `SYN_DROPPED` is the resync, its release is the detach |
+/// | read | `DeliveryLedgers.read`, `Forwarder.read` (the dedicated thread's) | every event the decoders produced (nothing is lost there: the truth) |
+/// | delivered | `DeliveryLedgers.delivered` | every event the handlers were given; after a loss the difference from it to `read` is what they get |
+/// | offered (a server) | `HIDEventServer.offered` | every event that reached the routing stage; a client given the focus gets the difference to it |
+/// | routed (a server, per client) | `ServedClient.routed` | every event routed to the client, what it would have seen with nothing dropped |
+/// | sent (a server, per client) | `ServedClient.sent` | every event that went out to the client; a lag is repaired by the difference from it to `routed` |
+/// | received (a server's client) | `ServerDeviceFeed.received` | every event the server sent; released when the server goes |
 struct VisibleStates: Sendable {
     private(set) var devices: [HIDDeviceID: VisibleState] = [:]
 

@@ -51,7 +51,7 @@ struct MotionDecoding {
 
     /// The sample the frame ends with: the axes' current values converted, the clocks
     /// advanced.
-    mutating func sample(_ absolute: [Int32], at time: MonotonicInstant) -> MotionEvent {
+    mutating func sample(_ axes: AxisValues, at time: MonotonicInstant) -> MotionEvent {
         let kernelTime = time.nanoseconds
         var interval = 0.0
         if let raw = pendingTimestamp {
@@ -77,7 +77,7 @@ struct MotionDecoding {
         }
         lastKernelTime = kernelTime
         lastSensorTime = sensorTime
-        func value(_ code: UInt16, _ index: Int) -> Double { Double(absolute[Int(code)]) * scales[index] }
+        func value(_ code: UInt16, _ index: Int) -> Double { Double(axes[code]) * scales[index] }
         return MotionEvent(
             acceleration: MotionVector(x: value(Evdev.ABS_X, 0), y: value(Evdev.ABS_Y, 1), z: value(Evdev.ABS_Z, 2)),
             rotationRate: MotionVector(x: value(Evdev.ABS_RX, 3), y: value(Evdev.ABS_RY, 4), z: value(Evdev.ABS_RZ, 5)),
