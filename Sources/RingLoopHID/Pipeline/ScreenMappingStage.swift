@@ -161,6 +161,7 @@ extension HIDEventSystem {
         loop.preconditionOnLoopThread("HIDEventSystem.setScreens")
         attachPolicy.update(screens ?? DeviceSettingsResolver())
         feed?.reconsiderDevices()
+        pipeline.gestures?.forgetSurfaces()
         guard let screens else {
             if let stage = pipeline.screenMapping {
                 pipeline.remove(stage)
