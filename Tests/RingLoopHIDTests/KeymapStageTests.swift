@@ -201,3 +201,45 @@ struct KeymapRepeatTests {
         }
     }
 }
+
+@Suite("Key repeat without a keymap stage", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct KeyRepeatWithoutKeymapTests {
+    @Test("Caps Lock and Num Lock held start no repeat (xkb_keymap_key_repeats of the system's keymap); a letter does")
+    func locksDoNotRepeat() throws {
+        let recording = try loadRecording("keyboard")
+        // What libxkbcommon itself says of the keys, in the keymap the stage compiles.
+        let keymap = try Keymap(configuration: KeyboardConfiguration.resolve())
+        #expect(!keymap.repeats(code: 58) && !keymap.repeats(code: 69) && keymap.repeats(code: 30))
+        try onFreshThread {
+            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: path, keyRepeat: (.milliseconds(30), .milliseconds(10))), loop: loop)
+            var keys: [KeyEvent] = []
+            system.addHandler { event in
+                if case .key(let key) = event.payload { keys.append(key) }
+                return .pass
+            }
+            try system.start()
+            defer { system.stop() }
+            #expect(system.stageOrder == ["key repeat", "handlers"])
+            let node = try folder.addDevice(recording.description!)
+            #expect(runUntil(loop) { !system.devices.isEmpty })
+            for code: UInt16 in [58, 69] {
+                try node.send([(1, code, 1), (0, 0, 0)])
+                #expect(runUntil(loop) { keys.last?.code == code && keys.last?.state == .down })
+                #expect(system.pipeline.keyRepeat?.repeating == nil, "no repeat started for \(code)")
+                try node.send([(1, code, 0), (0, 0, 0)])
+                #expect(runUntil(loop) { keys.last?.code == code && keys.last?.state == .up })
+            }
+            try node.send([(1, 30, 1), (0, 0, 0)])
+            #expect(runUntil(loop) { keys.filter { $0.code == 30 && $0.state == .repeat }.count >= 2 })
+            try node.send([(1, 30, 0), (0, 0, 0)])
+            #expect(runUntil(loop) { keys.last?.code == 30 && keys.last?.state == .up })
+            #expect(!keys.contains { ($0.code == 58 || $0.code == 69) && $0.state == .repeat })
+        }
+    }
+}
