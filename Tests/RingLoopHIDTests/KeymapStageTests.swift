@@ -135,6 +135,31 @@ struct ServerKeymapTests {
             second.system.stop()
         }
     }
+
+    @Test("the welcome names the server keymap's layouts, as libxkbcommon names them, so a client can show the layout")
+    func layoutNamesInTheWelcome() throws {
+        let name = "test.server.layouts.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let keymap = try Keymap(configuration: KeyboardConfiguration(layout: "us,de", options: "grp:alt_shift_toggle"))
+        // xkb_keymap_layout_get_name, through the keymap.
+        #expect(keymap.layoutNames == ["English (US)", "German"])
+        let server = try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()], prepare: { server in server.setKeymap(keymap) })
+        defer { server.stop() }
+        let plainName = name + ".plain"
+        let plain = try ServerOnThread(name: plainName, devices: [try ServerTestDevices.keyboard()], prepare: { _ in })
+        defer { plain.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "layouts")
+            #expect(runUntil(loop) { client.system.isAttachedToServer })
+            #expect(client.system.serverLayoutNames == ["English (US)", "German"])
+            let without = try RecordingClient(server: plainName, name: "no keymap")
+            #expect(runUntil(loop) { without.system.isAttachedToServer })
+            #expect(without.system.serverLayoutNames.isEmpty)
+            client.system.stop()
+            without.system.stop()
+        }
+    }
 }
 
 @Suite("Text posted into the chain", .enabled(if: FUSEHere.usable, FUSEHere.missing))
