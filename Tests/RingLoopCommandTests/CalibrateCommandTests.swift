@@ -223,6 +223,27 @@ struct DescribeSettingsTests {
         let described = try EvemuFormat.parse(result.output)
         #expect(described.description == original.description)
     }
+
+    @Test("describe says a device left alone or given another class, with the line that did it, and a mount matrix with its source")
+    func attachmentAndMountMatrix() throws {
+        let config = "/tmp/ringloop-describe-attach-\(getpid()).conf"
+        defer { unlink(config) }
+        try
+            "version = 1\n[match class=touchscreen]\nclass = touchpad\n[match class=keyboard]\nignore = yes\n[match class=motion]\nmount-matrix = 0, 1, 0; -1, 0, 0; 0, 0, 1\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let screen = try runCommand(["describe", "devices/real/evemu/3m.prop", "--device-config", config])
+        #expect(screen.status == 0, "\(screen.error)")
+        #expect(screen.output.contains("#   class = touchpad (from \(config):3)\n"), "\(screen.output)")
+        #expect(screen.output.contains("#   attached as a touchpad, not a touchscreen (class from \(config):3)\n"))
+        #expect(screen.output.contains("#   screen: none, a touchpad does not map to a screen\n"))
+        let keyboard = try runCommand(["describe", "devices/keyboard.evemu", "--device-config", config])
+        #expect(keyboard.output.contains("#   attached: no, ignored (from \(config):5)\n"), "\(keyboard.output)")
+        let motion = try runCommand(["describe", "devices/motion/dualsense-rotation.evemu", "--device-config", config])
+        #expect(motion.output.contains("#   mount-matrix = 0, 1, 0; -1, 0, 0; 0, 0, 1 (from \(config):7)\n"), "\(motion.output)")
+        // Without options and without udev (a recording), nothing is added.
+        let plain = try runCommand(["describe", "devices/keyboard.evemu"])
+        #expect(!plain.output.contains("ringloop settings"))
+    }
 }
 
 @Suite("ringloop monitor --screen", .enabled(if: FUSEHere.usable, FUSEHere.missing))

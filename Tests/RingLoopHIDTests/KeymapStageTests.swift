@@ -135,6 +135,31 @@ struct ServerKeymapTests {
             second.system.stop()
         }
     }
+
+    @Test("the welcome names the server keymap's layouts, as libxkbcommon names them, so a client can show the layout")
+    func layoutNamesInTheWelcome() throws {
+        let name = "test.server.layouts.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let keymap = try Keymap(configuration: KeyboardConfiguration(layout: "us,de", options: "grp:alt_shift_toggle"))
+        // xkb_keymap_layout_get_name, through the keymap.
+        #expect(keymap.layoutNames == ["English (US)", "German"])
+        let server = try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()], prepare: { server in server.setKeymap(keymap) })
+        defer { server.stop() }
+        let plainName = name + ".plain"
+        let plain = try ServerOnThread(name: plainName, devices: [try ServerTestDevices.keyboard()], prepare: { _ in })
+        defer { plain.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "layouts")
+            #expect(runUntil(loop) { client.system.isAttachedToServer })
+            #expect(client.system.serverLayoutNames == ["English (US)", "German"])
+            let without = try RecordingClient(server: plainName, name: "no keymap")
+            #expect(runUntil(loop) { without.system.isAttachedToServer })
+            #expect(without.system.serverLayoutNames.isEmpty)
+            client.system.stop()
+            without.system.stop()
+        }
+    }
 }
 
 @Suite("Text posted into the chain", .enabled(if: FUSEHere.usable, FUSEHere.missing))
@@ -198,6 +223,48 @@ struct KeymapRepeatTests {
             try node.send([(1, 58, 0), (0, 0, 0)])
             #expect(runUntil(loop) { keys.last?.code == 58 && keys.last?.state == .up })
             #expect(!keys.contains { $0.code == 58 && $0.state == .repeat })
+        }
+    }
+}
+
+@Suite("Key repeat without a keymap stage", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct KeyRepeatWithoutKeymapTests {
+    @Test("Caps Lock and Num Lock held start no repeat (xkb_keymap_key_repeats of the system's keymap); a letter does")
+    func locksDoNotRepeat() throws {
+        let recording = try loadRecording("keyboard")
+        // What libxkbcommon itself says of the keys, in the keymap the stage compiles.
+        let keymap = try Keymap(configuration: KeyboardConfiguration.resolve())
+        #expect(!keymap.repeats(code: 58) && !keymap.repeats(code: 69) && keymap.repeats(code: 30))
+        try onFreshThread {
+            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            _ = MountLeakCheck.armed
+            let folder = try FUSEDeviceFolder(path: path)
+            defer { folder.close() }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: path, keyRepeat: (.milliseconds(30), .milliseconds(10))), loop: loop)
+            var keys: [KeyEvent] = []
+            system.addHandler { event in
+                if case .key(let key) = event.payload { keys.append(key) }
+                return .pass
+            }
+            try system.start()
+            defer { system.stop() }
+            #expect(system.stageOrder == ["key repeat", "handlers"])
+            let node = try folder.addDevice(recording.description!)
+            #expect(runUntil(loop) { !system.devices.isEmpty })
+            for code: UInt16 in [58, 69] {
+                try node.send([(1, code, 1), (0, 0, 0)])
+                #expect(runUntil(loop) { keys.last?.code == code && keys.last?.state == .down })
+                #expect(system.pipeline.keyRepeat?.repeating == nil, "no repeat started for \(code)")
+                try node.send([(1, code, 0), (0, 0, 0)])
+                #expect(runUntil(loop) { keys.last?.code == code && keys.last?.state == .up })
+            }
+            try node.send([(1, 30, 1), (0, 0, 0)])
+            #expect(runUntil(loop) { keys.filter { $0.code == 30 && $0.state == .repeat }.count >= 2 })
+            try node.send([(1, 30, 0), (0, 0, 0)])
+            #expect(runUntil(loop) { keys.last?.code == 30 && keys.last?.state == .up })
+            #expect(!keys.contains { ($0.code == 58 || $0.code == 69) && $0.state == .repeat })
         }
     }
 }

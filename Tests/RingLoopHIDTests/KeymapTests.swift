@@ -145,6 +145,24 @@ struct KeymapTests {
         #expect(state.process(code: Self.key("E"), state: .down).text.string == "e")
     }
 
+    @Test("three-key compose (compose:ralt): Multi_key o c gives ©, Multi_key c o gives ǒ, as libxkbcommon and libx11-data's table say")
+    func threeKeyCompose() throws {
+        let multi = KeyboardConfiguration(layout: "us", options: "compose:ralt")
+        let events = Self.tap("RIGHTALT", "O", "C") + Self.tap("RIGHTALT", "C", "O") + Self.tap("A")
+        let (lines, _) = try compare(events, multi)
+        #expect(XKBReference.text(of: lines) == "©ǒa")
+
+        let state = KeyboardState(keymap: try Keymap(configuration: multi), composeTable: try ComposeTable(locale: "en_US.UTF-8"))
+        let key = state.process(code: Self.key("RIGHTALT"), state: .down)
+        #expect(key.compose == .composing && key.text.isEmpty && Keymap.keysymName(key.keysym) == "Multi_key")
+        _ = state.process(code: Self.key("RIGHTALT"), state: .up)
+        let second = state.process(code: Self.key("O"), state: .down)
+        #expect(second.compose == .composing && second.text.isEmpty, "the middle key of a sequence types nothing")
+        _ = state.process(code: Self.key("O"), state: .up)
+        let third = state.process(code: Self.key("C"), state: .down)
+        #expect(third.compose == .composed && third.text.string == "©" && Keymap.keysymName(third.keysym) == "copyright")
+    }
+
     @Test("the C and POSIX locales load en_US.UTF-8's Compose table, as libxkbcommon's tools do")
     func cLocale() throws {
         let table = try ComposeTable.forLocale(environment: ["LANG": "C"])

@@ -206,7 +206,10 @@ struct ServerWireTests {
         #expect(try ServerWire.Hello(decoding: unicode.encoded) == unicode)
         let ack = ServerWire.Ack(token: 5, sequence: 99)
         #expect(try ServerWire.Ack(decoding: ack.encoded) == ack)
-        for welcome in [ServerWire.Welcome(focused: true, window: 256), ServerWire.Welcome(focused: false, window: 1, refusal: "no")] {
+        for welcome in [
+            ServerWire.Welcome(focused: true, window: 256), ServerWire.Welcome(focused: false, window: 1, refusal: "no"),
+            ServerWire.Welcome(focused: true, window: 8, layoutNames: ["English (US)", "German", "French (AZERTY)"]),
+        ] {
             #expect(try ServerWire.Welcome(decoding: welcome.encoded) == welcome)
         }
         #expect(try ServerWire.decodeFocus(ServerWire.focus(true)))

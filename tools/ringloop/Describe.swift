@@ -74,17 +74,42 @@ struct Describe: ParsableCommand {
 }
 
 extension Describe {
-    /// The device's settings and screen as comment lines (nothing without the screen
-    /// options): what the chain would apply to it, each value with its source.
+    /// The device's settings and screen as comment lines: what the chain would apply to
+    /// it, each value with its source. Without the screen options, a node's udev
+    /// properties still give settings (`LIBINPUT_CALIBRATION_MATRIX`, `ACCEL_MOUNT_MATRIX`,
+    /// `LIBINPUT_IGNORE_DEVICE`, `ID_INPUT_*`); nothing is printed when none apply.
     func settingsLines(_ description: InputDeviceDescription, node: String? = nil) throws(Failure) -> String {
-        guard let resolver = try screenOptions.resolver(command: "describe") else { return "" }
-        let info = HIDDeviceInfo(description: description)
-        let identity = DeviceIdentity(info, properties: node.map { UdevProperties.of(node: $0) } ?? [:])
-        var lines = ["# ringloop settings:"]
-        let shown = resolver.settings(for: identity).shown
-        lines += shown.isEmpty ? ["#   (none)"] : shown.map { "#   " + $0 }
-        let (mapping, reason) = resolver.mapping(for: info, identity: identity)
-        lines.append("#   screen: " + (mapping.map { "\($0.screen.name) \($0.screen.sizeText), " } ?? "none, ") + reason)
-        return lines.map { Format.shown($0) }.joined(separator: "\n") + "\n"
+        let resolver = try screenOptions.resolver(command: "describe")
+        let properties = node.map { UdevProperties.of(node: $0) } ?? [:]
+        let lines = Self.settingsLines(
+            HIDDeviceInfo(description: description), properties: properties, resolver: resolver ?? DeviceSettingsResolver(),
+            showScreen: resolver != nil)
+        guard resolver != nil || lines != ["(none)"] else { return "" }
+        return (["# ringloop settings:"] + lines.map { "#   " + $0 }).map { Format.shown($0) }.joined(separator: "\n") + "\n"
+    }
+
+    /// The lines `describe` and `doctor` show for one device: its settings with their
+    /// sources, whether it is attached and as what, udev properties not used, and (with
+    /// `showScreen`) its screen.
+    static func settingsLines(
+        _ info: HIDDeviceInfo, properties: [String: String], resolver: DeviceSettingsResolver, showScreen: Bool
+    ) -> [String] {
+        let identity = DeviceIdentity(info, properties: properties)
+        let settings = resolver.settings(for: identity)
+        let shown = settings.shown
+        var lines = shown.isEmpty ? ["(none)"] : shown
+        if settings.ignore {
+            lines.append("attached: no, ignored (from \(settings.source(of: .ignore)))")
+        } else if let deviceClass = settings.deviceClass, deviceClass != info.deviceClass {
+            lines.append(
+                "attached as a \(deviceClass.rawValue), not a \(info.deviceClass.rawValue) (class from \(settings.source(of: .deviceClass)))"
+            )
+        }
+        lines += resolver.udevProblems(for: identity)
+        if showScreen {
+            let (mapping, reason) = resolver.mapping(for: info, identity: identity)
+            lines.append("screen: " + (mapping.map { "\($0.screen.name) \($0.screen.sizeText), " } ?? "none, ") + reason)
+        }
+        return lines
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Dispatch
 import RingLoop
+import RingLoopEvdev
+import RingLoopHID
 import RingLoopToolSupport
 import Synchronization
 import SystemPackage
@@ -27,6 +29,12 @@ struct Doctor: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @Option(
+        name: .customLong("device-config"),
+        help: ArgumentHelp("A per-device settings file whose settings the device list shows beside udev's.", valueName: "file"),
+        completion: .file())
+    var deviceConfig: String?
+
     struct Report {
         var kernel: String
         var waitCore: String
@@ -44,6 +52,9 @@ struct Doctor: ParsableCommand {
         /// How the input chain reads devices here: `ring` (a multishot read in the loop's
         /// ring, no system call per frame) or `poll` (poll, then read), with the reason.
         var deviceReads: String
+        /// Each readable node's settings, each with its source (udev's properties, the
+        /// settings file), by node path.
+        var deviceSettings: [(node: String, name: String, lines: [String])] = []
 
         /// The report as one JSON object (keys as the properties are named).
         var json: JSON {
@@ -53,6 +64,10 @@ struct Doctor: ParsableCommand {
                 "mainLoopOrder": .array(mainLoopOrder.map(JSON.string)), "inputDevices": .int(inputDevices),
                 "inputDirectory": .string(inputDirectory), "fuse": .string(fuse), "uinput": .string(uinput),
                 "cpuIdle": .string(cpuIdle), "deviceReads": .string(deviceReads),
+                "deviceSettings": .array(
+                    deviceSettings.map {
+                        .object(["node": .string($0.node), "name": .string($0.name), "settings": .array($0.lines.map(JSON.string))])
+                    }),
             ]
             // Absent when there is none, as before.
             if let waitCoreError { object["waitCoreError"] = .string(waitCoreError) }
@@ -75,7 +90,13 @@ struct Doctor: ParsableCommand {
         let inputDevices =
             folderEntries(inputDirectory).filter { $0.hasPrefix("event") && access("\(inputDirectory)/\($0)", R_OK) == 0 }.count
 
-        let report = Report(
+        var resolver = DeviceSettingsResolver()
+        if let deviceConfig {
+            var store = DeviceSettingsStore(path: deviceConfig)
+            for problem in store.reload() { printError("ringloop doctor: \(problem)") }
+            if let file = store.current { resolver.files = [file] }
+        }
+        var report = Report(
             kernel: kernel,
             waitCore: loop.waitCoreDescription,
             waitCoreError: waitCoreError,
@@ -89,6 +110,7 @@ struct Doctor: ParsableCommand {
             cpuIdle: IdleCPUSetting.current().summary,
             deviceReads: deviceReads
         )
+        report.deviceSettings = Self.deviceSettings(in: inputDirectory, resolver: resolver)
         if json {
             writeLine(report.json.text())
         } else {
@@ -103,6 +125,11 @@ struct Doctor: ParsableCommand {
             writeLine("uinput            \(report.uinput)")
             writeLine("CPU idle          \(report.cpuIdle)")
             writeLine("device reads      \(report.deviceReads)")
+            writeLine("udev              \(UdevProperties.isAvailable ? "libudev loaded" : "libudev absent: no udev properties")")
+            for device in report.deviceSettings {
+                writeLine("device settings   \(device.node) (\(Format.shown(device.name))):")
+                for line in device.lines { writeLine("                    \(Format.shown(line))") }
+            }
         }
         if let failure = StandardOutput.failure {
             if failure != .outputClosed { printError("ringloop doctor: \(failure.message)") }
@@ -188,6 +215,24 @@ struct Doctor: ParsableCommand {
         }
         source.invalidate()
         return trace.withLock { $0 }
+    }
+
+    /// Each readable node of `directory` with the settings it would get, each with its
+    /// source ("calibration = … (from udev's LIBINPUT_CALIBRATION_MATRIX)").
+    static func deviceSettings(in directory: String, resolver: DeviceSettingsResolver) -> [(node: String, name: String, lines: [String])] {
+        let nodes = folderEntries(directory).filter { $0.hasPrefix("event") }
+            .sorted { (Int($0.dropFirst(5)) ?? 0, $0) < (Int($1.dropFirst(5)) ?? 0, $1) }
+        return nodes.compactMap { name in
+            let path = directory + "/" + name
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            guard let description = try? InputDeviceDescription(fileDescriptor: fd) else { return nil }
+            let lines = Describe.settingsLines(
+                HIDDeviceInfo(description: description), properties: UdevProperties.of(node: path), resolver: resolver,
+                showScreen: false)
+            return (path, description.name, lines)
+        }
     }
 
     static func nodeStatus(_ path: String) -> String {

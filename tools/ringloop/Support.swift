@@ -151,7 +151,7 @@ enum EventFormat {
             "gesture": event.gesture.rawValue, "state": event.state.rawValue, "fingers": values.fingers,
             "location": point(values.location), "translation": point(values.translation),
             "velocity": point(values.velocity), "scale": values.scale, "rotation": values.rotation,
-            "unit": values.unit == .millimetres ? "mm" : "units",
+            "unit": values.unit == .millimetres ? "mm" : values.unit == .screenPoints ? "pt" : "units",
         ]
         if let direction = event.direction { object["direction"] = direction.description }
         if values.taps > 0 { object["taps"] = values.taps }

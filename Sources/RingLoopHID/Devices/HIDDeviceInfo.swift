@@ -180,6 +180,17 @@ extension HIDDeviceInfo {
         return prefix + "phys=" + location
     }
 
+    /// The device as `deviceClass` (a settings file's `class`, udev's `ID_INPUT_*`
+    /// override): its main class is `deviceClass` and its roles are `deviceClass` alone, as
+    /// libinput takes udev's tags as the truth about what a device is. Every stage sees
+    /// it so: the decoder, the recognizers, coalescing, class filters, the screen mapping.
+    func treated(as deviceClass: HIDDeviceClass) -> HIDDeviceInfo {
+        var info = self
+        info.deviceClass = deviceClass
+        info.roles = [deviceClass]
+        return info
+    }
+
     /// Whether the device can send `code` of `type`.
     public func has(type: UInt16, code: UInt16) -> Bool { description.has(type: type, code: code) }
 

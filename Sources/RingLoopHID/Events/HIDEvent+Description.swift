@@ -181,7 +181,7 @@ extension GestureEvent: CustomStringConvertible {
     /// at (…) mm, translation (…), velocity (…) mm/s`, with the scale of a pinch and the
     /// rotation of a rotation.
     public var summary: String {
-        let unit = values.unit == .millimetres ? "mm" : "units"
+        let unit = values.unit == .millimetres ? "mm" : values.unit == .screenPoints ? "pt" : "units"
         var text = "gesture \(gesture)"
         if let direction { text += " \(direction)" }
         text += " \(state.rawValue), \(values.fingers) finger(s) at \(values.location) \(unit)"

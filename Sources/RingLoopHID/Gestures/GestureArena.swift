@@ -81,10 +81,18 @@ final class GestureArena {
             let contact = frame[index]
             var touch = GestureTouch()
             touch.id = contact.trackingID
-            touch.location =
-                millimetres
-                ? GesturePoint(x: contact.millimetresX ?? 0, y: contact.millimetresY ?? 0)
-                : GesturePoint(x: Double(contact.x), y: Double(contact.y))
+            if surface.unit == .screenPoints {
+                // The screen-mapping stage ran first; a contact it did not map (its
+                // mapping just taken away) is placed by its normalized position.
+                let point = contact.screenLocation
+                touch.location = GesturePoint(
+                    x: point?.x ?? contact.normalizedX * surface.width, y: point?.y ?? contact.normalizedY * surface.height)
+            } else {
+                touch.location =
+                    millimetres
+                    ? GesturePoint(x: contact.millimetresX ?? 0, y: contact.millimetresY ?? 0)
+                    : GesturePoint(x: Double(contact.x), y: Double(contact.y))
+            }
             touch.normalized = GesturePoint(x: contact.normalizedX, y: contact.normalizedY)
             touch.phase = contact.phase
             if contact.phase != .began, let known = previous.index(of: contact.trackingID) {

@@ -51,9 +51,11 @@ public struct GestureLength: Hashable, Sendable {
     /// A length in millimetres (scaled on devices without resolution).
     public static func millimetres(_ value: Double) -> GestureLength { GestureLength(millimetres: value) }
 
-    /// The length in `surface`'s units.
+    /// The length in `surface`'s units. In screen points, a length in millimetres is
+    /// converted by the surface's ``GestureSurface/pointsPerMillimetre``.
     public func value(on surface: GestureSurface) -> Double {
         if surface.unit == .millimetres { return millimetres }
+        if surface.unit == .screenPoints { return millimetres * surface.pointsPerMillimetre }
         if let units { return units }
         switch surface.kind {
         case .touchpad: return millimetres * surface.width / Self.assumedTouchpadWidth
@@ -68,6 +70,10 @@ public struct GestureSurface: Hashable, Sendable {
     public enum Unit: String, Hashable, Sendable {
         case millimetres
         case deviceUnits
+        /// Pixels of the screen a touchscreen maps to (``Contact/screenLocation``), after
+        /// its calibration and rotation: a swipe "up" is up on the screen as the app draws
+        /// it (``HIDEventSystem/gesturesInScreenPoints``).
+        case screenPoints
     }
 
     /// Direct (a touchscreen: the finger is where it acts) or indirect (a touchpad).
@@ -84,6 +90,11 @@ public struct GestureSurface: Hashable, Sendable {
     /// Semi-multitouch: contacts are a bounding box's corners, not fingers (rotation is
     /// not measurable).
     public var isBoundingBox: Bool
+    /// Screen points per millimetre on the surface (``Unit/screenPoints``; 0 otherwise):
+    /// from the screen's physical size when given, else from the panel's own size in
+    /// millimetres (a touchscreen covers its screen), else a 220 mm longer side
+    /// (``GestureLength/assumedTouchscreenSide``).
+    public var pointsPerMillimetre: Double = 0
 
     public init(kind: Kind, unit: Unit, width: Double, height: Double, isBoundingBox: Bool = false) {
         self.kind = kind
@@ -91,6 +102,23 @@ public struct GestureSurface: Hashable, Sendable {
         self.width = width
         self.height = height
         self.isBoundingBox = isBoundingBox
+    }
+
+    /// The surface of a touchscreen in the points of the screen `mapping` puts it on: the
+    /// screen's size as the app sees it (after rotation).
+    public init(device: HIDDeviceInfo, screen mapping: ScreenMapping) {
+        let own = GestureSurface(device: device)
+        self.init(
+            kind: own.kind, unit: .screenPoints, width: Double(mapping.screen.width), height: Double(mapping.screen.height),
+            isBoundingBox: own.isBoundingBox)
+        let longer = max(width, height)
+        if let physical = mapping.screen.physicalSize, physical.width > 0, physical.height > 0 {
+            pointsPerMillimetre = longer / max(physical.width, physical.height)
+        } else if own.unit == .millimetres, max(own.width, own.height) > 0 {
+            pointsPerMillimetre = longer / max(own.width, own.height)
+        } else {
+            pointsPerMillimetre = longer / GestureLength.assumedTouchscreenSide
+        }
     }
 
     /// The surface of a digitizer device, from its axes and class.

@@ -22,6 +22,8 @@ final class GestureStage: HIDEventStage {
 
     let arena = GestureArena()
     let tracksInteractions: Bool
+    /// Touchscreens mapped to a screen give their gestures in the screen's points.
+    var inScreenPoints = false
     private var context: HIDStageContext?
     private var pending: [Pending] = []
     private var surfaces: [(HIDDeviceID, GestureSurface)] = []
@@ -88,8 +90,11 @@ final class GestureStage: HIDEventStage {
         switch event.payload {
         case .digitizer(let frame):
             var known = surface(of: event.device) != nil
-            if !known, let info = context?.device(event.device) {
-                surfaces.append((event.device, GestureSurface(device: info)))
+            if !known, let context, let info = context.device(event.device) {
+                let mapping = inScreenPoints ? context.system.screenMapping(for: event.device) : nil
+                let own = GestureSurface(device: info)
+                surfaces.append(
+                    (event.device, own.kind == .touchscreen && mapping != nil ? GestureSurface(device: info, screen: mapping!) : own))
                 known = true
             }
             if known {
@@ -224,6 +229,10 @@ final class GestureStage: HIDEventStage {
     static func callGestureAction(_ action: (GestureEvent) -> Void, _ event: GestureEvent) {
         action(event)
     }
+
+    /// Forgets every device's surface (the screens or the unit changed): the next frame of
+    /// each works it out again.
+    func forgetSurfaces() { surfaces.removeAll() }
 
     private func surface(of device: HIDDeviceID) -> GestureSurface? {
         for (id, surface) in surfaces where id == device { return surface }

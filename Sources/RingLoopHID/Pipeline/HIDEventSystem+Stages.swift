@@ -72,6 +72,25 @@ extension HIDEventSystem {
     /// The attached recognizers, in the order they were added.
     public var gestureRecognizers: [GestureRecognizer] { pipeline.gestures?.recognizers ?? [] }
 
+    /// Whether recognizers measure a touchscreen mapped to a screen (``setScreens(_:)``) in
+    /// that screen's points (``GestureSurface/Unit/screenPoints``) instead of the panel's
+    /// millimetres: locations, translations and velocities are in the screen's pixels
+    /// after calibration and rotation, so a swipe's direction is the screen's as the app
+    /// draws it (a panel mounted in portrait swipes "up" where the user sees up), and
+    /// lengths given in millimetres are converted by the screen's physical size (else the
+    /// panel's). Touchpads and unmapped touchscreens keep their own units. Client loop
+    /// thread; takes effect from each device's next touch.
+    public var gesturesInScreenPoints: Bool {
+        get { pipeline.gestures?.inScreenPoints ?? false }
+        set {
+            loop.preconditionOnLoopThread("HIDEventSystem.gesturesInScreenPoints")
+            guard newValue || pipeline.gestures != nil else { return }
+            let stage = gestureStage()
+            stage.inScreenPoints = newValue
+            stage.forgetSurfaces()
+        }
+    }
+
     /// Whether the loop runs in `RingRunLoop.Mode.tracking` for a drag right now.
     public var isTracking: Bool { pipeline.gestures?.inTrackingRun ?? false }
 

@@ -3,7 +3,9 @@ import RingLoop
 /// The screen-mapping stage (DESIGN.md §3a: after the keymap, before the pointer): gives
 /// each contact, pen event and absolute pointer event of a device mapped to a screen its
 /// location in that screen's pixels (``ScreenMapper``), the mapping worked out by a
-/// ``DeviceSettingsResolver`` as each device attaches. Present only while the system has
+/// ``DeviceSettingsResolver`` as each device attaches, and turns a motion sensor's
+/// acceleration into its device's axes by its mount matrix (``DeviceSettings/mountMatrix``,
+/// udev's `ACCEL_MOUNT_MATRIX`). Present only while the system has
 /// screens (``HIDEventSystem/setScreens(_:)``).
 ///
 /// The stage receives each event borrowed (``HIDEventStage/process(_:emit:)``), so a
@@ -13,6 +15,8 @@ import RingLoop
 final class ScreenMappingStage: HIDEventStage {
     private(set) var screens: DeviceSettingsResolver
     private var mapper = ScreenMapper()
+    /// The motion sensors whose settings give a mount matrix (``DeviceSettings/mountMatrix``).
+    private var mountMatrices: [HIDDeviceID: MountMatrix] = [:]
     private var context: HIDStageContext?
     /// Contact buffers of frames this stage emitted, reused once no event holds them (at
     /// most 64 frames held at once downstream: recognizers, a queue to clients).
@@ -32,6 +36,13 @@ final class ScreenMappingStage: HIDEventStage {
             var mapped = event
             mapped.payload = .digitizer(self.mapped(frame, through: mapping))
             emit(mapped)
+        case .motion(var motion):
+            guard let matrix = mountMatrices[event.device] else { return emit(event) }
+            // The accelerometer's axes only, as udev's ACCEL_MOUNT_MATRIX is the accelerometer's.
+            motion.acceleration = matrix.apply(motion.acceleration)
+            var turned = event
+            turned.payload = .motion(motion)
+            emit(turned)
         case .pen, .absolutePointer:
             var mapped = event
             mapper.process(&mapped)
@@ -41,6 +52,7 @@ final class ScreenMappingStage: HIDEventStage {
             emit(event)
         case .deviceRemoved:
             mapper.setMapping(nil, for: event.device)
+            mountMatrices[event.device] = nil
             emit(event)
         default:
             emit(event)
@@ -49,6 +61,7 @@ final class ScreenMappingStage: HIDEventStage {
 
     func remove(emit: (HIDEvent) -> Void) {
         mapper.removeAll()
+        mountMatrices.removeAll()
         context = nil
     }
 
@@ -84,6 +97,7 @@ final class ScreenMappingStage: HIDEventStage {
     @discardableResult
     private func remapAttachedDevices() -> [ScreenMappingReport] {
         mapper.removeAll()
+        mountMatrices.removeAll()
         guard let context else { return [] }
         return context.system.devices.sorted { $0.id.rawValue < $1.id.rawValue }.compactMap(map)
     }
@@ -92,6 +106,7 @@ final class ScreenMappingStage: HIDEventStage {
     private func map(_ device: HIDDeviceInfo) -> ScreenMappingReport? {
         let report = ScreenMappingReport(device: device, screens: screens)
         mapper.setMapping(report.mapping, for: device.id)
+        mountMatrices[device.id] = report.settings.mountMatrix
         return report.mapping != nil || ScreenMapper.mapsToScreen(device) ? report : nil
     }
 }
@@ -104,12 +119,16 @@ public struct ScreenMappingReport: Sendable {
     public var mapping: ScreenMapping?
     /// Why: the sources of its screen, rotation and calibration, or why none.
     public var reason: String
+    /// Every setting of the device, each with its source.
+    public var settings: DeviceSettings
 
     /// Where `device` maps by `screens`, and why; udev's properties of its node count
     /// where udev knows it (``UdevProperties``).
     public init(device: HIDDeviceInfo, screens: DeviceSettingsResolver) {
         self.device = device
-        (mapping, reason) = screens.mapping(for: device, identity: DeviceIdentity(device, properties: UdevProperties.of(node: device.path)))
+        let identity = DeviceIdentity(device, properties: UdevProperties.of(node: device.path))
+        settings = screens.settings(for: identity)
+        (mapping, reason) = screens.mapping(for: device, identity: identity)
     }
 
     /// One line: `NAME → 1080x1920@90 (HDMI-A-1): screen from …`.
@@ -126,11 +145,23 @@ extension HIDEventSystem {
     /// Called again (a settings file read again on `SIGHUP`), it works out every attached
     /// device's mapping again, so the next events map by the new settings. Client loop
     /// thread; before or after ``start()``.
+    ///
+    /// The same settings decide whether each device is attached at all and as what class
+    /// (``DeviceSettings/ignore`` and ``DeviceSettings/deviceClass``, udev's
+    /// `LIBINPUT_IGNORE_DEVICE` and `ID_INPUT_*` among them, as libinput reads them): an
+    /// ignored device is never opened for reading, and a device given a class is that
+    /// class for every stage and handler. New settings apply to attached nodes at once: a
+    /// node now ignored is detached, one whose class changed is attached again (a new
+    /// id), one no longer ignored is attached. Without any settings (`nil`), udev's
+    /// properties still count.
     /// - Returns: where each attached device that maps to a screen maps now, and why
     ///   (empty before ``start()``: devices are mapped as they attach).
     @discardableResult
     public func setScreens(_ screens: DeviceSettingsResolver?) -> [ScreenMappingReport] {
         loop.preconditionOnLoopThread("HIDEventSystem.setScreens")
+        attachPolicy.update(screens ?? DeviceSettingsResolver())
+        feed?.reconsiderDevices()
+        pipeline.gestures?.forgetSurfaces()
         guard let screens else {
             if let stage = pipeline.screenMapping {
                 pipeline.remove(stage)

@@ -50,6 +50,9 @@ public struct DeviceIdentity: Sendable, Hashable {
     public static let calibrationProperty = "LIBINPUT_CALIBRATION_MATRIX"
     /// The udev property that makes libinput ignore the device.
     public static let ignoreProperty = "LIBINPUT_IGNORE_DEVICE"
+    /// The udev property holding how a device's accelerometer sits in it (systemd's
+    /// `60-sensor.hwdb`).
+    public static let mountMatrixProperty = "ACCEL_MOUNT_MATRIX"
 }
 
 /// The buses a rule may name, by the word the settings file uses.

@@ -1,7 +1,9 @@
 /// The settings one device gets, each with where it came from.
 ///
-/// The screen mapping reads ``ignore``, ``deviceClass``, ``screen``, ``calibration`` and
-/// ``rotation``; the others are read and checked now and kept for the pointer stage
+/// ``ignore`` and ``deviceClass`` decide whether and as what a device is attached
+/// (``HIDEventSystem/setScreens(_:)``); the screen mapping reads ``screen``,
+/// ``calibration`` and ``rotation``, and turns a motion sensor's acceleration by its
+/// ``mountMatrix``; the others are read and checked now and kept for the pointer stage
 /// (acceleration, scrolling, tapping, disable-while-typing) and the gamepad stage (dead
 /// zone), which apply them.
 public struct DeviceSettings: Sendable, Hashable {
@@ -38,6 +40,8 @@ public struct DeviceSettings: Sendable, Hashable {
     public var disableWhileTyping: Bool?
     /// A gamepad axis's dead zone, 0…1 of its half range.
     public var deadZone: Double?
+    /// How the device's accelerometer sits in it (udev's `ACCEL_MOUNT_MATRIX`).
+    public var mountMatrix: MountMatrix?
     /// Where each value set came from.
     public var sources: [DeviceSettingKey: SettingSource] = [:]
 
@@ -74,6 +78,7 @@ public struct DeviceSettings: Sendable, Hashable {
             default: return
             }
         case .numbers(let numbers): accelerationPoints = numbers
+        case .mountMatrix(let matrix): mountMatrix = matrix
         }
         sources[key] = source
     }
@@ -107,6 +112,7 @@ public struct DeviceSettings: Sendable, Hashable {
         case .tap: return flag(tap)
         case .disableWhileTyping: return flag(disableWhileTyping)
         case .deadZone: return number(deadZone)
+        case .mountMatrix: return mountMatrix?.description
         }
     }
 }
@@ -158,6 +164,7 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
     case tap
     case disableWhileTyping = "dwt"
     case deadZone = "deadzone"
+    case mountMatrix = "mount-matrix"
 
     public static func < (lhs: DeviceSettingKey, rhs: DeviceSettingKey) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -224,6 +231,8 @@ public enum DeviceSettingKey: String, Sendable, Hashable, CaseIterable, Comparab
                 )
             }
             return .numbers(numbers)
+        case .mountMatrix:
+            return .mountMatrix(try MountMatrix(parsing: text))
         }
     }
 }
@@ -238,6 +247,7 @@ public enum DeviceSettingValue: Sendable, Hashable {
     case accelerationProfile(AccelerationProfile)
     case number(Double)
     case numbers([Double])
+    case mountMatrix(MountMatrix)
 }
 
 /// Why a setting's value was refused, and what would be valid.

@@ -1,7 +1,8 @@
 /// Gives each device its settings and its screen mapping, each value with its source.
 ///
 /// Sources, from the weakest: the defaults; udev's properties of the device where udev
-/// knows it (`LIBINPUT_CALIBRATION_MATRIX`, `LIBINPUT_IGNORE_DEVICE`); the settings files
+/// knows it (`LIBINPUT_CALIBRATION_MATRIX`, `LIBINPUT_IGNORE_DEVICE`, `ID_INPUT_*`,
+/// `ACCEL_MOUNT_MATRIX`); the settings files
 /// in the order given, each section that matches the device in file order (a later
 /// section's value wins, as in udev's rules and libinput's quirks); then the app's own
 /// settings or the command line (`--screen`, `--calibration`), which win over all.
@@ -41,16 +42,23 @@ public struct DeviceSettingsResolver: Sendable {
         {
             settings.set(.calibration, to: .calibration(matrix), from: .udev(property: DeviceIdentity.calibrationProperty))
         }
+        if let text = device.properties[DeviceIdentity.mountMatrixProperty], let matrix = try? MountMatrix(parsing: text) {
+            settings.set(.mountMatrix, to: .mountMatrix(matrix), from: .udev(property: DeviceIdentity.mountMatrixProperty))
+        }
         if let text = device.properties[DeviceIdentity.ignoreProperty], let value = try? DeviceSettingKey.ignore.parse(Substring(text)) {
             settings.set(.ignore, to: value, from: .udev(property: DeviceIdentity.ignoreProperty))
         }
         // udev's class tags (its input_id builtin, or a rule or hwdb entry that overrides it):
-        // the first one set that the device's own roles lack becomes its class, as libinput
-        // takes udev's word for what a device is.
-        for (property, deviceClass) in Self.udevClasses where device.properties[property] == "1" {
-            if device.roles.contains(deviceClass) { break }
+        // the most specific tag set becomes the device's class unless its capabilities
+        // already give it that role, as libinput takes udev's word for what a device is.
+        // (udev tags every gamepad ID_INPUT_JOYSTICK and a tablet's pad ID_INPUT_TABLET:
+        // those agree with the device's own class.)
+        if let (property, deviceClass) = Self.udevClasses.first(where: { device.properties[$0.0] == "1" }),
+            !device.roles.contains(deviceClass),
+            !(deviceClass == .joystick && device.roles.contains(.gamepad)),
+            !(deviceClass == .tablet && device.roles.contains(.tabletPad))
+        {
             settings.set(.deviceClass, to: .deviceClass(deviceClass), from: .udev(property: property))
-            break
         }
         for file in files {
             for section in file.sections where section.match.matches(device) {
@@ -77,13 +85,18 @@ public struct DeviceSettingsResolver: Sendable {
     /// Problems with udev properties of `device` that were not used (a malformed
     /// `LIBINPUT_CALIBRATION_MATRIX`), for `describe` and the log.
     public func udevProblems(for device: DeviceIdentity) -> [String] {
-        guard let text = device.properties[DeviceIdentity.calibrationProperty] else { return [] }
-        do {
-            _ = try CalibrationMatrix(parsing: text)
-            return []
-        } catch {
-            return ["udev's \(DeviceIdentity.calibrationProperty)=\"\(text)\" is not used: \(error)"]
+        var problems: [String] = []
+        if let text = device.properties[DeviceIdentity.calibrationProperty] {
+            do { _ = try CalibrationMatrix(parsing: text) } catch {
+                problems.append("udev's \(DeviceIdentity.calibrationProperty)=\"\(text)\" is not used: \(error)")
+            }
         }
+        if let text = device.properties[DeviceIdentity.mountMatrixProperty] {
+            do { _ = try MountMatrix(parsing: text) } catch {
+                problems.append("udev's \(DeviceIdentity.mountMatrixProperty)=\"\(text)\" is not used: \(error)")
+            }
+        }
+        return problems
     }
 
     /// Where `device` maps to: its screen (by its settings' `screen`, else by

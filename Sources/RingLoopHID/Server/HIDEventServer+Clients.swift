@@ -138,7 +138,9 @@ extension HIDEventServer {
         if wantsFocus { focus(client.id) }
         flush(client)
         armWatch()
-        return ServerWire.Welcome(focused: focused === client, window: UInt32(clamping: max(1, configuration.maximumOutstandingBatches)))
+        return ServerWire.Welcome(
+            focused: focused === client, window: UInt32(clamping: max(1, configuration.maximumOutstandingBatches)),
+            layoutNames: system.pipeline.keymap?.keyboard.keymap.layoutNames ?? [])
     }
 
     /// Why a client of `sender`'s user is refused a slot, if it is: a user other than the

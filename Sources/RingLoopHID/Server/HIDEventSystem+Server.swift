@@ -93,6 +93,13 @@ extension HIDEventSystem {
         }
     }
 
+    /// The names of the layouts of the keymap the event server holds for its clients
+    /// (``HIDEventServer/setKeymap(_:composeTable:)``), in group order, as its welcome
+    /// gave them, so a client can show the layout a key event's
+    /// ``KeyEvent/keymapModifiers`` names; empty before the first welcome, when the server
+    /// holds no keymap, and for a system that reads its own devices. Client loop thread.
+    public var serverLayoutNames: [String] { (feed as? ServerDeviceFeed)?.serverLayoutNames ?? [] }
+
     /// Whether this client is attached to its event server now (it re-attaches by itself
     /// when the server comes back). Client loop thread.
     public var isAttachedToServer: Bool { feed?.serverState?.attached ?? false }

@@ -85,6 +85,8 @@ final class ServerDeviceFeed: DeviceFeed {
     private var reported: Set<Misdeed> = []
     /// The last refusal reported (a refused client tries again, and says so once a reason).
     private var lastRefusal: String?
+    /// The layout names of the server's keymap, from its last welcome.
+    private(set) var serverLayoutNames: [String] = []
     /// The last failure to attach reported: the same one again (a name another user
     /// squats, tried every 2 s) is not reported again until an attach succeeds.
     private var lastFailure: String?
@@ -306,6 +308,7 @@ final class ServerDeviceFeed: DeviceFeed {
             own.invalidate()
             return .success(refusal)
         }
+        serverLayoutNames = welcome.layoutNames
         let owner = server.owner
         attached = Attached(server: server, own: own, token: token, serverPID: owner.pid)
         reported = []

@@ -19,8 +19,9 @@ import RingLoopEvdev
 /// (`FuzzServerWire`) runs the decoders in CI.
 package enum ServerWire {
     /// The format's version (3: pointer motion carries its accelerated deltas and the
-    /// cursor, scrolling its source and phase).
-    package static let version: UInt16 = 3
+    /// cursor, scrolling its source and phase; 4: the welcome names the server keymap's
+    /// layouts).
+    package static let version: UInt16 = 4
 
     /// A message that breaks the format; the receiver drops it (and a client that sends
     /// one is dropped).

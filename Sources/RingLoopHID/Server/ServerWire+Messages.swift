@@ -192,11 +192,18 @@ extension ServerWire {
         package var window: UInt32
         /// Why the server refused the client; `nil` when it took it in.
         package var refusal: String?
+        /// The names of the layouts of the keymap the server holds for its clients
+        /// (`English (US)`, `German`), in group order; empty when it holds none.
+        package var layoutNames: [String]
 
-        package init(focused: Bool, window: UInt32, refusal: String? = nil) {
+        /// The most layout names a welcome carries (xkbcommon's keymaps have at most 4 groups).
+        static let maximumLayoutNames = 32
+
+        package init(focused: Bool, window: UInt32, refusal: String? = nil, layoutNames: [String] = []) {
             self.focused = focused
             self.window = window
             self.refusal = refusal
+            self.layoutNames = layoutNames
         }
 
         package var encoded: [UInt8] {
@@ -206,6 +213,9 @@ extension ServerWire {
             out.u32(window)
             out.bool(refusal != nil)
             out.string(refusal ?? "")
+            let names = layoutNames.prefix(Self.maximumLayoutNames)
+            out.u8(UInt8(names.count))
+            for name in names { out.string(name.utf8.count <= 256 ? name : "") }
             return out.bytes
         }
 
@@ -220,6 +230,11 @@ extension ServerWire {
             let reason = try input.printableString("welcome refusal", maximum: 1024)
             guard refused || reason.isEmpty else { throw .notCanonical(field: "welcome refusal") }
             refusal = refused ? reason : nil
+            let count = Int(try input.u8("welcome layout count"))
+            guard count <= Self.maximumLayoutNames else { throw .outOfRange(field: "welcome layout count", value: Int64(count)) }
+            var names: [String] = []
+            for _ in 0..<count { names.append(try input.printableString("welcome layout name", maximum: 256)) }
+            layoutNames = names
             try input.expectEnd("welcome")
         }
     }

@@ -39,6 +39,9 @@ protocol DeviceFeed: AnyObject {
     var serverState: (attached: Bool, focused: Bool)? { get }
     /// Does what only some feeds can do, or says why this one cannot.
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer
+    /// Decides again which nodes are attached and as what class, the attach policy's
+    /// settings having changed (a feed without nodes of its own does nothing).
+    func reconsiderDevices()
 }
 
 /// What a feed is asked to do beyond reading (``DeviceFeed/control(_:)``).
@@ -66,6 +69,7 @@ extension DeviceFeed {
     func finish() {}
     func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { nil }
     var serverState: (attached: Bool, focused: Bool)? { nil }
+    func reconsiderDevices() {}
 
     /// What a feed that reads its own nodes does: LEDs are written to the node as a
     /// compositor writes them (opened write-only for the write), rumbles played through
@@ -122,6 +126,7 @@ final class LocalDeviceFeed: DeviceFeed {
         monitor.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
+    func reconsiderDevices() { monitor.reconsider() }
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try controlOwnNodes(request, rumbles: rumbles) }
 }
 
@@ -224,6 +229,14 @@ final class ThreadedDeviceFeed: DeviceFeed {
         }
         answered.wait()
         return answer.withLock { $0 }
+    }
+
+    func reconsiderDevices() {
+        let forwarder = forwarder
+        thread.perform {
+            forwarder.monitor?.reconsider()
+            forwarder.flush()
+        }
     }
 
     /// Takes the client-side port source off the loop (after the last batch was taken).

@@ -24,6 +24,9 @@ final class DeviceMonitor {
         var readPath: DeviceReadPath = .ring
         /// Counts the readers' `read(2)` calls.
         var readCalls = ReadCallCounter()
+        /// Whether each device is attached, and as what class (its settings' `ignore` and
+        /// `class`).
+        var attachPolicy = DeviceAttachPolicy()
     }
 
     private let settings: Settings
@@ -34,6 +37,12 @@ final class DeviceMonitor {
     private var inotifyFD: Int32 = -1
     private var inotifySource: LoopPortSource?
     private var readers: [String: DeviceReader] = [:]
+    /// Each attached node's description as its capabilities gave it, before its settings'
+    /// class: what ``reconsider()`` decides again by.
+    private var described: [String: HIDDeviceInfo] = [:]
+    /// The nodes left alone by their settings (`ignore`), not opened again until they
+    /// change, disappear or the settings change.
+    private var ignored: Set<String> = []
     private var nextID: UInt32 = 1
     private var pendingRetries: [String: (attempts: Int, timer: LoopTimer)] = [:]
     static let logger = Logger(label: "RingLoop.HID")
@@ -82,6 +91,9 @@ final class DeviceMonitor {
         pendingRetries = [:]
         let detaching = Array(readers.values)
         readers = [:]
+        described = [:]
+        for name in ignored { settings.attachPolicy.noteIgnored(nodePath(name), reason: nil) }
+        ignored = []
         onDevicesChanged([])
         for reader in detaching { reader.detach() }
         if inotifyFD >= 0 {
@@ -118,8 +130,12 @@ final class DeviceMonitor {
                 offset += 16 + length
                 guard name.hasPrefix("event") else { continue }
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+                    forgetIgnored(name)
                     remove(name)
-                } else if mask & UInt32(IN_CREATE | IN_MOVED_TO | IN_ATTRIB) != 0, readers[name] == nil {
+                } else if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, readers[name] == nil {
+                    forgetIgnored(name)
+                    consider(name)
+                } else if mask & UInt32(IN_ATTRIB) != 0, readers[name] == nil, !ignored.contains(name) {
                     consider(name)
                 }
             }
@@ -148,7 +164,22 @@ final class DeviceMonitor {
         case .failure(let error):
             close(fd)
             onError(error)
-        case .success(let info):
+        case .success(let described):
+            let info: HIDDeviceInfo
+            switch settings.attachPolicy.decide(described) {
+            case .ignore(let reason):
+                close(fd)
+                ignored.insert(name)
+                settings.attachPolicy.noteIgnored(path, reason: reason)
+                Self.logger.info("\(path) (\(described.name)): not attached: \(reason)")
+                return
+            case .attach(let decided):
+                info = decided
+                if decided.deviceClass != described.deviceClass {
+                    Self.logger.info("\(path) (\(described.name)): attached as a \(decided.deviceClass.rawValue)")
+                }
+            }
+            self.described[name] = described
             nextID += 1
             if settings.grab {
                 do throws(EvdevError) { try device.grab() } catch {
@@ -164,6 +195,34 @@ final class DeviceMonitor {
         }
     }
 
+    /// Decides again, by the settings now in force, what to do with every node: a node now
+    /// ignored is detached (its clients see its releases and removal), a node whose class
+    /// changed is detached and attached again as the new class (a new id), and a node
+    /// ignored before and not now is attached. Streams keep what they were attached as.
+    func reconsider() {
+        for (name, original) in described.sorted(by: { $0.key < $1.key }) {
+            guard let reader = readers[name] else { continue }
+            switch settings.attachPolicy.decide(original) {
+            case .attach(let decided) where decided.deviceClass == reader.info.deviceClass && decided.roles == reader.info.roles:
+                continue
+            case .attach, .ignore:
+                remove(name)
+                consider(name)
+            }
+        }
+        for name in ignored.sorted() {
+            forgetIgnored(name)
+            consider(name)
+        }
+    }
+
+    private func nodePath(_ name: String) -> String { (settings.directory ?? "") + "/" + name }
+
+    private func forgetIgnored(_ name: String) {
+        guard ignored.remove(name) != nil else { return }
+        settings.attachPolicy.noteIgnored(nodePath(name), reason: nil)
+    }
+
     /// Attaches a stream of `struct input_event` records (a pipe, a socket) as a device
     /// described by `description`; the reader owns `fd` from here. The end of the stream
     /// is the device's removal.
@@ -174,6 +233,7 @@ final class DeviceMonitor {
         info.id = id
         info.path = "stream:\(id.rawValue)"
         let name = "stream \(id.rawValue)"
+        if case .attach(let decided) = settings.attachPolicy.decide(info) { info = decided }
         let flags = fcntl(fd, F_GETFL)
         if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
         let reader = DeviceReader(info: info, fd: fd, readCalls: settings.readCalls, sink: sink) { [unowned self] reader in
@@ -212,6 +272,7 @@ final class DeviceMonitor {
         cancelRetry(name)
         guard let reader = readers[name], expected == nil || reader === expected else { return }
         readers[name] = nil
+        described[name] = nil
         detachedEventsRead += reader.eventsRead
         // The table changes before the removal event can reach any client.
         onDevicesChanged(devices)

@@ -217,6 +217,9 @@ public final class HIDEventSystem {
     /// Finishes each stream made by ``events(kinds:deviceClasses:buffer:)`` (at stop).
     var streamFinishers: [() -> Void] = []
     let deviceTable = DeviceTable()
+    /// Whether each device is attached and as what class (the settings of ``setScreens(_:)``
+    /// and udev's properties).
+    let attachPolicy = DeviceAttachPolicy()
     /// The readers' `read(2)` calls (the ring path makes none), on any thread.
     let readCalls = ReadCallCounter()
     /// What the chain knows of each device at its boundaries, and what was lost since the
@@ -310,7 +313,8 @@ public final class HIDEventSystem {
             folder = DeviceFolder(path: player.deviceFolderPath, nodeNames: player.playedNodeNames, shape: shape)
             let inner = try makeFolderFeed(folder, sink: sink, onError: onError)
             return PlayerDeviceFeed(
-                inner: inner, player: player, table: deviceTable, loop: loop, finished: finished)
+                inner: inner, player: player, table: deviceTable, attachPolicy: attachPolicy, loop: loop,
+                finished: finished)
         }
         return try makeFolderFeed(folder, sink: sink, onError: onError)
     }
@@ -321,7 +325,7 @@ public final class HIDEventSystem {
         let settings = DeviceMonitor.Settings(
             directory: folder.path.isEmpty ? nil : folder.path, grab: folder.grab, openAttempts: folder.openAttempts,
             retryInterval: folder.retryInterval, nodeNames: folder.nodeNames, readPath: folder.readPath,
-            readCalls: readCalls)
+            readCalls: readCalls, attachPolicy: attachPolicy)
         switch folder.shape {
         case .clientLoop:
             return LocalDeviceFeed(settings: settings, loop: loop, sink: sink, onError: onError, table: deviceTable)

@@ -9,14 +9,16 @@ final class PlayerDeviceFeed: DeviceFeed {
     private let inner: any DeviceFeed
     private let player: any EvdevNodePlayer
     private let table: DeviceTable
+    private let attachPolicy: DeviceAttachPolicy
     private let loop: RingRunLoop
     private let finished: (@Sendable () -> Void)?
     private var started = false
 
     init(
-        inner: any DeviceFeed, player: any EvdevNodePlayer, table: DeviceTable, loop: RingRunLoop,
-        finished: (@Sendable () -> Void)?
+        inner: any DeviceFeed, player: any EvdevNodePlayer, table: DeviceTable, attachPolicy: DeviceAttachPolicy,
+        loop: RingRunLoop, finished: (@Sendable () -> Void)?
     ) {
+        self.attachPolicy = attachPolicy
         self.inner = inner
         self.player = player
         self.table = table
@@ -38,17 +40,20 @@ final class PlayerDeviceFeed: DeviceFeed {
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { inner.readPaths() }
     func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { inner.takeForwarded(enqueue) }
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try inner.control(request) }
+    func reconsiderDevices() { inner.reconsiderDevices() }
 
     func drained() {
         inner.drained()
         startWhenAttached()
     }
 
-    /// Starts the player once every one of its nodes is attached.
+    /// Starts the player once every one of its nodes is attached or left alone by its
+    /// settings (`ignore`).
     private func startWhenAttached() {
         guard !started else { return }
         let names = player.playedNodeNames
-        let attached = table.all.filter { names.contains(Self.nodeName(of: $0.path)) }.count
+        let ignored = attachPolicy.ignoredNodes.keys.filter { names.contains(Self.nodeName(of: $0)) }.count
+        let attached = ignored + table.all.filter { names.contains(Self.nodeName(of: $0.path)) }.count
         guard attached >= names.count else { return }
         started = true
         let loop = loop
