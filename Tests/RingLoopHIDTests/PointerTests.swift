@@ -347,6 +347,28 @@ struct PointerTests {
         #expect(kinds == ["button", "pointerMotion", "button", "pointerMotion"])
     }
 
+    @Test("a touchpad's clicks (the touchpad stage's taps) pass undebounced and on time, as libinput debounces pointers' buttons only")
+    func touchpadClicksAreNotDebounced() {
+        let left = Evdev.BTN_LEFT
+        let touchpad = HIDDeviceID(rawValue: 2)
+        var processor = PointerProcessor(defaults: PointerSettings())
+        processor.setDevice(touchpad, settings: PointerSettings(), isTouchpad: true)
+        var seen: [String] = []
+        // A tap: press and release 3 ms apart, then a second tap 3 ms later (a double tap).
+        for (milliseconds, isDown) in [(0, true), (3, false), (6, true), (9, false)] as [(UInt64, Bool)] {
+            let event = HIDEvent(
+                device: touchpad, timestamp: MonotonicInstant(nanoseconds: milliseconds * 1_000_000),
+                payload: .button(ButtonEvent(code: left, number: 1, isDown: isDown)))
+            processor.process(event) {
+                if case .button(let button) = $0.payload {
+                    seen.append("\(button.isDown ? "down" : "up") \($0.timestamp.nanoseconds / 1_000_000)")
+                }
+            }
+        }
+        #expect(seen == ["down 0", "up 3", "down 6", "up 9"], "passed on as they came, none held")
+        #expect(processor.nextDeadline == nil, "nothing waits for a bounce time")
+    }
+
     @Test("spurious: a held button's release and press within the bounce time turn the method on; then such pairs within 12 ms are dropped")
     func spurious() {
         let right = Evdev.BTN_RIGHT

@@ -107,7 +107,7 @@ final class PointerStage: HIDEventStage {
         let own = context?.system.screens?.settings(for: DeviceIdentity(device, properties: properties)) ?? DeviceSettings()
         let (settings, problems) = defaults.applying(own, udevProperties: properties)
         for problem in problems { Self.logger.warning("\(device.name): \(problem)") }
-        processor.setDevice(device.id, settings: settings, acceleratesMotion: device.deviceClass != .touchpad)
+        processor.setDevice(device.id, settings: settings, isTouchpad: device.deviceClass == .touchpad)
     }
 }
 

@@ -41,22 +41,25 @@ struct PointerAccelerator: Sendable {
 /// middle button emulated, each device by its ``PointerSettings``.
 ///
 /// A plain value with no loop: the stage (or a test) sets each device's settings as it
-/// attaches (``setDevice(_:settings:acceleratesMotion:)``), passes every event through
+/// attaches (``setDevice(_:settings:isTouchpad:)``), passes every event through
 /// ``process(_:emit:)``, and calls ``flush(upTo:emit:)`` when ``nextDeadline`` passes
 /// (debouncing and middle-button emulation hold buttons for a few milliseconds).
 package struct PointerProcessor: Sendable {
     private struct DeviceState: Sendable {
         var settings: PointerSettings
         var accelerator: PointerAccelerator
-        /// Whether its motion is accelerated here (a touchpad's comes accelerated by its own stage).
-        var acceleratesMotion: Bool
+        /// Whether it is a touchpad, whose motion and buttons the touchpad stage made: its
+        /// motion comes accelerated, and its buttons (taps, clickpad clicks) are not
+        /// debounced here — libinput debounces the physical buttons of pointers only, and a
+        /// tap's release held 25 ms would be late.
+        var isTouchpad: Bool
         var debouncer = ButtonDebouncer()
         var middle = MiddleButtonEmulation()
 
-        init(settings: PointerSettings, acceleratesMotion: Bool) {
+        init(settings: PointerSettings, isTouchpad: Bool) {
             self.settings = settings
             accelerator = PointerAccelerator(settings.acceleration, dotsPerInch: settings.dotsPerInch)
-            self.acceleratesMotion = acceleratesMotion
+            self.isTouchpad = isTouchpad
         }
     }
 
@@ -86,8 +89,8 @@ package struct PointerProcessor: Sendable {
     }
 
     /// Sets `device`'s settings (its acceleration starts again).
-    package mutating func setDevice(_ device: HIDDeviceID, settings: PointerSettings, acceleratesMotion: Bool = true) {
-        let state = DeviceState(settings: settings, acceleratesMotion: acceleratesMotion)
+    package mutating func setDevice(_ device: HIDDeviceID, settings: PointerSettings, isTouchpad: Bool = false) {
+        let state = DeviceState(settings: settings, isTouchpad: isTouchpad)
         if let index = index(of: device) {
             devices[index].state = state
         } else {
@@ -164,7 +167,7 @@ package struct PointerProcessor: Sendable {
                         emit(Self.event(device, button, at))
                     }
                 }
-                if settings.debounce {
+                if settings.debounce && !state.isTouchpad {
                     state.debouncer.process(button, at: time, emit: emulated)
                 } else {
                     emulated(button, time)
@@ -186,7 +189,7 @@ package struct PointerProcessor: Sendable {
     package mutating func moved(_ event: HIDEvent, _ motion: PointerMotionEvent) -> HIDEvent {
         var motion = motion
         withState(of: event.device) { state in
-            guard state.acceleratesMotion else { return }
+            guard !state.isTouchpad else { return }
             (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(
                 dx: motion.dx, dy: motion.dy, at: Int64(event.timestamp.nanoseconds))
         }
@@ -224,7 +227,7 @@ package struct PointerProcessor: Sendable {
             lastIndex = index
             return body(&devices[index].state)
         }
-        devices.append((device, DeviceState(settings: defaults, acceleratesMotion: true)))
+        devices.append((device, DeviceState(settings: defaults, isTouchpad: false)))
         lastIndex = devices.count - 1
         body(&devices[lastIndex].state)
     }
