@@ -191,6 +191,13 @@ enum IOBench {
 
     // MARK: Echo
 
+    /// Where the echo's throughput client and server run: as the scheduler likes, or the
+    /// server process on one CPU and the client on another (the rows' `.two_cpus`).
+    enum EchoPlacement: String {
+        case free = ""
+        case twoCPUs = ".two_cpus"
+    }
+
     static func echo(quick: Bool, rounds: Int) throws -> [BenchResult] {
         let count = BenchSize.of(quick ? 2_000 : 20_000)
         let seconds = quick ? 0.3 : 1.5
@@ -199,22 +206,38 @@ enum IOBench {
             ("foundation", benchExecutable, ["bench-server", "echo-foundation"]),
         ]
         if let nioPeer { sides.append(("swift-nio", nioPeer, ["echo-server"])) }
+        let cpus = CPUAffinity.allowedCPUs()
+        let placements: [EchoPlacement] = cpus.count > 1 ? [.free, .twoCPUs] : [.free]
         var p50: [String: [Double]] = [:]
         var p99: [String: [Double]] = [:]
-        var bytes: [String: [Double]] = [:]
-        var cpuPerKiB: [String: [Double]] = [:]
+        var bytes: [EchoPlacement: [String: [Double]]] = [:]
+        var cpuPerKiB: [EchoPlacement: [String: [Double]]] = [:]
         for _ in 0..<rounds {
-            for side in sides {
-                let server = try ServerProcess(side.executable, side.arguments)
-                defer { server.stop() }
-                let samples = try pingPong(port: server.port, count: count)
-                p50[side.name, default: []].append(percentile(samples, 0.5))
-                p99[side.name, default: []].append(percentile(samples, 0.99))
-                let (rate, cpu) = try throughput(
-                    port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds,
-                    server: server.process.processIdentifier)
-                bytes[side.name, default: []].append(rate)
-                cpuPerKiB[side.name, default: []].append(cpu)
+            for placement in placements {
+                for side in sides {
+                    // On a thread of its own: the server process inherits the CPUs this
+                    // thread may use when it starts, the client keeps the other.
+                    let measured = onFreshThread {
+                        Result { () throws -> (samples: [Double]?, rate: Double, cpu: Double) in
+                            if placement == .twoCPUs { try? CPUAffinity.restrictCurrentThread(to: [cpus[1]]) }
+                            let server = try ServerProcess(side.executable, side.arguments)
+                            defer { server.stop() }
+                            if placement == .twoCPUs { try? CPUAffinity.restrictCurrentThread(to: [cpus[0]]) }
+                            let samples = placement == .free ? try pingPong(port: server.port, count: count) : nil
+                            let (rate, cpu) = try throughput(
+                                port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds,
+                                server: server.process.processIdentifier)
+                            return (samples, rate, cpu)
+                        }
+                    }
+                    let (samples, rate, cpu) = try measured.get()
+                    if let samples {
+                        p50[side.name, default: []].append(percentile(samples, 0.5))
+                        p99[side.name, default: []].append(percentile(samples, 0.99))
+                    }
+                    bytes[placement, default: [:]][side.name, default: []].append(rate)
+                    cpuPerKiB[placement, default: [:]][side.name, default: []].append(cpu)
+                }
             }
         }
         func result(_ name: String, _ unit: String, _ figures: [String: [Double]]) -> BenchResult {
@@ -224,12 +247,16 @@ enum IOBench {
                 name, unit, ours: median(figures["ours"] ?? []), foundation: median(figures["foundation"] ?? []),
                 peers: nioPeer == nil ? ["swift-nio": nil] : peers)
         }
-        return [
+        var results = [
             result("io.echo.pingpong.p50_us", "µs", p50),
             result("io.echo.pingpong.p99_us", "µs", p99),
-            result("io.echo.throughput.bytes_per_s", "B/s", bytes),
-            result("io.echo.throughput.server_cpu_ns_per_kib", "ns", cpuPerKiB),
         ]
+        for placement in placements {
+            results.append(result("io.echo.throughput\(placement.rawValue).bytes_per_s", "B/s", bytes[placement] ?? [:]))
+            results.append(
+                result("io.echo.throughput\(placement.rawValue).server_cpu_ns_per_kib", "ns", cpuPerKiB[placement] ?? [:]))
+        }
+        return results
     }
 
     // MARK: Named ports
