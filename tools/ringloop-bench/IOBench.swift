@@ -66,6 +66,22 @@ enum IOBench {
             return nil
         }
 
+        /// Writes `request` as a line to the server and returns the line it answers
+        /// (`nil` if none comes within five seconds).
+        func ask(_ request: String) -> String? {
+            input.fileHandleForWriting.write(Data((request + "\n").utf8))
+            return nextLine(timeout: .seconds(5))
+        }
+
+        /// The RingLoop echo's counters so far: calls into the kernel, submission entries
+        /// handed over, buffers received (`stats`).
+        func echoStats() -> (enters: Double, entries: Double, chunks: Double)? {
+            guard let words = ask("stats")?.split(separator: " "), words.count == 4, words[0] == "stats",
+                let enters = Double(words[1]), let entries = Double(words[2]), let chunks = Double(words[3])
+            else { return nil }
+            return (enters, entries, chunks)
+        }
+
         func stop() {
             try? input.fileHandleForWriting.close()
             let deadline = Date().addingTimeInterval(5)
@@ -140,7 +156,7 @@ enum IOBench {
     /// flight in 4 KiB writes, driven by one `poll` thread; and the server's CPU time per
     /// KiB echoed meanwhile (what the machine's load does not change).
     static func throughput(
-        port: UInt16, connections: Int, seconds: Double, server: Int32
+        port: UInt16, connections: Int, seconds: Double, server: Int32, atStartAndEnd: () -> Void = {}
     ) throws -> (bytesPerSecond: Double, cpuPerKiB: Double) {
         let sockets = try (0..<connections).map { _ in try connectedSocket(port: port) }
         defer { for socket in sockets { close(socket) } }
@@ -157,6 +173,7 @@ enum IOBench {
         while true {
             let now = MonotonicInstant.now
             if measuredFrom == nil, now >= warmUp {
+                atStartAndEnd()
                 measuredFrom = now
                 cpuFrom = cpuTime(of: server)
                 received = 0
@@ -164,6 +181,7 @@ enum IOBench {
             }
             if let measuredFrom, now >= end {
                 let cpu = Double(cpuTime(of: server) - cpuFrom)
+                atStartAndEnd()
                 return (Double(received) / Double((now - measuredFrom).nanosecondsValue) * 1e9, cpu / (Double(received) / 1024))
             }
             for index in entries.indices {
@@ -191,6 +209,13 @@ enum IOBench {
 
     // MARK: Echo
 
+    /// Where the echo's throughput client and server run: as the scheduler likes, or the
+    /// server process on one CPU and the client on another (the rows' `.two_cpus`).
+    enum EchoPlacement: String {
+        case free = ""
+        case twoCPUs = ".two_cpus"
+    }
+
     static func echo(quick: Bool, rounds: Int) throws -> [BenchResult] {
         let count = BenchSize.of(quick ? 2_000 : 20_000)
         let seconds = quick ? 0.3 : 1.5
@@ -199,22 +224,55 @@ enum IOBench {
             ("foundation", benchExecutable, ["bench-server", "echo-foundation"]),
         ]
         if let nioPeer { sides.append(("swift-nio", nioPeer, ["echo-server"])) }
+        let cpus = CPUAffinity.allowedCPUs()
+        let placements: [EchoPlacement] = cpus.count > 1 ? [.free, .twoCPUs] : [.free]
         var p50: [String: [Double]] = [:]
         var p99: [String: [Double]] = [:]
-        var bytes: [String: [Double]] = [:]
-        var cpuPerKiB: [String: [Double]] = [:]
+        var bytes: [EchoPlacement: [String: [Double]]] = [:]
+        var cpuPerKiB: [EchoPlacement: [String: [Double]]] = [:]
+        var entersPerChunk: [EchoPlacement: [Double]] = [:]
+        var entriesPerChunk: [EchoPlacement: [Double]] = [:]
         for _ in 0..<rounds {
-            for side in sides {
-                let server = try ServerProcess(side.executable, side.arguments)
-                defer { server.stop() }
-                let samples = try pingPong(port: server.port, count: count)
-                p50[side.name, default: []].append(percentile(samples, 0.5))
-                p99[side.name, default: []].append(percentile(samples, 0.99))
-                let (rate, cpu) = try throughput(
-                    port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds,
-                    server: server.process.processIdentifier)
-                bytes[side.name, default: []].append(rate)
-                cpuPerKiB[side.name, default: []].append(cpu)
+            for placement in placements {
+                for side in sides {
+                    // On a thread of its own: the server process inherits the CPUs this
+                    // thread may use when it starts, the client keeps the other.
+                    let measured = onFreshThread {
+                        Result { () throws -> (samples: [Double]?, rate: Double, cpu: Double, perChunk: (Double, Double)?) in
+                            if placement == .twoCPUs { try? CPUAffinity.restrictCurrentThread(to: [cpus[1]]) }
+                            let server = try ServerProcess(side.executable, side.arguments)
+                            defer { server.stop() }
+                            if placement == .twoCPUs { try? CPUAffinity.restrictCurrentThread(to: [cpus[0]]) }
+                            let samples = placement == .free ? try pingPong(port: server.port, count: count) : nil
+                            // Ours also counts its calls into the kernel and submissions per
+                            // buffer echoed, over the measured time.
+                            var stats: [(enters: Double, entries: Double, chunks: Double)] = []
+                            let (rate, cpu) = try throughput(
+                                port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds,
+                                server: server.process.processIdentifier
+                            ) {
+                                if side.name == "ours", let now = server.echoStats() { stats.append(now) }
+                            }
+                            var perChunk: (Double, Double)?
+                            if stats.count == 2, stats[1].chunks > stats[0].chunks {
+                                let chunks = stats[1].chunks - stats[0].chunks
+                                perChunk = ((stats[1].enters - stats[0].enters) / chunks, (stats[1].entries - stats[0].entries) / chunks)
+                            }
+                            return (samples, rate, cpu, perChunk)
+                        }
+                    }
+                    let (samples, rate, cpu, perChunk) = try measured.get()
+                    if let perChunk {
+                        entersPerChunk[placement, default: []].append(perChunk.0)
+                        entriesPerChunk[placement, default: []].append(perChunk.1)
+                    }
+                    if let samples {
+                        p50[side.name, default: []].append(percentile(samples, 0.5))
+                        p99[side.name, default: []].append(percentile(samples, 0.99))
+                    }
+                    bytes[placement, default: [:]][side.name, default: []].append(rate)
+                    cpuPerKiB[placement, default: [:]][side.name, default: []].append(cpu)
+                }
             }
         }
         func result(_ name: String, _ unit: String, _ figures: [String: [Double]]) -> BenchResult {
@@ -224,12 +282,21 @@ enum IOBench {
                 name, unit, ours: median(figures["ours"] ?? []), foundation: median(figures["foundation"] ?? []),
                 peers: nioPeer == nil ? ["swift-nio": nil] : peers)
         }
-        return [
+        var results = [
             result("io.echo.pingpong.p50_us", "µs", p50),
             result("io.echo.pingpong.p99_us", "µs", p99),
-            result("io.echo.throughput.bytes_per_s", "B/s", bytes),
-            result("io.echo.throughput.server_cpu_ns_per_kib", "ns", cpuPerKiB),
         ]
+        for placement in placements {
+            results.append(result("io.echo.throughput\(placement.rawValue).bytes_per_s", "B/s", bytes[placement] ?? [:]))
+            results.append(
+                result("io.echo.throughput\(placement.rawValue).server_cpu_ns_per_kib", "ns", cpuPerKiB[placement] ?? [:]))
+            if let enters = entersPerChunk[placement], let entries = entriesPerChunk[placement] {
+                results.append(BenchResult("io.echo.throughput\(placement.rawValue).enters_per_chunk", "calls", ours: median(enters)))
+                results.append(
+                    BenchResult("io.echo.throughput\(placement.rawValue).submissions_per_chunk", "entries", ours: median(entries)))
+            }
+        }
+        return results
     }
 
     // MARK: Named ports

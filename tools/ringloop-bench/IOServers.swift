@@ -31,10 +31,13 @@ struct BenchServer: ParsableCommand {
     func run() throws {
         // The event server reads its standard input itself (its CPU time on request).
         if kind == "hid" { return try ServerBench.serve(name) }
-        // The parent closing our standard input ends the server.
-        Thread.detachNewThread {
-            while readLine() != nil {}
-            Glibc.exit(0)
+        // The parent closing our standard input ends the server (the RingLoop echo reads
+        // it itself: it answers `stats`).
+        if kind != "echo-ringloop" {
+            Thread.detachNewThread {
+                while readLine() != nil {}
+                Glibc.exit(0)
+            }
         }
         switch kind {
         case "echo-ringloop": try Self.ringLoopEcho()
@@ -53,11 +56,30 @@ struct BenchServer: ParsableCommand {
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
 
+    /// Buffers the RingLoop echo has received (loop thread only).
+    final class EchoCount: @unchecked Sendable {
+        // @unchecked: used on the server's loop thread only.
+        var chunks: UInt64 = 0
+    }
+
     /// RingLoop: a multishot accept, a multishot receive per connection into its provided
     /// buffers, each buffer sent back from where it arrived (no copy; sends queued behind
-    /// one in flight go out together in one `sendmsg`).
+    /// one in flight go out together in one `sendmsg`). `stats` on standard input prints
+    /// `stats ENTERS ENTRIES CHUNKS`: the loop's calls into the kernel, the submission
+    /// entries they handed over, and the buffers received, so far.
     static func ringLoopEcho() throws {
         let loop = RingRunLoop.current
+        let count = EchoCount()
+        Thread.detachNewThread {
+            while let line = readLine() {
+                guard line == "stats" else { continue }
+                loop.perform(inModes: [.default]) {
+                    say("stats \(loop.enterCount) \(loop.submittedEntryCount) \(count.chunks)")
+                }
+                loop.wakeUp()
+            }
+            Glibc.exit(0)
+        }
         let listener = try SocketAddress.loopback(port: 0).makeListeningSocket(backlog: 256)
         let server = LoopIOChannel(fileDescriptor: listener, loop: loop) { server, completion in
             guard case .accepted(let socket) = completion.outcome else { return }
@@ -71,6 +93,7 @@ struct BenchServer: ParsableCommand {
             }
             server.loop.add(connection.source, to: .default)
             _ = try? connection.receive(bufferCount: 16, bufferSize: 16_384) { connection, bytes in
+                count.chunks &+= 1
                 _ = try? connection.send(bytes)
             }
         }

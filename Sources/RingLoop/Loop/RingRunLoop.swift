@@ -342,6 +342,9 @@ public final class RingRunLoop: @unchecked Sendable {
     /// Calls into the kernel through the loop's ring. Loop thread.
     package var enterCount: UInt64 { core?.ring.enterCount ?? 0 }
 
+    /// Submission entries the loop's ring handed to the kernel. Loop thread.
+    package var submittedEntryCount: UInt64 { core?.ring.submittedEntryCount ?? 0 }
+
     /// Whether the loop sleeps in the kernel right now. Safe from any thread.
     public var isWaiting: Bool { signal.isSleeping }
 

@@ -121,6 +121,8 @@ package final class Ring {
 
     /// Calls into the kernel made through this ring (submit, wait, get-events).
     private(set) var enterCount: UInt64 = 0
+    /// Submission entries handed to the kernel by those calls.
+    private(set) var submittedEntryCount: UInt64 = 0
 
     /// Creates a ring with `entries` submission entries (a power of two is used) and
     /// four times as many completion entries.
@@ -202,6 +204,7 @@ package final class Ring {
     /// (`IORING_ENTER_GETEVENTS`) without waiting.
     package func submit() throws(RingError) {
         enterCount &+= 1
+        submittedEntryCount &+= UInt64(io_uring_sq_ready(ring))
         var result: Int32
         repeat {
             result = faults?.take(.submit) ?? io_uring_submit_and_get_events(ring)
@@ -240,6 +243,8 @@ package final class Ring {
     /// (spurious) wake, as in `mach_msg`.
     func submitAndWait(until deadline: MonotonicInstant) throws(RingError) -> Bool {
         enterCount &+= 1
+        let submitting = UInt64(io_uring_sq_ready(ring))
+        submittedEntryCount &+= submitting
         var cqe: UnsafeMutablePointer<io_uring_cqe>?
         let result: Int32
         if let injected = faults?.take(.wait) {
@@ -258,6 +263,7 @@ package final class Ring {
             let remaining = deadline.nanoseconds > now.nanoseconds ? deadline.nanoseconds - now.nanoseconds : 0
             if remaining == 0 {
                 enterCount &-= 1
+                submittedEntryCount &-= submitting
                 try submit()
                 return io_uring_cq_ready(ring) > 0
             }
