@@ -114,10 +114,6 @@ package struct AxisValues: Sendable {
         }
     }
 
-    /// Whether `code` was set.
-    @inlinable
-    package func contains(_ code: UInt16) -> Bool { code < 64 && present & (1 << UInt64(code)) != 0 }
-
     /// The codes set, in ascending order.
     package var codes: [UInt16] {
         (0..<UInt16(64)).filter { present & (1 << UInt64($0)) != 0 }

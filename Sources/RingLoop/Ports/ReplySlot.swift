@@ -79,11 +79,7 @@ final class ReplySlot: Sendable {
         return try finish(name: name)
     }
 
-    /// Wakes a thread blocked in ``block(until:)`` without settling the slot (a reader
-    /// handing its role over).
-    func nudge() { arrived.signal() }
-
-    /// Blocks the thread until the reply (or a failure) comes, ``nudge()``, or `deadline`.
+    /// Blocks the thread until the reply (or a failure) comes or `deadline`.
     func block(until deadline: MonotonicInstant) {
         guard !isSettled else { return }
         let nanoseconds = max(0, Int64(clamping: deadline.nanoseconds) - Int64(clamping: MonotonicInstant.now.nanoseconds))

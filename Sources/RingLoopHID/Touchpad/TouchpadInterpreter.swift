@@ -191,9 +191,6 @@ package struct TouchpadInterpreter {
         }
     }
 
-    /// Whether any touch is on the pad.
-    package var hasTouches: Bool { !touches.isEmpty }
-
     // MARK: Time
 
     /// Lets the time pass to `now`: a tap's button released, a drag lock ended, a touch
