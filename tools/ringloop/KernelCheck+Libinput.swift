@@ -329,9 +329,6 @@ struct LibinputReading {
         }
     }
 
-    /// Events of one type (`POINTER_BUTTON`, `TOUCH_DOWN`…).
-    func events(_ type: String) -> [LibinputEvent] { events.filter { $0.type == type } }
-
     /// The capabilities libinput gave the device (`k` keyboard, `p` pointer, `t` touch,
     /// `g` gesture, `T` tablet tool, `P` tablet pad, `S` switch).
     var capabilities: String {
@@ -376,7 +373,9 @@ struct LibinputEvent: CustomStringConvertible {
         if let tab = values.firstIndex(of: "\t"), values[..<tab].hasSuffix("s"),
             let seconds = Double(values[..<tab].trimmed.dropLast())
         {
-            time = seconds
+            // libinput 1.22 prints a time below zero (its first event's, −2 ms) as an
+            // unsigned count of milliseconds: 4294967.294 s.
+            time = seconds > 4_000_000 ? seconds - 4_294_967.296 : seconds
             values = values[values.index(after: tab)...]
         }
         text = String(values).trimmed
@@ -444,31 +443,6 @@ struct LibinputEvent: CustomStringConvertible {
         guard values.count >= 2 else { return nil }
         if values.count >= 6 { return (Int(values[0]), Int(values[1]), values[2], values[3], values[4], values[5]) }
         return (Int(values[0]), Int(values[1]), nil, nil, nil, nil)
-    }
-
-    /// An absolute pointer's position (`POINTER_MOTION_ABSOLUTE`) on a screen of
-    /// 100 × 100 (`libinput_event_pointer_get_absolute_x_transformed(event, 100)`).
-    var absolute: (x: Double, y: Double)? {
-        let values = numbers
-        guard type == "POINTER_MOTION_ABSOLUTE", values.count == 2 else { return nil }
-        return (values[0], values[1])
-    }
-
-    /// A gesture (`GESTURE_SWIPE_…`, `GESTURE_PINCH_…`, `GESTURE_HOLD_…`): its fingers;
-    /// for an update its deltas (accelerated, then unaccelerated) and for a pinch's update
-    /// its scale and angle change; whether an end was cancelled.
-    var gesture:
-        (
-            fingers: Int, delta: (dx: Double, dy: Double, unacceleratedDX: Double, unacceleratedDY: Double)?,
-            pinch: (scale: Double, angle: Double)?, cancelled: Bool
-        )?
-    {
-        guard type.hasPrefix("GESTURE_") else { return nil }
-        let values = numbers
-        guard let fingers = values.first else { return nil }
-        let delta = values.count >= 5 ? (values[1], values[2], values[3], values[4]) : nil
-        let pinch = values.count >= 7 ? (values[5], values[6]) : nil
-        return (Int(fingers), delta, pinch, text.hasSuffix("cancelled"))
     }
 
     var description: String { "\(device) \(type) \(time.map { Format.fixed($0, 3) + "s " } ?? "")\(text)" }

@@ -181,10 +181,7 @@ enum PointerChecks {
         }
         var theirs: [(String, Double)] = []
         for event in replayed.libinput.events where event.type == "POINTER_BUTTON" {
-            guard let press = event.press, var time = event.time else { continue }
-            // libinput 1.22 prints its first event's time below zero as an unsigned count
-            // of milliseconds (4294967.294 s for −2 ms).
-            if time > 4_000_000 { time -= 4_294_967.296 }
+            guard let press = event.press, let time = event.time else { continue }
             theirs.append(("\(Evdev.shownName(ofCode: press.code, type: Evdev.EV_KEY)) \(press.pressed ? "down" : "up")", time * 1000))
         }
         var ours: [(String, Double)] = []
