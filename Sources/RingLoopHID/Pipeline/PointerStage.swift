@@ -16,7 +16,6 @@ import RingLoop
 final class PointerStage: HIDEventStage {
     static let logger = Logger(label: "RingLoop.HID.pointer")
 
-    private(set) var defaults: PointerSettings
     private(set) var processor: PointerProcessor
     private var context: HIDStageContext?
     private var wakeUp: StageWakeUpTimer?
@@ -25,7 +24,6 @@ final class PointerStage: HIDEventStage {
     private var made: [HIDEvent] = []
 
     init(defaults: PointerSettings) {
-        self.defaults = defaults
         processor = PointerProcessor(defaults: defaults)
         made.reserveCapacity(8)
     }
@@ -74,11 +72,13 @@ final class PointerStage: HIDEventStage {
         for event in made { emit(event) }
     }
 
+    /// What every device gets unless its own settings say otherwise.
+    var defaults: PointerSettings { processor.defaults }
+
     private var deadline: MonotonicInstant? { processor.nextDeadline.map { MonotonicInstant(nanoseconds: UInt64(max(0, $0))) } }
 
     /// Takes new defaults: every attached device is configured again.
     func update(_ defaults: PointerSettings) {
-        self.defaults = defaults
         processor.defaults = defaults
         settingsChanged()
     }

@@ -55,9 +55,12 @@ package struct PointerProcessor: Sendable {
         var isTouchpad: Bool
         var debouncer = ButtonDebouncer()
         var middle = MiddleButtonEmulation()
+        /// What its scrolling is multiplied by: the scroll factor, negative for natural scrolling.
+        let scrollMultiplier: Double
 
         init(settings: PointerSettings, isTouchpad: Bool) {
             self.settings = settings
+            scrollMultiplier = settings.naturalScroll ? -settings.scrollFactor : settings.scrollFactor
             accelerator = PointerAccelerator(settings.acceleration, dotsPerInch: settings.dotsPerInch)
             self.isTouchpad = isTouchpad
         }
@@ -96,6 +99,7 @@ package struct PointerProcessor: Sendable {
         } else {
             devices.append((device, state))
         }
+        earliestDeadline = heldButtonsDeadline
     }
 
     /// The settings `device` is processed by.
@@ -106,12 +110,14 @@ package struct PointerProcessor: Sendable {
         guard let index = index(of: device) else { return }
         devices.remove(at: index)
         lastIndex = 0
+        earliestDeadline = heldButtonsDeadline
     }
 
     /// Forgets every device.
     package mutating func removeAll() {
         devices.removeAll(keepingCapacity: true)
         lastIndex = 0
+        earliestDeadline = .max
     }
 
     /// Takes new screens for the cursor.
@@ -124,13 +130,16 @@ package struct PointerProcessor: Sendable {
     package mutating func warpCursor(to location: ScreenPoint, screen: Int) -> Bool { layout.warp(to: location, screen: screen) }
 
     /// The next time a held button falls due (nanoseconds), if one is held.
-    package var nextDeadline: Int64? {
+    package var nextDeadline: Int64? { earliestDeadline == .max ? nil : earliestDeadline }
+
+    /// ``nextDeadline`` worked out from every device's held buttons (`Int64.max`: none).
+    private var heldButtonsDeadline: Int64 {
         var next: Int64?
         for (_, state) in devices {
             if let due = state.debouncer.nextDeadline { next = min(next ?? due, due) }
             if let due = state.middle.nextDeadline { next = min(next ?? due, due) }
         }
-        return next
+        return next ?? .max
     }
 
     /// Whether a held button falls due by `time`: it must be passed on before an event of then.
@@ -146,8 +155,8 @@ package struct PointerProcessor: Sendable {
         case .pointerMotion(let motion):
             emit(moved(event, motion))
         case .scroll(var scroll):
-            let settings = settings(of: event.device)
-            let factor = settings.naturalScroll ? -settings.scrollFactor : settings.scrollFactor
+            var factor = 1.0
+            withState(of: event.device) { factor = $0.scrollMultiplier }
             if factor != 1 {
                 scroll.vertical *= factor
                 scroll.horizontal *= factor
@@ -161,11 +170,7 @@ package struct PointerProcessor: Sendable {
                 // Debounced first, then the middle button emulated from what is left.
                 var middle = state.middle
                 func emulated(_ button: ButtonEvent, _ at: Int64) {
-                    if settings.middleButtonEmulation {
-                        middle.process(button, at: at) { emit(Self.event(device, $0, $1)) }
-                    } else {
-                        emit(Self.event(device, button, at))
-                    }
+                    Self.afterDebouncing(button, at: at, of: device, settings: settings, middle: &middle, emit: emit)
                 }
                 if settings.debounce && !state.isTouchpad {
                     state.debouncer.process(button, at: time, emit: emulated)
@@ -174,7 +179,7 @@ package struct PointerProcessor: Sendable {
                 }
                 state.middle = middle
             }
-            earliestDeadline = nextDeadline ?? .max
+            earliestDeadline = heldButtonsDeadline
         case .deviceRemoved:
             removeDevice(event.device)
             emit(event)
@@ -197,6 +202,20 @@ package struct PointerProcessor: Sendable {
         return HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion))
     }
 
+    /// The step after debouncing: `button` (at `time`) through the middle-button emulation
+    /// where `settings` ask for it, else passed on as it is.
+    @inline(__always)
+    private static func afterDebouncing(
+        _ button: ButtonEvent, at time: Int64, of device: HIDDeviceID, settings: PointerSettings,
+        middle: inout MiddleButtonEmulation, emit: (HIDEvent) -> Void
+    ) {
+        if settings.middleButtonEmulation {
+            middle.process(button, at: time) { emit(event(device, $0, $1)) }
+        } else {
+            emit(event(device, button, time))
+        }
+    }
+
     /// Passes on the buttons held until `time` (nanoseconds), each at its due time.
     package mutating func flush(upTo time: Int64, emit: (HIDEvent) -> Void) {
         for index in devices.indices {
@@ -205,18 +224,14 @@ package struct PointerProcessor: Sendable {
             let settings = state.settings
             var middle = state.middle
             func emulated(_ button: ButtonEvent, _ at: Int64) {
-                if settings.middleButtonEmulation {
-                    middle.process(button, at: at) { emit(Self.event(device, $0, $1)) }
-                } else {
-                    emit(Self.event(device, button, at))
-                }
+                Self.afterDebouncing(button, at: at, of: device, settings: settings, middle: &middle, emit: emit)
             }
             state.debouncer.flush(upTo: time, emit: emulated)
             middle.flush(upTo: time) { emit(Self.event(device, $0, $1)) }
             state.middle = middle
             devices[index].state = state
         }
-        earliestDeadline = nextDeadline ?? .max
+        earliestDeadline = heldButtonsDeadline
     }
 
     /// Runs `body` on `device`'s state in place (one made from the defaults for a device
