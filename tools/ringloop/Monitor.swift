@@ -258,6 +258,24 @@ struct Monitor: ParsableCommand {
         var keymap: Keymap?
         /// The Compose table for its dead keys.
         var composeTable: ComposeTable?
+
+        /// Gives `system` the stages these settings ask for (the gamepad layout, screens,
+        /// the pointer, touchpads, the keymap: the same with devices and with a server) and
+        /// returns the view that prints what comes out of them.
+        func configure(_ system: HIDEventSystem) -> LiveView {
+            let view = LiveView(json: json, quiet: quiet, filter: filter)
+            if let gamepadMappings { system.addGamepadLayout(mappings: gamepadMappings) }
+            view.screens = screens
+            if let screens { system.setScreens(screens) }
+            if let pointer { system.setPointer(pointer) }
+            if let touchpad { system.setTouchpadSettings(touchpad) }
+            // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
+            if let keymap {
+                // A monitor watches keyboards; it sets their LEDs only when it grabs them.
+                system.setKeymap(keymap, composeTable: composeTable, controlsLEDs: grab)
+            }
+            return view
+        }
     }
 
     /// Runs the chain on the main loop until a signal, `duration`, a closed standard
@@ -304,17 +322,7 @@ struct Monitor: ParsableCommand {
         let system = HIDEventSystem(
             configuration: .init(deviceDirectory: directory, shape: .dedicatedThread, grabDevices: settings.grab, nodeNames: names),
             loop: loop)
-        let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
-        if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
-        view.screens = settings.screens
-        if let screens = settings.screens { system.setScreens(screens) }
-        if let pointer = settings.pointer { system.setPointer(pointer) }
-        if let touchpad = settings.touchpad { system.setTouchpadSettings(touchpad) }
-        // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
-        if let keymap = settings.keymap {
-            // A monitor watches keyboards; it sets their LEDs only when it grabs them.
-            system.setKeymap(keymap, composeTable: settings.composeTable, controlsLEDs: settings.grab)
-        }
+        let view = settings.configure(system)
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in

@@ -46,16 +46,7 @@ extension Monitor {
                 server: name, namespace: namespace, clientName: "ringloop monitor",
                 subscribedDeviceClasses: (try? observedClasses()) ?? [], requestsFocus: requestFocus),
             loop: loop)
-        let view = LiveView(json: settings.json, quiet: settings.quiet, filter: settings.filter)
-        if let mappings = settings.gamepadMappings { system.addGamepadLayout(mappings: mappings) }
-        view.screens = settings.screens
-        if let screens = settings.screens { system.setScreens(screens) }
-        if let touchpad = settings.touchpad { system.setTouchpadSettings(touchpad) }
-        // The keymap stage reads every key event (keysym, text, locks) before the view sees it.
-        if let keymap = settings.keymap {
-            // A monitor watches keyboards; it sets their LEDs only when it grabs them.
-            system.setKeymap(keymap, composeTable: settings.composeTable, controlsLEDs: settings.grab)
-        }
+        let view = settings.configure(system)
         view.attach(to: system)
         if settings.gestures { view.attachGestures(to: system) }
         let watchdog = LoopStallWatchdog(loop: loop, threshold: settings.stallThreshold) { report in
