@@ -110,15 +110,19 @@ struct PortFloodTests {
         #expect(record.value("after") - before < Self.afterAllowanceKiB, figures)
     }
 
-    @Test("A user's connections past the port's per-user limit are refused as too many")
+    // Each refused sender races the port thread, which reads the refusal when the port
+    // closes: whichever reads it, the sender must report it (60 tries caught a sender that
+    // found the refusal read and its reason not yet recorded, as "invalid").
+    @Test("A user's connections past the port's per-user limit are refused as too many, every time")
     func perUserLimit() async throws {
         let name = NamedPortTests.uniqueName("Few")
         let record = PortHostRecord()
+        let refusals = 60
         await withPortHost(.fewConnections, name: name) {
             // Once the lookup's connection has gone (its port released), four may be open.
             guard remotePort(named: name) != nil, Self.settledResident(name) != nil else { return record.note("no port") }
             var ports: [RemoteMessagePort] = []
-            for _ in 0..<6 {
+            for _ in 0..<4 + refusals {
                 do throws(MessagePortError) {
                     let port = try RemoteMessagePort(name: name)
                     ports.append(port)
@@ -130,7 +134,9 @@ struct PortFloodTests {
             }
         }
         #expect(record.notes.withLock { $0 } == ["served", "served", "served", "served"])
-        #expect(record.errors.withLock { $0 } == [.tooManyConnections(name), .tooManyConnections(name)])
+        let errors = record.errors.withLock { $0 }
+        #expect(errors.count == refusals)
+        #expect(errors.filter { $0 != .tooManyConnections(name) } == [])
     }
 
     @Test("Other users share what is left of one user's share: the port's own user keeps room when another user connects all it may")

@@ -61,6 +61,10 @@ extension ProcessPortConnection {
                     failure = (.becameInvalid(name), false)
                 }
             }
+            // What ended the connection is known before the packets that said it are
+            // released: a sender that reads next (its send found the connection closed) finds
+            // them gone and must find the reason instead.
+            if let failure { state.withLock { if $0.ended == nil { $0.ended = failure.error } } }
         }
         for settle in settled {
             switch settle {

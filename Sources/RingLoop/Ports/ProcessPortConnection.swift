@@ -39,6 +39,9 @@ final class ProcessPortConnection: Sendable {
         /// Why the connection ended or cannot be used: a refusal, a protocol violation, or
         /// the port going away.
         var ended: MessagePortError?
+        /// The end was announced: the watcher invalidated, the invalidation callback run
+        /// (`ended` can be set earlier, by a reader or a sender that found it).
+        var announcedEnd = false
         /// Requests waiting for their reply, by sequence number, with their size.
         var waiting: [UInt64: (slot: ReplySlot, size: Int)] = [:]
         var remote: WeakRemote?
@@ -252,13 +255,13 @@ final class ProcessPortConnection: Sendable {
     /// waiting fail with `error` (or with what ended it first), the invalidation callback
     /// runs.
     func end(_ error: MessagePortError) {
-        let (waiting, remote, first) = state.withLock { state in
-            let first = state.ended == nil
-            if first { state.ended = error }
+        let (waiting, remote, first, reason) = state.withLock { state in
+            if state.ended == nil { state.ended = error }
+            let first = !state.announcedEnd
+            state.announcedEnd = true
             defer { state.waiting = [:] }
-            return (state.waiting, state.remote, first)
+            return (state.waiting, state.remote, first, state.ended!)
         }
-        let reason = state.withLock { $0.ended! }
         for entry in waiting.values { entry.slot.fail(reason) }
         if first {
             watcher.invalidate()
