@@ -9,13 +9,22 @@
 /// iio-sensor-proxy applies it. The identity (`1, 0, 0; 0, 1, 0; 0, 0, 1`) changes
 /// nothing.
 public struct MountMatrix: Sendable, Hashable, CustomStringConvertible {
+    // The rows as scalars: `apply` runs on every motion sample (no array reads there).
+    private let first: SIMD3<Double>
+    private let second: SIMD3<Double>
+    private let third: SIMD3<Double>
+
     /// The nine numbers, row by row.
-    public let rows: [[Double]]
+    public var rows: [[Double]] { [first, second, third].map { [$0.x, $0.y, $0.z] } }
 
     /// The identity: the sensor's axes are the device's.
     public static let identity = MountMatrix(uncheckedRows: [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
 
-    private init(uncheckedRows rows: [[Double]]) { self.rows = rows }
+    private init(uncheckedRows rows: [[Double]]) {
+        first = SIMD3(rows[0])
+        second = SIMD3(rows[1])
+        third = SIMD3(rows[2])
+    }
 
     /// Reads `x1, y1, z1; x2, y2, z2; x3, y3, z3`, or says what would be valid (nine
     /// finite numbers in three rows, not all of a row zero).
@@ -37,16 +46,14 @@ public struct MountMatrix: Sendable, Hashable, CustomStringConvertible {
             }
             rows.append(numbers)
         }
-        self.rows = rows
+        self.init(uncheckedRows: rows)
     }
 
     /// `vector` in the device's axes.
     @inline(__always)
     public func apply(_ vector: MotionVector) -> MotionVector {
-        MotionVector(
-            x: rows[0][0] * vector.x + rows[0][1] * vector.y + rows[0][2] * vector.z,
-            y: rows[1][0] * vector.x + rows[1][1] * vector.y + rows[1][2] * vector.z,
-            z: rows[2][0] * vector.x + rows[2][1] * vector.y + rows[2][2] * vector.z)
+        let raw = SIMD3(vector.x, vector.y, vector.z)
+        return MotionVector(x: (first * raw).sum(), y: (second * raw).sum(), z: (third * raw).sum())
     }
 
     /// As udev writes it: `0, 1, 0; -1, 0, 0; 0, 0, 1`.
