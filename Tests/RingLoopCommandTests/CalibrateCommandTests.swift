@@ -244,6 +244,19 @@ struct DescribeSettingsTests {
         let plain = try runCommand(["describe", "devices/keyboard.evemu"])
         #expect(!plain.output.contains("ringloop settings"))
     }
+
+    @Test("doctor reads --device-config as the other commands do: a missing file is refused (66), a bad line is named and the rest used")
+    func doctorSettingsFile() throws {
+        let missing = try runCommand(["doctor", "--device-config", "/nonexistent/ringloop.conf"])
+        #expect(missing.status == 66)
+        #expect(missing.error.contains("ringloop doctor: /nonexistent/ringloop.conf: No such file or directory"), "\(missing.error)")
+        let config = "/tmp/ringloop-doctor-\(getpid()).conf"
+        defer { unlink(config) }
+        try "version = 1\n[match class=pointer]\naccel-speed = 7\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let bad = try runCommand(["doctor", "--device-config", config, "--json"])
+        #expect(bad.error.contains("ringloop doctor: \(config):3: "), "\(bad.error)")
+        #expect(bad.output.contains("\"waitCore\""))
+    }
 }
 
 @Suite("ringloop monitor --screen", .enabled(if: FUSEHere.usable, FUSEHere.missing))

@@ -92,9 +92,7 @@ struct Doctor: ParsableCommand {
 
         var resolver = DeviceSettingsResolver()
         if let deviceConfig {
-            var store = DeviceSettingsStore(path: deviceConfig)
-            for problem in store.reload() { printError("ringloop doctor: \(problem)") }
-            if let file = store.current { resolver.files = [file] }
+            try Failure.reporting("doctor") { resolver.files = [try DeviceSettingsStore.loading(deviceConfig, command: "doctor").1] }
         }
         var report = Report(
             kernel: kernel,

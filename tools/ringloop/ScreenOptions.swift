@@ -57,15 +57,26 @@ struct ScreenOptions: ParsableArguments {
         }
         var settings = ScreenSettings(resolver: resolver, command: command)
         if let deviceConfig {
-            _ = try InputPath.require(deviceConfig, [.recording], expected: "a settings file")
-            var store = DeviceSettingsStore(path: deviceConfig)
-            let problems = store.reload()
-            guard let file = store.current else { throw .malformed(problems.map(\.description).joined(separator: "; ")) }
-            for problem in problems { printError("ringloop \(command): \(problem)") }
+            let (store, file) = try DeviceSettingsStore.loading(deviceConfig, command: command)
             settings.resolver.files = [file]
             settings.store = store
         }
         return settings
+    }
+}
+
+extension DeviceSettingsStore {
+    /// Reads a command's `--device-config` file: the store (to read it again on `SIGHUP`)
+    /// and its settings. A key the file gets wrong is printed on standard error, naming
+    /// `command`, and left out; a file that is missing, not a file, or unreadable as a
+    /// whole is a failure.
+    static func loading(_ path: String, command: String) throws(Failure) -> (DeviceSettingsStore, DeviceSettingsFile) {
+        _ = try InputPath.require(path, [.recording], expected: "a settings file")
+        var store = DeviceSettingsStore(path: path)
+        let problems = store.reload()
+        guard let file = store.current else { throw .malformed(problems.map(\.description).joined(separator: "; ")) }
+        for problem in problems { printError("ringloop \(command): \(problem)") }
+        return (store, file)
     }
 }
 
