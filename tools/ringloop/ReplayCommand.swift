@@ -183,12 +183,7 @@ struct ReplayCommand: ParsableCommand {
             if StandardOutput.isOpen && !(keep && finished) {
                 printError("ringloop replay: \(outcome.framesSent) of \(outcome.frameCount) frames replayed")
             }
-            // What programs asked the devices' force feedback to do (a test rig's check of an app's rumble).
-            for node in replay.devices.joined() where !node.forceFeedbackRequests.isEmpty {
-                printError(
-                    "ringloop replay: \(node.nodePath) force feedback: "
-                        + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))
-            }
+            Self.reportForceFeedback(of: replay.devices.joined(), command: "replay")
             if let failure = outcome.failures.first { throw Failure(failure) }
             // Interrupted before the end: 128 + the signal, as the shell's convention says;
             // a --keep replay that had ended was only waiting for it.
@@ -216,6 +211,18 @@ enum DescriptorLimit {
         _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         if limit.rlim_cur < wanted {
             printError("ringloop replay: \(devices) uinput devices need \(wanted) descriptors; the limit is \(limit.rlim_max)")
+        }
+    }
+}
+
+extension ReplayCommand {
+    /// Prints, on standard error, what programs asked the hosted devices' force feedback to
+    /// do (a test rig's check of an app's rumble): one line a device that was asked.
+    static func reportForceFeedback(of devices: some Sequence<any VirtualInputDevice>, command: String) {
+        for node in devices where !node.forceFeedbackRequests.isEmpty {
+            printError(
+                "ringloop \(command): \(node.nodePath) force feedback: "
+                    + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))
         }
     }
 }

@@ -296,13 +296,7 @@ struct Serve: ParsableCommand {
             }
         }
         defer {
-            // What programs asked the hosted devices' force feedback to do (as replay says it).
-            let hosted: [any VirtualInputDevice] = session.map { Array($0.devices.joined()) } ?? []
-            for node in hosted where !node.forceFeedbackRequests.isEmpty {
-                printError(
-                    "ringloop serve: \(node.nodePath) force feedback: "
-                        + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))
-            }
+            ReplayCommand.reportForceFeedback(of: session.map { Array($0.devices.joined()) } ?? [], command: "serve")
             session?.close()
         }
         let grants: (attach: PeerPolicy, focus: PeerPolicy, observe: PeerPolicy, observeKeyboards: PeerPolicy)
