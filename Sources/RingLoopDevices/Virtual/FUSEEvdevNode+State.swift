@@ -26,7 +26,7 @@ extension FUSEEvdevNode {
         /// Force feedback: the uploaded rumbles by id, those playing, what was asked.
         var effects: [Int16: RumbleEffect] = [:]
         var playing: Set<Int16> = []
-        var forceFeedback: [ForceFeedbackRequest] = []
+        var forceFeedback = ForceFeedbackLog()
 
         /// Calls `body` with each reader's index; `body` may change the reader, not add
         /// or remove one. (Walking the indices by hand keeps no second reference to the
@@ -143,32 +143,52 @@ public enum ForceFeedbackRequest: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-extension FUSEEvdevNode.NodeState {
-    /// The most requests kept (the oldest go first).
-    static let forceFeedbackLogLimit = 4096
+/// What a virtual device's force feedback was asked, in order; past ``limit`` the oldest
+/// half goes first (a FUSE node's log and a uinput device's are the same).
+struct ForceFeedbackLog: Sendable {
+    /// The most requests kept.
+    static let limit = 4096
+
+    private(set) var requests: [ForceFeedbackRequest] = []
 
     mutating func record(_ request: ForceFeedbackRequest) {
-        if forceFeedback.count >= Self.forceFeedbackLogLimit { forceFeedback.removeFirst(forceFeedback.count / 2) }
-        forceFeedback.append(request)
+        if requests.count >= Self.limit { requests.removeFirst(requests.count / 2) }
+        requests.append(request)
     }
+}
 
-    /// An `EV_FF` event written to the node: code `FF_GAIN` sets the gain; any other code
-    /// is an effect id, played (`value` times) or stopped (0). Unknown ids are ignored, as
-    /// the kernel ignores them.
-    mutating func forceFeedbackWrite(code: UInt16, value: Int32, hasRumble: Bool) {
-        guard hasRumble else { return }
+extension ForceFeedbackRequest {
+    /// What an `EV_FF` event asks: code `FF_GAIN` sets the gain; any other code is an
+    /// effect id, played (`value` times) or stopped (0). `nil` for autocentering (not
+    /// kept) and a negative count.
+    init?(forceFeedbackCode code: UInt16, value: Int32) {
         if code == Evdev.FF_GAIN {
-            record(.gain(UInt16(clamping: value)))
+            self = .gain(UInt16(clamping: value))
             return
         }
+        guard code != Evdev.FF_AUTOCENTER, value >= 0 else { return nil }
         let id = Int16(bitPattern: code)
-        guard effects[id] != nil, value >= 0 else { return }
-        if value > 0 {
+        self = value > 0 ? .play(id: id, count: value) : .stop(id: id)
+    }
+}
+
+extension FUSEEvdevNode.NodeState {
+    mutating func record(_ request: ForceFeedbackRequest) { forceFeedback.record(request) }
+
+    /// An `EV_FF` event written to the node (``ForceFeedbackRequest/init(forceFeedbackCode:value:)``).
+    /// Unknown ids are ignored, as the kernel ignores them.
+    mutating func forceFeedbackWrite(code: UInt16, value: Int32, hasRumble: Bool) {
+        guard hasRumble, let request = ForceFeedbackRequest(forceFeedbackCode: code, value: value) else { return }
+        switch request {
+        case .play(let id, _):
+            guard effects[id] != nil else { return }
             playing.insert(id)
-            record(.play(id: id, count: value))
-        } else {
+        case .stop(let id):
+            guard effects[id] != nil else { return }
             playing.remove(id)
-            record(.stop(id: id))
+        default:
+            break
         }
+        record(request)
     }
 }

@@ -70,7 +70,7 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// stops, erasures, gain): a test rig asserts an app's rumble with it. The node takes
     /// `EVIOCSFF` rumbles, `EV_FF` writes and `EVIOCRMFF` where its description has
     /// `FF_RUMBLE` (up to 16 effects, as the kernel's memoryless drivers).
-    public var forceFeedbackRequests: [ForceFeedbackRequest] { guarded.withLock { $0.forceFeedback } }
+    public var forceFeedbackRequests: [ForceFeedbackRequest] { guarded.withLock { $0.forceFeedback.requests } }
 
     /// The rumbles playing now, by id (played and neither stopped nor erased since; the
     /// node does not time them out).

@@ -23,7 +23,7 @@ import Glibc
 /// repeat settings, the `EV_FF` events too) are kept for ``UInputDevice/receivedEvents()``.
 final class UInputForceFeedback: Sendable {
     private struct State {
-        var requests: [ForceFeedbackRequest] = []
+        var requests = ForceFeedbackLog()
         var received: [InputEvent] = []
         /// Set by ``stop()``.
         var ending = false
@@ -35,8 +35,8 @@ final class UInputForceFeedback: Sendable {
     private let wake: (read: Int32, write: Int32)
     private let thread: PosixThread
 
-    /// The most requests and received events kept (the oldest half goes first).
-    static let logLimit = 4096
+    /// The most received events kept (the oldest half goes first), as many as requests.
+    static let logLimit = ForceFeedbackLog.limit
 
     /// Starts answering the requests that arrive on `descriptor` (the uinput device's),
     /// which must stay open until ``stop()`` returns.
@@ -56,7 +56,7 @@ final class UInputForceFeedback: Sendable {
     }
 
     /// Every request so far, oldest first.
-    var requests: [ForceFeedbackRequest] { state.withLock { $0.requests } }
+    var requests: [ForceFeedbackRequest] { state.withLock { $0.requests.requests } }
 
     /// Takes the events the kernel handed the device since the last call.
     func takeReceived() -> [InputEvent] {
@@ -100,7 +100,9 @@ final class UInputForceFeedback: Sendable {
                     if let request = answer(event, descriptor: descriptor) { keep(request, in: state) }
                     continue
                 }
-                if event.type == Evdev.EV_FF, let request = request(playing: event) { keep(request, in: state) }
+                if event.type == Evdev.EV_FF, let request = ForceFeedbackRequest(forceFeedbackCode: event.code, value: event.value) {
+                    keep(request, in: state)
+                }
                 state.withLock { state in
                     if state.received.count >= logLimit { state.received.removeFirst(state.received.count / 2) }
                     state.received.append(event)
@@ -110,19 +112,7 @@ final class UInputForceFeedback: Sendable {
     }
 
     private static func keep(_ request: ForceFeedbackRequest, in state: ThreadLock<State>) {
-        state.withLock { state in
-            if state.requests.count >= logLimit { state.requests.removeFirst(state.requests.count / 2) }
-            state.requests.append(request)
-        }
-    }
-
-    /// An `EV_FF` event the kernel handed the driver: the gain, or an effect played
-    /// (`value` times) or stopped (0). Autocentering is not kept.
-    private static func request(playing event: InputEvent) -> ForceFeedbackRequest? {
-        if event.code == Evdev.FF_GAIN { return .gain(UInt16(clamping: event.value)) }
-        if event.code == Evdev.FF_AUTOCENTER { return nil }
-        let id = Int16(bitPattern: event.code)
-        return event.value > 0 ? .play(id: id, count: event.value) : .stop(id: id)
+        state.withLock { $0.requests.record(request) }
     }
 
     /// Fetches and answers one upload or erase request; what was asked, when it was
