@@ -53,7 +53,7 @@ func onFreshThread<T>(_ body: @escaping () throws -> T) throws -> T {
 func runChain(
     _ recording: Recording, shape: HIDEventSystem.Shape, bufferSize: Int = 16384, coalesce: Bool = false,
     speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false, queueCapacity: Int = 1024,
-    prepare: @escaping (HIDEventSystem, RingRunLoop) -> Void = { _, _ in }
+    playsFirst: Bool = false, prepare: @escaping (HIDEventSystem, RingRunLoop) -> Void = { _, _ in }
 ) throws -> [HIDEvent] {
     try onFreshThread {
         _ = MountLeakCheck.armed
@@ -75,19 +75,25 @@ func runChain(
         try system.start()
         let node = try folder.addDevice(recording.description!, bufferSize: bufferSize, appliesFuzz: false)
         #expect(runUntil(loop) { events.contains { $0.kind == .deviceAdded } }, "device never attached")
-        // Replay from another thread while this loop runs, as a device and its reader do.
-        let finished = Atomic<Bool>(false)
+        // With `playsFirst`, the whole recording waits in the device before the loop reads
+        // any of it (its reads then carry many frames each, whatever the machine's load).
+        if playsFirst { try Replay.play(recording, to: node, speed: speed) }
+        // Otherwise replay from another thread while this loop runs, as a device and its
+        // reader do.
+        let finished = Atomic<Bool>(playsFirst)
         let failure = Mutex<VirtualDeviceError?>(nil)
         let player = LoopThread(name: "replay")
         let toPlay = UncheckedBox((recording, node))
-        player.perform {
-            do throws(VirtualDeviceError) {
-                try Replay.play(toPlay.value.0, to: toPlay.value.1, speed: speed)
-            } catch {
-                failure.withLock { $0 = error }
+        if !playsFirst {
+            player.perform {
+                do throws(VirtualDeviceError) {
+                    try Replay.play(toPlay.value.0, to: toPlay.value.1, speed: speed)
+                } catch {
+                    failure.withLock { $0 = error }
+                }
+                finished.store(true, ordering: .releasing)
+                loop.wakeUp()
             }
-            finished.store(true, ordering: .releasing)
-            loop.wakeUp()
         }
         #expect(runUntil(loop, timeout: .seconds(120)) { finished.load(ordering: .acquiring) }, "the replay did not finish")
         player.stopAndJoin()
