@@ -77,8 +77,10 @@ protocol LoopDriver: AnyObject, Sendable {
     func isValid(_ handle: Handle) -> Bool
     func perform(_ name: String, modes: [String], action: (@Sendable (LoopDriver) -> Void)?)
     func setNextFire(_ handle: Handle, millisecondsFromNow: Double)
-    /// Whether the timer's next fire date lies in the future.
-    func nextFireIsInFuture(_ handle: Handle) -> Bool
+    /// The timer's next fire date, in seconds on the loop's own timer clock (see ``now``).
+    func nextFireDate(_ handle: Handle) -> Double
+    /// The current time, in seconds on the clock ``nextFireDate(_:)`` uses.
+    var now: Double { get }
     var currentMode: String? { get }
     /// Operations on the loop from another thread go through this handle.
     var isWaiting: Bool { get }
@@ -305,9 +307,11 @@ final class CFDriver: LoopDriver, @unchecked Sendable {
         CFRunLoopTimerSetNextFireDate(cfTimer(handle), CFAbsoluteTimeGetCurrent() + millisecondsFromNow / 1000)
     }
 
-    func nextFireIsInFuture(_ handle: Handle) -> Bool {
-        CFRunLoopTimerGetNextFireDate(cfTimer(handle)) > CFAbsoluteTimeGetCurrent()
+    func nextFireDate(_ handle: Handle) -> Double {
+        CFRunLoopTimerGetNextFireDate(cfTimer(handle))
     }
+
+    var now: Double { CFAbsoluteTimeGetCurrent() }
 
     var currentMode: String? {
         guard let mode = CFRunLoopCopyCurrentMode(loop) else { return nil }

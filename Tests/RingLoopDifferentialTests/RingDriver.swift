@@ -148,9 +148,11 @@ final class RingDriver: LoopDriver, @unchecked Sendable {
         (handle.object as! LoopTimer).nextFireDate = .now + .nanoseconds(Int64(millisecondsFromNow * 1_000_000))
     }
 
-    func nextFireIsInFuture(_ handle: Handle) -> Bool {
-        (handle.object as! LoopTimer).nextFireDate > .now
+    func nextFireDate(_ handle: Handle) -> Double {
+        Double((handle.object as! LoopTimer).nextFireDate.nanoseconds) / 1e9
     }
+
+    var now: Double { Double(MonotonicInstant.now.nanoseconds) / 1e9 }
 
     var currentMode: String? {
         guard let mode = loop.currentMode else { return nil }
