@@ -80,6 +80,16 @@ struct ResyncTests {
         }
     }
 
+    /// Runs `loop` until both nodes have handed every event to the reader and `settled`
+    /// holds, then until a pass of the loop handles nothing more: what the handlers saw by
+    /// then is what they see afterwards (a view that matched mid-burst could still change).
+    static func settle(_ loop: RingRunLoop, _ nodes: [FUSEEvdevNode], _ settled: () -> Bool) -> Bool {
+        let read = runUntil(loop) { nodes.allSatisfy { $0.unreadEventCounts.allSatisfy { $0 == 0 } } && settled() }
+        let limit = MonotonicInstant.now + TestWait.bound
+        while loop.run(mode: .default, for: .zero, returnAfterSourceHandled: true) == .handledSource, MonotonicInstant.now < limit {}
+        return read
+    }
+
     @Test(
         "A full queue or hand-off mid-chord and mid-gesture: afterwards the handlers' view is the device's",
         arguments: HIDEventSystem.Shape.allCases)
@@ -91,10 +101,13 @@ struct ResyncTests {
             // The client loop does not run during the burst: the reader (or the event
             // thread) takes it all at once and the 8-event queue overflows.
             try Self.burst(keys: keys, screen: screen, steps: 30)
-            #expect(runUntil(loop) { system.statistics.dropped > 0 && system.rawEventsRead >= 300 })
-            loop.run(mode: .default, for: .milliseconds(50))
-            #expect(events().contains { $0.kind == .eventsDropped }, "the queue must have overflowed")
             let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
+            #expect(
+                Self.settle(loop, [keys, screen]) {
+                    system.statistics.dropped > 0 && HandlerView(events(), device: ids[keys.path]).held == [32]
+                        && HandlerView(events(), device: ids[screen.path]).touches == [11]
+                })
+            #expect(events().contains { $0.kind == .eventsDropped }, "the queue must have overflowed")
             let keysView = HandlerView(events(), device: ids[keys.path])
             let screenView = HandlerView(events(), device: ids[screen.path])
             #expect(
@@ -117,10 +130,12 @@ struct ResyncTests {
             // overflow. The event-system thread reads as events come and may keep up;
             // either way the view must end as the device's.
             if shape == .clientLoop { #expect(keys.overflowCount > 0 && screen.overflowCount > 0) }
-            loop.run(mode: .default, for: .milliseconds(100))
-            #expect(runUntil(loop) { system.rawEventsRead > 0 })
-            loop.run(mode: .default, for: .milliseconds(100))
             let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
+            #expect(
+                Self.settle(loop, [keys, screen]) {
+                    HandlerView(events(), device: ids[keys.path]).held == [32]
+                        && HandlerView(events(), device: ids[screen.path]).touches == [11]
+                })
             let keysView = HandlerView(events(), device: ids[keys.path])
             let screenView = HandlerView(events(), device: ids[screen.path])
             #expect(keysView.held == [32], "\(keysView)")
