@@ -211,6 +211,9 @@ struct KeymapRepeatTests {
             try node.send([(1, 30, 1), (0, 0, 0)])
             #expect(runUntil(loop) { keys.filter { $0.state == .repeat }.count >= 2 })
             try node.send([(1, 42, 1), (0, 0, 0)])
+            // Counted from Shift's arrival, not its sending: repeats of a that come before it
+            // reaches the loop type a.
+            #expect(runUntil(loop) { keys.contains { $0.code == 42 && $0.state == .down } })
             let before = keys.count
             #expect(runUntil(loop) { keys[before...].filter { $0.state == .repeat }.count >= 2 })
             try node.send([(1, 30, 0), (0, 0, 0), (1, 42, 0), (0, 0, 0)])
@@ -219,6 +222,7 @@ struct KeymapRepeatTests {
             #expect(repeats.first == "a" && repeats.last == "A", "\(repeats)")
             // Caps Lock held past the delay: no repeats reach the handlers.
             try node.send([(1, 58, 1), (0, 0, 0)])
+            #expect(runUntil(loop) { keys.last?.code == 58 && keys.last?.state == .down })
             loop.run(mode: .default, for: .milliseconds(120))
             try node.send([(1, 58, 0), (0, 0, 0)])
             #expect(runUntil(loop) { keys.last?.code == 58 && keys.last?.state == .up })
