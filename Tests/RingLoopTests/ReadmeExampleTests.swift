@@ -27,7 +27,7 @@ struct ReadmeExampleTests {
             let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in print(activity) }
             loop.add(timer, to: .common); loop.add(source, to: .default); loop.add(observer, to: .default)
             source.signal()  // any thread (then loop.wakeUp())
-            let outcome = loop.run(mode: .default, for: .milliseconds(50))  // timedOut: the source keeps it alive
+            let outcome = loop.run(mode: .default, for: .milliseconds(500))  // timedOut: the source keeps it alive
             result.withLock { $0 = (outcome, ticks.value) }
         }.join()
         let (outcome, ticks) = result.withLock { $0! }
