@@ -19,11 +19,17 @@ func fuseConnection(of path: String) -> Int? {
     return nil
 }
 
+/// How long these tests give a process to end, a mount to go or a `stat` to return once
+/// nothing should hold them: 2 s, what a hang is told from (the bugs these tests guard
+/// against held them for ever); under a sanitizer, whose processes start and end several
+/// times slower on a loaded machine, the tests' bound.
+let endingBound: Duration = runningUnderSanitizer ? TestWait.bound : .seconds(2)
+
 /// Whether `stat` on `path` returns within `timeout` (in a child: a stat that hangs on a
 /// dead FUSE server must not take the test with it).
-func statReturns(_ path: String, within timeout: TimeInterval) -> Bool {
+func statReturns(_ path: String, within timeout: Duration = endingBound) -> Bool {
     guard let child = try? Spawned("/usr/bin/stat", [path]) else { return false }
-    let done = child.wait(timeout: .milliseconds(Int(timeout * 1000))) != nil
+    let done = child.wait(timeout: timeout) != nil
     child.finish(timeout: .zero)
     return done
 }
@@ -48,10 +54,10 @@ func isBacktracer(_ pid: pid_t) -> Bool {
     textOfFile("/proc/\(pid)/comm")?.hasPrefix("swift-backtrace") == true
 }
 
-/// Whether the folder at `path` is gone within 2 s: a process removes the mount folder it
-/// created when it closes, and its guardian does when the process is killed.
+/// Whether the folder at `path` is gone within ``endingBound``: a process removes the mount
+/// folder it created when it closes, and its guardian does when the process is killed.
 func folderRemoved(_ path: String) -> Bool {
-    waitUntil(timeout: .seconds(2)) { access(path, F_OK) != 0 }
+    waitUntil(timeout: endingBound) { access(path, F_OK) != 0 }
 }
 
 /// A `ringloop` started with every signal at its default action (whatever this test
@@ -70,10 +76,10 @@ let exitStatusEnvironment = ["ASAN_OPTIONS": "detect_leaks=0"]
 struct FaultTests {
     /// A process that serves a FUSE folder and reads its node, blocking, on another
     /// thread (the read waits in its own server), with no signal handling of its own: it
-    /// must end within 2 s whatever kills it (a crash: its mount must go within 2 s, the
-    /// process within the tests' bound, after the runtime's backtrace), leave no mount,
-    /// and nothing may hang on the folder. Before the guardian
-    /// and FOPEN_NOFLUSH it stayed for ever in the kernel.
+    /// must end within 2 s (``endingBound``) whatever kills it (a crash: its mount must go
+    /// within 2 s, the process within the tests' bound, after the runtime's backtrace),
+    /// leave no mount, and nothing may hang on the folder. Before the guardian and
+    /// FOPEN_NOFLUSH it stayed for ever in the kernel.
     @Test(
         "A host-and-reader killed by a signal with no handler ends within 2 s, or after its backtrace when it crashes, and leaves nothing",
         arguments: [("KILL", SIGKILL), ("HUP", SIGHUP), ("TERM", SIGTERM), ("crash", SIGUSR1)])
@@ -96,13 +102,13 @@ struct FaultTests {
             // suite's parallel tests (a 2 s bound failed in CI). The crash handler detaches
             // the folder before the backtracer runs, so the mount goes at once, and the
             // process must still end (no thread left waiting on its own server).
-            #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "crash: the mount is left")
+            #expect(waitUntil(timeout: endingBound) { !isMounted(mount) }, "crash: the mount is left")
             #expect(waitUntil { child.exited }, "crash: still running \(TestWait.bound) after the fault")
         } else {
-            #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
-            #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "\(name): the mount is left")
+            #expect(waitUntil(timeout: endingBound) { child.exited }, "\(name): still running \(endingBound) after the signal")
+            #expect(waitUntil(timeout: endingBound) { !isMounted(mount) }, "\(name): the mount is left")
         }
-        #expect(statReturns(mount, within: 2), "\(name): stat on the folder hangs")
+        #expect(statReturns(mount), "\(name): stat on the folder hangs")
         #expect(folderRemoved(mount), "\(name): the folder it created is left")
     }
 
@@ -119,8 +125,8 @@ struct FaultTests {
         let connection = try #require(fuseConnection(of: mount), "no FUSE connection at \(mount)")
         #expect(umount2(mount, Int32(MNT_DETACH)) == 0)
         child.signal(SIGKILL)
-        let ended = waitUntil(timeout: .seconds(2)) { child.exited }
-        #expect(ended, "still running 2 s after SIGKILL: a thread waits on the dead connection")
+        let ended = waitUntil(timeout: endingBound) { child.exited }
+        #expect(ended, "still running \(endingBound) after SIGKILL: a thread waits on the dead connection")
         if !ended {
             // Free it, as a person would, so the failure leaves nothing stuck behind.
             _ = try? "1".write(toFile: "/sys/fs/fuse/connections/\(connection)/abort", atomically: false, encoding: .utf8)
@@ -144,8 +150,8 @@ struct FaultTests {
         defer { child.finish(timeout: .seconds(5)) }
         try #require(child.waitFor("ready"))
         child.signal(SIGQUIT)
-        #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "the mount is left")
-        #expect(statReturns(mount, within: 2))
+        #expect(waitUntil(timeout: endingBound) { !isMounted(mount) }, "the mount is left")
+        #expect(statReturns(mount))
         // The backtrace completes (it suspended every thread; none was left waiting).
         // Under a sanitizer the backtracer is off (above): nothing to wait for.
         if !runningUnderSanitizer {
@@ -158,7 +164,7 @@ struct FaultTests {
         defer { for pid in orphans where isBacktracer(pid) { kill(pid, SIGKILL) } }
         // The process answers SIGKILL at once: no thread is stuck in the kernel.
         child.signal(SIGKILL)
-        #expect(waitUntil(timeout: .seconds(2)) { child.exited })
+        #expect(waitUntil(timeout: endingBound) { child.exited })
         #expect(folderRemoved(mount), "the folder it created is left")
     }
 
@@ -176,7 +182,7 @@ struct FaultTests {
         let mount = "/tmp/ringloop-monitor-\(child.pid)"
         #expect(isMounted(mount))
         child.signal(signal)
-        #expect(waitUntil(timeout: .seconds(2)) { child.exited }, "\(name): still running 2 s after the signal")
+        #expect(waitUntil(timeout: endingBound) { child.exited }, "\(name): still running \(endingBound) after the signal")
         #expect(child.status == 0, "\(name): exit status \(String(describing: child.status))")
         #expect(!isMounted(mount), "\(name): the mount is left")
         #expect(folderRemoved(mount), "\(name): the folder it created is left")
@@ -189,9 +195,9 @@ struct FaultTests {
         try #require(child.waitFor("switchChanged"))
         let mount = "/tmp/ringloop-monitor-\(child.pid)"
         child.signal(SIGKILL)
-        #expect(waitUntil(timeout: .seconds(2)) { child.exited })
-        #expect(waitUntil(timeout: .seconds(2)) { !isMounted(mount) }, "the mount is left")
-        #expect(statReturns(mount, within: 2))
+        #expect(waitUntil(timeout: endingBound) { child.exited })
+        #expect(waitUntil(timeout: endingBound) { !isMounted(mount) }, "the mount is left")
+        #expect(statReturns(mount))
         #expect(folderRemoved(mount), "the folder it created is left")
     }
 
