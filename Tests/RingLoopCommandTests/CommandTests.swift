@@ -96,7 +96,11 @@ struct CommandTests {
     func recordRoundTrip() throws {
         let mount = "/tmp/ringloop-cmdtest-\(getpid())"
         let replay = try Spawned(
-            ringloop, ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3", "--keep"],
+            ringloop,
+            [
+                "replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait-for-readers", "1", "--wait", "60",
+                "--keep",
+            ],
             directory: repository)
         defer {
             replay.signal(SIGINT)

@@ -59,11 +59,12 @@ extension CommandTests {
             unlink(theirs)
         }
         let replay = try Spawned(
-            ringloop, ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3"],
+            ringloop,
+            ["replay", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait-for-readers", "2", "--wait", "60"],
             directory: repository)
         #expect(replay.waitFor("\n"))
         let node = replay.output.split(separator: "\n").first.map(String.init) ?? ""
-        // Both recorders open the node while the replay waits for readers.
+        // The replay starts once both recorders read the node (60 s at most).
         let libinput = try Spawned("/usr/bin/libinput", ["record", "-o", theirs, node])
         let record = try runCommand(["record", node, "--format", "libinput", "-o", ours, "--duration", "6"], timeout: 60)
         #expect(record.status == 0, "\(record.error)")
@@ -98,7 +99,10 @@ extension CommandTests {
         let mount = "/tmp/ringloop-replay-several-\(getpid())"
         let replay = try Spawned(
             ringloop,
-            ["replay", "devices/keyboard.evemu", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait", "3"],
+            [
+                "replay", "devices/keyboard.evemu", "devices/touchpad.evemu", "--backend", "fuse", "--mount", mount, "--wait-for-readers",
+                "1", "--wait", "60",
+            ],
             directory: repository)
         #expect(replay.waitFor("event1\n"), "\(replay.output)")
         let nodes = replay.output.split(separator: "\n").map(String.init)

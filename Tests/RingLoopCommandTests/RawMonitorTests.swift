@@ -80,7 +80,8 @@ extension CommandTests {
         #expect(ours.status == 0, "\(ours.error)")
         let events = Self.evtestLines(ours.output).filter { $0.hasPrefix("Event:") }.count
         let replay = try Spawned(
-            ringloop, ["replay", "devices/" + recording, "--backend", "fuse", "--mount", mount, "--wait", "3", "--keep"],
+            ringloop,
+            ["replay", "devices/" + recording, "--backend", "fuse", "--mount", mount, "--wait-for-readers", "1", "--wait", "60", "--keep"],
             directory: repository)
         #expect(replay.waitFor("\n"))
         let node = replay.output.split(separator: "\n").first.map(String.init) ?? ""
