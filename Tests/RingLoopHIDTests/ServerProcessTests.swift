@@ -110,14 +110,20 @@ struct ServerProcessTests {
                 client.system.addGestureRecognizer(recognizer)
             }
             #expect(runUntil(loop) { client.count(.deviceAdded) == 1 })
-            // The frames at their recorded pace, from another thread, while this loop runs.
+            // The frames at their recorded pace, from another thread, while this loop runs,
+            // each with its recorded time placed `gestureStreamLead` after the writing
+            // starts (as ``GestureStream`` does): a writer late on a loaded machine changes
+            // when frames come, not the times the recognizers reckon with.
+            let start = MonotonicInstant.now
+            let shift = Int64((start + gestureStreamLead).nanoseconds / 1000) - (frames.first?.time ?? 0)
+            let lastFrame = try #require(decodedEvents(of: recording).last { $0.kind == .digitizer })
+            let lastStamp = MonotonicInstant(nanoseconds: UInt64(Int64(lastFrame.timestamp.nanoseconds / 1000) + shift) * 1000)
             let writer = LoopThread(name: "gesture-writer")
             defer { writer.stopAndJoin() }
             let done = Atomic<Bool>(false)
             let toWrite = UncheckedBox((frames, server.writeEnds[0]))
             writer.perform {
                 let (frames, fd) = toWrite.value
-                let start = MonotonicInstant.now
                 let first = frames.first?.time ?? 0
                 for frame in frames {
                     let due = start.advanced(by: .microseconds(frame.time - first))
@@ -125,15 +131,25 @@ struct ServerProcessTests {
                         var pause = timespec(tv_sec: 0, tv_nsec: 200_000)
                         nanosleep(&pause, nil)
                     }
-                    writeFrames(stamped(frame.events), to: fd)
+                    let restamped = frame.events.map { event in
+                        let time = event.timeMicroseconds + shift
+                        return InputEvent(
+                            seconds: time / 1_000_000, microseconds: Int32(time % 1_000_000), type: event.type, code: event.code,
+                            value: event.value)
+                    }
+                    writeFrames(restamped, to: fd)
                 }
                 done.store(true, ordering: .releasing)
             }
             writer.loop.wakeUp()
             #expect(runUntil(loop) { done.load(ordering: .acquiring) })
-            // Time for the last deadlines.
-            let settle = MonotonicInstant.now + .milliseconds(600)
-            _ = runUntil(loop) { MonotonicInstant.now > settle }
+            // Until the client's recognizers have seen the last frame and wait for no
+            // deadline: nothing more can change what they recognize.
+            #expect(
+                runUntil(loop) {
+                    guard let arena = client.system.gestures?.arena, let device = client.system.devices.first?.id else { return false }
+                    return arena.latestFrameTime(of: device) == lastStamp && arena.nextDeadline == nil
+                }, "the client's recognizers never settled")
             client.system.stop()
             return gestures
         }
