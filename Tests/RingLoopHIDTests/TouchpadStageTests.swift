@@ -162,13 +162,18 @@ struct TouchpadStageTests {
                 defer { close(ends[1]) }
                 _ = try system.attachStream(
                     fileDescriptor: FileDescriptor(rawValue: ends[0]), description: try ServerTestDevices.keyboard())
+                // The tap comes 50 ms after the key in the frames' time (the key's own stamp,
+                // not the clock once the loop has read the key, which a loaded machine delays).
+                var tapAt = MonotonicInstant.now + .milliseconds(50)
                 if typing {
-                    writeFrames(stamped(TestFrames.key(Evdev.KEY_A, down: true)), to: ends[1])
+                    let key = stamped(TestFrames.key(Evdev.KEY_A, down: true))
+                    tapAt = MonotonicInstant(nanoseconds: UInt64(key[0].timeMicroseconds) * 1000) + .milliseconds(50)
+                    writeFrames(key, to: ends[1])
                     #expect(runUntil(loop) { keys == 1 })
                 }
                 let recording = try touchpadRecording("CyPS2 Cypress Trackpad.two_finger_tap.events")
                 let total = decodedEvents(of: recording).filter { $0.kind == .digitizer }.count
-                let stream = try GestureStream(recording, to: system, firstAt: .now + .milliseconds(50))
+                let stream = try GestureStream(recording, to: system, firstAt: tapAt)
                 stream.send(recording.events)
                 #expect(runUntil(loop) { frames == total && buttons.count == expected.count })
                 #expect(buttons == expected, "typing: \(typing)")
