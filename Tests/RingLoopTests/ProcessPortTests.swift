@@ -189,7 +189,9 @@ struct ProcessPortTests {
             let port = try LocalMessagePort(name: name, loop: loop, maximumMessageSize: 64) { msgid, data in
                 switch msgid {
                 case 2:
-                    var pause = timespec(tv_sec: 0, tv_nsec: 300_000_000)
+                    // Far past the request's 50 ms: a client descheduled that long under
+                    // a sanitizer must still see its timeout before this reply.
+                    var pause = timespec(tv_sec: 2, tv_nsec: 0)
                     nanosleep(&pause, nil)
                     return Array("late: ".utf8) + data
                 case 3: return Array("on time: ".utf8) + data
