@@ -210,14 +210,20 @@ struct ServerHostilePeerTests {
         #expect(waiting.count < 64, "the backlog never filled")
         let remote = try RemoteMessagePort(name: name)
         let hello = ServerWire.Hello(token: 7, port: portName, name: "full", kinds: [], deviceClasses: [], wantsFocus: true)
-        let started = MonotonicInstant.now
-        let reply = try remote.sendRequest(msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
-        let took = MonotonicInstant.now - started
-        let welcome = try ServerWire.Welcome(decoding: reply)
-        #expect(welcome.refusal?.contains(portName) == true, "\(welcome)")
-        // It used to try the connection again for a whole second, its loop held meanwhile
-        // (the bound leaves a slow sanitizer run most of that second).
-        #expect(took < .milliseconds(900), "the refusal took \(took)")
+        // It used to try the connection again for a whole second, its loop held meanwhile,
+        // on every such hello: the quickest of three refusals is under that second (the
+        // bound leaves a slow sanitizer run most of it, and one request descheduled on a
+        // loaded machine does not decide).
+        var took: [Duration] = []
+        for _ in 0..<3 {
+            let started = MonotonicInstant.now
+            let reply = try remote.sendRequest(
+                msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
+            took.append(MonotonicInstant.now - started)
+            let welcome = try ServerWire.Welcome(decoding: reply)
+            #expect(welcome.refusal?.contains(portName) == true, "\(welcome)")
+        }
+        #expect(took.min()! < .milliseconds(900), "the refusals took \(took)")
         #expect(try server.sync { $0.clients.isEmpty })
     }
 }
