@@ -1,8 +1,9 @@
-/// The state of one device in the kernel's terms, as seen at one place on its way from
-/// the kernel: keys and buttons down, switches and LEDs on, the absolute axes' values and
-/// the multitouch slots (which slot takes the next values, and each slot's values).
+/// The state of one device as seen at one boundary on its way from the kernel to an app:
+/// keys and buttons down, switches and LEDs on, the absolute axes' values, and its
+/// contacts. The one ledger type: every place that keeps such a view of a device keeps one
+/// of these, and they differ only in what they record of contacts (`Contacts`).
 ///
-/// The one type for every place that keeps such a view of a device:
+/// In the kernel's terms (``DeviceState``, contacts as multitouch slots):
 /// - the kernel's own (a FUSE node's model of the input core, which answers `EVIOCGKEY`,
 ///   `EVIOCGSW`, `EVIOCGLED`, `EVIOCGABS` and `EVIOCGMTSLOTS` from it),
 /// - what a description says the device was in (``InputDeviceDescription/state``: a
@@ -12,66 +13,128 @@
 /// - what the chain's decoder has applied so far (its `read` ledger); a resync is the
 ///   difference between the last two.
 ///
-/// What the chain's events have told about a device further on (keys as key events,
-/// contacts with their screen positions, the pen) is the event-level view built from
-/// it, RingLoopHID's `VisibleState`.
+/// In events' terms (RingLoopHID's `VisibleState`: every ledger from the decoder's events
+/// to an app, and between an event server and its clients) the contacts are the touches
+/// and the pen as the events carried them (normalized, on a screen), and each key down is
+/// tagged with the kind of event it was delivered as (``keyTags``: a key, a button, a
+/// gamepad button; the kind of a code follows the device, so only the events say it).
 ///
-/// Of fixed size except for the slots: reading or changing it allocates nothing.
-package struct DeviceState: Sendable {
+/// Of fixed size except for what `Contacts` holds (the kernel's slots): reading or
+/// changing it allocates nothing.
+package struct DeviceLedger<Contacts: LedgerContacts>: Sendable {
     /// Keys and buttons down (`EV_KEY` codes).
     package var keys = KeyCodeSet()
+    /// What each key down was recorded as, where a boundary tells kinds of key apart (0
+    /// for every key in the kernel's terms); 0 for a key not down.
+    package var keyTags = KeyTags()
     /// Switches on (`EV_SW` codes).
     package var switches = SmallCodeSet()
     /// LEDs on (`EV_LED` codes).
     package var leds = SmallCodeSet()
     /// The absolute axes' values, and which were read.
     package var axes = AxisValues()
-    /// The multitouch slots (empty for a device without them).
-    package var slots: [Slot] = []
+    /// The contacts, as this boundary records them.
+    package var contacts = Contacts()
+
+    package init() {}
+}
+
+/// What a ledger records of a device's contacts (the kernel's multitouch slots, or the
+/// touches and pen of delivered events): a value that starts empty.
+package protocol LedgerContacts: Sendable {
+    /// No contact.
+    init()
+}
+
+/// The ledger in the kernel's terms: contacts as multitouch slots.
+package typealias DeviceState = DeviceLedger<MultitouchSlots>
+
+/// A device's multitouch slots and which of them takes the next values.
+package struct MultitouchSlots: LedgerContacts {
+    /// The slots (empty for a device without them).
+    package var slots: [MultitouchSlot] = []
     /// The slot the next multitouch values go to (`ABS_MT_SLOT`), when known.
     package var currentSlot: Int32?
 
     package init() {}
+}
 
-    /// One multitouch slot: the value of each per-slot code, `ABS_MT_TOUCH_MAJOR` (0x30) …
-    /// `ABS_MT_TOOL_Y` (0x3d); a slot starts unused (tracking id -1, the rest 0).
-    package struct Slot: Sendable {
-        @usableFromInline var values = InlineArray<14, Int32>(repeating: 0)
+extension DeviceLedger where Contacts == MultitouchSlots {
+    /// One multitouch slot.
+    package typealias Slot = MultitouchSlot
 
-        package init() { self[Evdev.ABS_MT_TRACKING_ID] = -1 }
+    /// The multitouch slots (empty for a device without them).
+    package var slots: [MultitouchSlot] {
+        get { contacts.slots }
+        _modify { yield &contacts.slots }
+        set { contacts.slots = newValue }
+    }
 
-        /// A slot with a tracking id and a position (what a read-back asks for).
-        package init(trackingID: Int32, x: Int32, y: Int32) {
-            self[Evdev.ABS_MT_TRACKING_ID] = trackingID
-            self[Evdev.ABS_MT_POSITION_X] = x
-            self[Evdev.ABS_MT_POSITION_Y] = y
+    /// The slot the next multitouch values go to (`ABS_MT_SLOT`), when known.
+    package var currentSlot: Int32? {
+        get { contacts.currentSlot }
+        set { contacts.currentSlot = newValue }
+    }
+}
+
+/// One multitouch slot: the value of each per-slot code, `ABS_MT_TOUCH_MAJOR` (0x30) …
+/// `ABS_MT_TOOL_Y` (0x3d); a slot starts unused (tracking id -1, the rest 0).
+package struct MultitouchSlot: Sendable {
+    @usableFromInline var values = InlineArray<14, Int32>(repeating: 0)
+
+    package init() { self[Evdev.ABS_MT_TRACKING_ID] = -1 }
+
+    /// A slot with a tracking id and a position (what a read-back asks for).
+    package init(trackingID: Int32, x: Int32, y: Int32) {
+        self[Evdev.ABS_MT_TRACKING_ID] = trackingID
+        self[Evdev.ABS_MT_POSITION_X] = x
+        self[Evdev.ABS_MT_POSITION_Y] = y
+    }
+
+    /// Whether `code` is a per-slot code (`ABS_MT_SLOT` itself is not one).
+    @inlinable
+    package static func holds(_ code: UInt16) -> Bool {
+        code >= Evdev.ABS_MT_TOUCH_MAJOR && code <= Evdev.ABS_MT_TOOL_Y
+    }
+
+    /// The value of a per-slot code; any other code reads 0 and is not kept.
+    @inlinable
+    package subscript(code: UInt16) -> Int32 {
+        get { Self.holds(code) ? values[Int(code &- Evdev.ABS_MT_TOUCH_MAJOR)] : 0 }
+        set { if Self.holds(code) { values[Int(code &- Evdev.ABS_MT_TOUCH_MAJOR)] = newValue } }
+    }
+
+    @inlinable package var trackingID: Int32 {
+        get { self[Evdev.ABS_MT_TRACKING_ID] }
+        set { self[Evdev.ABS_MT_TRACKING_ID] = newValue }
+    }
+    @inlinable package var x: Int32 { self[Evdev.ABS_MT_POSITION_X] }
+    @inlinable package var y: Int32 { self[Evdev.ABS_MT_POSITION_Y] }
+    @inlinable package var pressure: Int32 { self[Evdev.ABS_MT_PRESSURE] }
+    @inlinable package var major: Int32 { self[Evdev.ABS_MT_TOUCH_MAJOR] }
+    @inlinable package var minor: Int32 { self[Evdev.ABS_MT_TOUCH_MINOR] }
+    @inlinable package var orientation: Int32 { self[Evdev.ABS_MT_ORIENTATION] }
+    @inlinable package var distance: Int32 { self[Evdev.ABS_MT_DISTANCE] }
+    @inlinable package var toolType: Int32 { self[Evdev.ABS_MT_TOOL_TYPE] }
+}
+
+/// A tag of two bits (0…3) per key code (`KEY_CNT`), inline, as two bit planes: what a
+/// ledger records each key down as where it tells kinds of key apart.
+package struct KeyTags: Sendable, Equatable {
+    @usableFromInline var low = KeyCodeSet()
+    @usableFromInline var high = KeyCodeSet()
+
+    package init() {}
+
+    /// The tag of `code` (0 for a code never tagged or beyond `KEY_MAX`); only the low two
+    /// bits of a tag set are kept.
+    @inlinable
+    package subscript(code: UInt16) -> UInt8 {
+        get { (low.contains(code) ? 1 : 0) | (high.contains(code) ? 2 : 0) }
+        set {
+            low.set(code, newValue & 1 != 0)
+            high.set(code, newValue & 2 != 0)
         }
-
-        /// Whether `code` is a per-slot code (`ABS_MT_SLOT` itself is not one).
-        @inlinable
-        package static func holds(_ code: UInt16) -> Bool {
-            code >= Evdev.ABS_MT_TOUCH_MAJOR && code <= Evdev.ABS_MT_TOOL_Y
-        }
-
-        /// The value of a per-slot code; any other code reads 0 and is not kept.
-        @inlinable
-        package subscript(code: UInt16) -> Int32 {
-            get { Self.holds(code) ? values[Int(code &- Evdev.ABS_MT_TOUCH_MAJOR)] : 0 }
-            set { if Self.holds(code) { values[Int(code &- Evdev.ABS_MT_TOUCH_MAJOR)] = newValue } }
-        }
-
-        @inlinable package var trackingID: Int32 {
-            get { self[Evdev.ABS_MT_TRACKING_ID] }
-            set { self[Evdev.ABS_MT_TRACKING_ID] = newValue }
-        }
-        @inlinable package var x: Int32 { self[Evdev.ABS_MT_POSITION_X] }
-        @inlinable package var y: Int32 { self[Evdev.ABS_MT_POSITION_Y] }
-        @inlinable package var pressure: Int32 { self[Evdev.ABS_MT_PRESSURE] }
-        @inlinable package var major: Int32 { self[Evdev.ABS_MT_TOUCH_MAJOR] }
-        @inlinable package var minor: Int32 { self[Evdev.ABS_MT_TOUCH_MINOR] }
-        @inlinable package var orientation: Int32 { self[Evdev.ABS_MT_ORIENTATION] }
-        @inlinable package var distance: Int32 { self[Evdev.ABS_MT_DISTANCE] }
-        @inlinable package var toolType: Int32 { self[Evdev.ABS_MT_TOOL_TYPE] }
     }
 }
 

@@ -45,11 +45,11 @@ extension HIDEventServer {
     static func admit(_ event: HIDEvent, seen: @autoclosure () -> VisibleState) -> HIDEvent? {
         switch event.payload {
         case .key(let key) where key.state != .down:
-            return seen().keys.contains(key.code) ? event : nil
+            return seen().holds(key.code, as: .key) ? event : nil
         case .button(let button) where !button.isDown:
-            return seen().buttons.contains(button.code) ? event : nil
+            return seen().holds(button.code, as: .button) ? event : nil
         case .gamepadButton(let button) where !button.isDown:
-            return seen().gamepadButtons.contains(button.code) ? event : nil
+            return seen().holds(button.code, as: .gamepadButton) ? event : nil
         case .pen(let pen) where !pen.inProximity:
             return seen().pen != nil ? event : nil
         case .digitizer(let frame):

@@ -5,38 +5,84 @@ import RingLoopEvdev
 /// gamepad buttons held, switches on, touches live, the pen near or not. Two of these
 /// make resync a difference: one follows every event the decoder produced (nothing is
 /// lost there), one every event handlers were given; after a loss between them (a full
-/// queue, a full hand-off between threads) ``difference(to:device:at:)`` gives exactly
-/// the events that bring the handlers' view to the device's: key-ups for keys released,
-/// key-downs for keys pressed, touches cancelled or begun, switches, the pen.
+/// queue, a full hand-off between threads) ``DeviceLedger/difference(to:device:at:)`` gives
+/// exactly the events that bring the handlers' view to the device's: key-ups for keys
+/// released, key-downs for keys pressed, touches cancelled or begun, switches, the pen.
 ///
-/// The event-level view built on the kernel-level ``DeviceState`` (RingLoopEvdev): its
-/// keys split by the kind of event each was delivered as (a code's kind follows the
-/// device, so only the events say it), and contacts and the pen as the events carried them
-/// (normalized, on a screen). ``VisibleStates`` names every place that keeps one.
+/// The one ledger type, RingLoopEvdev's ``DeviceLedger`` (the kernel's terms are its
+/// ``DeviceState``), in events' terms: each key down tagged with the kind of event it was
+/// delivered as (``DeliveredKeyKind``: a code's kind follows the device, so only the events
+/// say it), and contacts and the pen as the events carried them (normalized, on a screen:
+/// ``DeliveredContacts``). ``VisibleStates`` names every place that keeps one.
 ///
 /// A value of fixed size that never allocates (bit sets and inline contacts).
-struct VisibleState: Sendable {
-    var keys = KeyCodeSet()
-    var buttons = KeyCodeSet()
-    var gamepadButtons = KeyCodeSet()
-    /// Switches on.
-    var switches = SmallCodeSet()
+typealias VisibleState = DeviceLedger<DeliveredContacts>
+
+/// The contacts of a device as its events carried them: the live touches and the pen.
+struct DeliveredContacts: LedgerContacts {
     /// Live contacts, by tracking id.
     var touches = DigitizerFrame()
     /// The device's pen, while in proximity.
     var pen: PenEvent?
 
+    init() {}
+}
+
+/// The kind of event a key down was delivered as: a delivered ledger's tag of each key
+/// (``DeviceLedger/keyTags``).
+enum DeliveredKeyKind: UInt8, CaseIterable {
+    case key = 0
+    case button = 1
+    case gamepadButton = 2
+}
+
+extension DeviceLedger where Contacts == DeliveredContacts {
+    /// Live contacts, by tracking id.
+    var touches: DigitizerFrame {
+        get { contacts.touches }
+        _modify { yield &contacts.touches }
+        set { contacts.touches = newValue }
+    }
+
+    /// The device's pen, while in proximity.
+    var pen: PenEvent? {
+        get { contacts.pen }
+        set { contacts.pen = newValue }
+    }
+
     /// Whether nothing is held, live or near (a device that was removed, or never seen).
     var isRest: Bool {
-        keys.isEmpty && buttons.isEmpty && gamepadButtons.isEmpty && switches.isEmpty && touches.count == 0 && pen == nil
+        keys.isEmpty && switches.isEmpty && touches.count == 0 && pen == nil
+    }
+
+    /// Whether `code` is down, delivered as `kind`.
+    func holds(_ code: UInt16, as kind: DeliveredKeyKind) -> Bool {
+        keys.contains(code) && keyTags[code] == kind.rawValue
+    }
+
+    /// The codes down delivered as `kind`, in ascending order.
+    func codes(heldAs kind: DeliveredKeyKind) -> [UInt16] {
+        keys.all.filter { keyTags[$0] == kind.rawValue }
+    }
+
+    /// Records `code` pressed as `kind`, or released (a release of another kind than the
+    /// press is not this key's: it changes nothing).
+    mutating func set(_ code: UInt16, as kind: DeliveredKeyKind, down: Bool) {
+        if down {
+            keys.set(code, true)
+            keyTags[code] = kind.rawValue
+        } else if holds(code, as: kind) {
+            keys.set(code, false)
+            keyTags[code] = 0
+        }
     }
 
     /// Takes in one event of the device.
     mutating func apply(_ payload: HIDEvent.Payload) {
         switch payload {
-        case .key(let key) where key.state != .repeat: keys.set(key.code, key.state == .down)
-        case .button(let button): buttons.set(button.code, button.isDown)
-        case .gamepadButton(let button): gamepadButtons.set(button.code, button.isDown)
+        case .key(let key) where key.state != .repeat: set(key.code, as: .key, down: key.state == .down)
+        case .button(let button): set(button.code, as: .button, down: button.isDown)
+        case .gamepadButton(let button): set(button.code, as: .gamepadButton, down: button.isDown)
         case .switchChanged(let change): switches.set(change.code, change.isOn)
         case .digitizer(let frame):
             for index in 0..<frame.count {
@@ -59,26 +105,28 @@ struct VisibleState: Sendable {
         var out: [HIDEvent] = []
         func event(_ payload: HIDEvent.Payload) { out.append(HIDEvent(device: device, timestamp: time, payload: payload)) }
         var modifiers = KeyModifiers()
-        for code in keys.all where target.keys.contains(code) {
+        let keys = codes(heldAs: .key)
+        let targetKeys = target.codes(heldAs: .key)
+        for code in keys where target.holds(code, as: .key) {
             if let modifier = KeyModifiers.forLinuxKey(code) { modifiers.insert(modifier) }
         }
-        for code in keys.all where !target.keys.contains(code) {
+        for code in keys where !target.holds(code, as: .key) {
             event(.key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: .up, modifiers: modifiers)))
         }
-        for code in buttons.all where !target.buttons.contains(code) {
+        for code in codes(heldAs: .button) where !target.holds(code, as: .button) {
             event(.button(ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: false)))
         }
-        for code in gamepadButtons.all where !target.gamepadButtons.contains(code) {
+        for code in codes(heldAs: .gamepadButton) where !target.holds(code, as: .gamepadButton) {
             event(.gamepadButton(GamepadButtonEvent(code: code, isDown: false)))
         }
-        for code in target.keys.all where !keys.contains(code) {
+        for code in targetKeys where !holds(code, as: .key) {
             if let modifier = KeyModifiers.forLinuxKey(code) { modifiers.insert(modifier) }
             event(.key(KeyEvent(usage: HIDUsage.forLinuxKey(code), code: code, state: .down, modifiers: modifiers)))
         }
-        for code in target.buttons.all where !buttons.contains(code) {
+        for code in target.codes(heldAs: .button) where !holds(code, as: .button) {
             event(.button(ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: true)))
         }
-        for code in target.gamepadButtons.all where !gamepadButtons.contains(code) {
+        for code in target.codes(heldAs: .gamepadButton) where !holds(code, as: .gamepadButton) {
             event(.gamepadButton(GamepadButtonEvent(code: code, isDown: true)))
         }
         for code in target.switches.changed(from: switches) {
@@ -130,7 +178,7 @@ extension DigitizerFrame {
 ///
 /// | boundary | ledger | what it follows |
 /// |---|---|---|
-/// | read | `FrameDecoder.read` (a ``DeviceState``, kernel terms) | the device's frames as applied at `SYN_REPORT`; its difference to the state read back after `SYN_DROPPED` is the resync, its release is the detach |
+/// | read | `FrameDecoder.read` (a ``DeviceState``: the one ledger type in kernel terms) | the device's frames as applied at `SYN_REPORT`; its difference to the state read back after `SYN_DROPPED` is the resync, its release is the detach |
 /// | read | `DeliveryLedgers.read`, `Forwarder.read` (the dedicated thread's) | every event the decoders produced (nothing is lost there: the truth) |
 /// | delivered | `DeliveryLedgers.delivered` | every event the handlers were given; after a loss the difference from it to `read` is what they get |
 /// | offered (a server) | `HIDEventServer.offered` | every event that reached the routing stage; a client given the focus gets the difference to it |
