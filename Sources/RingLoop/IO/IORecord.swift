@@ -5,11 +5,11 @@ import Glibc
 /// the memory the kernel reads or writes (freed in `deinit`, after the final completion
 /// has been routed and performed or dropped). Loop thread only.
 ///
-/// Three kinds of record: an operation submitted as it is (a read, a receive, an accept,
-/// a write at an offset, a message socket's send); a write queued on a stream channel
-/// (`isQueuedWrite`: its bytes go out in order, through the channel's flushes); and a
-/// flush (`flush` set): the one submission writing the head of a stream channel's queue,
-/// or waiting for room to write it.
+/// Its ``Role`` says which of three kinds of record it is: an operation submitted as it is
+/// (a read, a receive, an accept, a write at an offset, a message socket's send); a write
+/// queued on a stream channel (its bytes go out in order, through the channel's flushes);
+/// or a flush: the one submission writing the head of a stream channel's queue, or waiting
+/// for room to write it.
 final class IORecord {
     let channel: LoopIOChannel
     let operation: IOOperation
@@ -60,25 +60,70 @@ final class IORecord {
 
     // Queued writes and flushes.
 
-    /// A write waiting in its channel's queue, written by flushes.
-    var isQueuedWrite = false
+    /// What a record is for. Set when it starts; only a queued write's place (waiting, or
+    /// in a flush the kernel has) and a flush's writes (taken back when it completes)
+    /// change after.
+    enum Role {
+        /// An operation submitted as it is.
+        case operation
+        /// A write waiting in its channel's queue, written by flushes. `inKernel`: a flush
+        /// in the kernel points at the write's bytes, which stay until it completes.
+        case queuedWrite(inKernel: Bool)
+        /// A flush: the writes it submitted, kept alive until its completion (empty once
+        /// taken back then).
+        case flush([IORecord])
+        /// A flush that waits for room to write (`POLLOUT`) rather than writing.
+        case pollingWritable
+    }
+
+    /// What the record is for.
+    var role: Role {
+        didSet { checkInvariants() }
+    }
+
+    /// Whether the record is a write waiting in its channel's queue.
+    var isQueuedWrite: Bool {
+        if case .queuedWrite = role { true } else { false }
+    }
+
+    /// Whether the record is a flush (writing the queue's head, or waiting for room to).
+    var isFlush: Bool {
+        switch role {
+        case .flush, .pollingWritable: true
+        case .operation, .queuedWrite: false
+        }
+    }
+
+    /// Whether a flush in the kernel points at this queued write's bytes (they stay until
+    /// it completes); never for another role, which cannot be set so.
+    var inKernel: Bool {
+        get { if case .queuedWrite(let inKernel) = role { inKernel } else { false } }
+        set {
+            precondition(isQueuedWrite, "\(operation) is not a queued write")
+            role = .queuedWrite(inKernel: newValue)
+        }
+    }
+
+    /// A flush's writes, taken back when it completes (the flush keeps none, so the array
+    /// is reused without a copy).
+    func takeFlushedWrites() -> [IORecord] {
+        guard case .flush(let writes) = role else { return [] }
+        role = .flush([])
+        return writes
+    }
+
     /// The bytes a queued write sends, in `buffer` or in a receive's buffer (`lent`).
     var bytes: UnsafeRawPointer?
     /// A receive's buffer the write sends from: released when the kernel is done with it.
     var lent: LentBuffer?
     /// Bytes of a queued write the kernel has written.
     var written = 0
-    /// A flush in the kernel points at the write's bytes: they stay until it completes.
-    var inKernel = false
-    /// For a flush: the writes it submitted, kept alive until its completion.
-    var flush: [IORecord]?
-    /// A flush that waits for room to write (`POLLOUT`) rather than writing.
-    var pollingWritable = false
 
     init(
         channel: LoopIOChannel, operation: IOOperation, requested: Int, buffer: UnsafeMutableRawBufferPointer?,
-        provided: ProvidedBuffers?, completion: LoopIOChannel.Handler?
+        provided: ProvidedBuffers?, completion: LoopIOChannel.Handler?, role: Role = .operation
     ) {
+        self.role = role
         self.channel = channel
         self.operation = operation
         self.requested = requested
@@ -92,9 +137,11 @@ final class IORecord {
         timeout?.deallocate()
     }
 
-    /// Checks (debug builds only) what the phase promises: only a multishot receive or read
-    /// with provided buffers waits for them, only an accept with a back-off timeout backs
-    /// off, and a queued write or a flush is never either.
+    /// Checks (debug builds only) what the phase and the role promise: only a multishot
+    /// receive or read with provided buffers waits for them, only an accept with a back-off
+    /// timeout backs off, a queued write or a flush is never either; only a queued write
+    /// has bytes to send, and never more written than asked; a flush has no handler of its
+    /// own.
     func checkInvariants() {
         #if DEBUG
         switch phase {
@@ -107,8 +154,15 @@ final class IORecord {
         case .inFlight, .ended:
             break
         }
-        if isQueuedWrite || flush != nil || pollingWritable {
-            precondition(phase == .inFlight || phase == .ended, "a write or flush is \(phase)")
+        switch role {
+        case .operation:
+            precondition(bytes == nil && lent == nil && written == 0, "\(operation) has a queued write's bytes")
+        case .queuedWrite:
+            precondition(phase == .inFlight || phase == .ended, "a queued write is \(phase)")
+            precondition(provided == nil && written <= requested, "\(operation) wrote \(written) of \(requested) bytes")
+        case .flush, .pollingWritable:
+            precondition(phase == .inFlight || phase == .ended, "a flush is \(phase)")
+            precondition(completion == nil && bytes == nil && lent == nil, "a flush has a write's handler or bytes")
         }
         #endif
     }

@@ -97,8 +97,7 @@ extension LoopIOChannel {
         guard loop.waitCore() != nil else { throw refuse(.system(.notSupported)) }
         let record = IORecord(
             channel: self, operation: nextOperation(kind), requested: count, buffer: buffer, provided: nil,
-            completion: completion)
-        record.isQueuedWrite = true
+            completion: completion, role: .queuedWrite(inKernel: false))
         record.bytes = bytes
         record.lent = lent
         track(record)
@@ -116,14 +115,13 @@ extension LoopIOChannel {
         advanceWrites(by: 0)  // empty writes at the head are done
         guard !writeQueue.writes.isEmpty, let core = loop.core else { return }
         let socket = writeMode == .streamSocket
-        let flush = IORecord(
-            channel: self, operation: IOOperation(kind: socket ? .send : .write, number: 0), requested: 0,
-            buffer: nil, provided: nil, completion: nil)
         // The last flush's array, emptied, holds this one's writes (no allocation).
         var batch = writeQueue.spareBatch
         writeQueue.spareBatch = []
         batch.append(contentsOf: writeQueue.writes.prefix(WriteQueue.batchLimit))
-        flush.flush = batch
+        let flush = IORecord(
+            channel: self, operation: IOOperation(kind: socket ? .send : .write, number: 0), requested: 0,
+            buffer: nil, provided: nil, completion: nil, role: .flush(batch))
         let descriptor = self.descriptor
         let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_WAITALL)
         do {
@@ -179,8 +177,7 @@ extension LoopIOChannel {
         guard let core = loop.core else { return failWrites(.closed) }
         let flush = IORecord(
             channel: self, operation: IOOperation(kind: .write, number: 0), requested: 0, buffer: nil, provided: nil,
-            completion: nil)
-        flush.pollingWritable = true
+            completion: nil, role: .pollingWritable)
         let descriptor = self.descriptor
         do {
             flush.port = try core.startOperation { io_uring_prep_poll_add($0, descriptor, UInt32(POLLOUT)) }
@@ -194,12 +191,11 @@ extension LoopIOChannel {
     /// The kernel finished a flush with `result` (loop thread, from the completion's routing).
     func flushCompleted(_ flush: IORecord, result: Int32) {
         writeQueue.flushing = nil
-        var batch = flush.flush ?? []
-        flush.flush = nil
+        var batch = flush.takeFlushedWrites()
         for write in batch { write.inKernel = false }
         if closing {
             // The writes ended when the channel closed; their bytes were the kernel's until now.
-        } else if flush.pollingWritable {
+        } else if case .pollingWritable = flush.role {
             if result < 0 { failWrites(IOFailure(errno: -result)) }
         } else if result == -EAGAIN || (result == 0 && !batch.isEmpty) {
             pollWritable()

@@ -10,7 +10,7 @@ extension RingRunLoop {
         guard let record = io.operations[id] else { return }
         let kernelDone = flags & UInt32(IORING_CQE_F_MORE) == 0
         if kernelDone { io.operations.remove(id) }
-        if record.flush != nil || record.pollingWritable {
+        if record.isFlush {
             return record.channel.flushCompleted(record, result: result)
         }
         if record.backingOff { return backOffEnded(record, result: result) }
