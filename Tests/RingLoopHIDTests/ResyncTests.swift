@@ -175,3 +175,64 @@ struct ResyncTests {
         }
     }
 }
+
+extension ResyncTests {
+    static let mouse = try! loadRecording("mouse-hires-wheel")
+    static let gamepad = try! loadRecording("gamepad")
+
+    /// The codes a device's events say are held, counting only events of `kind`.
+    static func held(_ events: [HIDEvent], device: HIDDeviceID?, kind: HIDEvent.Kind) -> Set<UInt16> {
+        var held = Set<UInt16>()
+        for event in events where event.device == device {
+            switch event.payload {
+            case .button(let button) where kind == .button:
+                if button.isDown { held.insert(button.code) } else { held.remove(button.code) }
+            case .gamepadButton(let button) where kind == .gamepadButton:
+                if button.isDown { held.insert(button.code) } else { held.remove(button.code) }
+            case .key(let key) where kind == .key && key.state != .repeat:
+                if key.state == .up { held.remove(key.code) } else { held.insert(key.code) }
+            default: break
+            }
+        }
+        return held
+    }
+
+    @Test(
+        "A full queue mid-drag and mid-press: a mouse's and a gamepad's buttons come back as the kinds they were delivered as",
+        arguments: HIDEventSystem.Shape.allCases)
+    func queueLossKeepsKinds(shape: HIDEventSystem.Shape) throws {
+        try withChain(shape: shape, queueCapacity: 8) { folder, system, loop, events in
+            let mouse = try folder.addDevice(Self.mouse.description!, bufferSize: 65536)
+            let pad = try folder.addDevice(Self.gamepad.description!, bufferSize: 65536)
+            #expect(runUntil(loop) { events().filter { $0.kind == .deviceAdded }.count == 2 })
+            // BTN_LEFT and BTN_SOUTH go down before the loss and up inside it; BTN_RIGHT and
+            // BTN_EAST go down inside it and stay.
+            try mouse.send([(1, 0x110, 1), (0, 0, 0)])
+            try pad.send([(1, 0x130, 1), (0, 0, 0)])
+            for step in 1...30 {
+                try mouse.send([(2, 0, 1), (0, 0, 0)])
+                try pad.send([(3, 0, Int32(step * 100)), (0, 0, 0)])
+            }
+            try mouse.send([(1, 0x110, 0), (0, 0, 0), (1, 0x111, 1), (0, 0, 0)])
+            try pad.send([(1, 0x130, 0), (0, 0, 0), (1, 0x131, 1), (0, 0, 0)])
+            for step in 1...30 {
+                try mouse.send([(2, 0, 1), (0, 0, 0)])
+                try pad.send([(3, 0, Int32(-step * 100)), (0, 0, 0)])
+            }
+            let nodes = [mouse, pad]
+            #expect(runUntil(loop) { system.statistics.dropped > 0 && nodes.allSatisfy { $0.unreadEventCounts.allSatisfy { $0 == 0 } } })
+            loop.run(mode: .default, for: .milliseconds(50))
+            #expect(events().contains { $0.kind == .eventsDropped }, "the queue must have overflowed")
+            let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
+            let buttons = Self.held(events(), device: ids[mouse.path], kind: .button)
+            #expect(buttons == HandlerView(node: mouse.path).held, "mouse: handlers \(buttons)")
+            #expect(buttons == [0x111])
+            let padButtons = Self.held(events(), device: ids[pad.path], kind: .gamepadButton)
+            #expect(padButtons == HandlerView(node: pad.path).held, "gamepad: handlers \(padButtons)")
+            #expect(padButtons == [0x131])
+            for path in [mouse.path, pad.path] {
+                #expect(!events().contains { $0.device == ids[path] && $0.kind == .key }, "\(path): a button came as a key")
+            }
+        }
+    }
+}
