@@ -98,7 +98,7 @@ extension HIDEventSystem {
     /// gave them, so a client can show the layout a key event's
     /// ``KeyEvent/keymapModifiers`` names; empty before the first welcome, when the server
     /// holds no keymap, and for a system that reads its own devices. Client loop thread.
-    public var serverLayoutNames: [String] { (feed as? ServerDeviceFeed)?.serverLayoutNames ?? [] }
+    public var serverLayoutNames: [String] { feed?.serverLayoutNames ?? [] }
 
     /// Whether this client is attached to its event server now (it re-attaches by itself
     /// when the server comes back). Client loop thread.

@@ -37,6 +37,9 @@ protocol DeviceFeed: AnyObject {
     /// Whether a server's client is attached and focused (`nil`: the feed reads its own
     /// devices, which are always its own).
     var serverState: (attached: Bool, focused: Bool)? { get }
+    /// The layouts of the keymap a server's client's server holds, as its welcome named
+    /// them (empty for a feed that reads its own devices).
+    var serverLayoutNames: [String] { get }
     /// Does what only some feeds can do, or says why this one cannot.
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer
     /// Decides again which nodes are attached and as what class, the attach policy's
@@ -69,6 +72,7 @@ extension DeviceFeed {
     func finish() {}
     func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { nil }
     var serverState: (attached: Bool, focused: Bool)? { nil }
+    var serverLayoutNames: [String] { [] }
     func reconsiderDevices() {}
 
     /// What a feed that reads its own nodes does: LEDs are written to the node as a
