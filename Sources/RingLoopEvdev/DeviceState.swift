@@ -36,7 +36,7 @@ package struct DeviceLedger<Contacts: LedgerContacts>: Sendable {
     /// The contacts, as this boundary records them.
     package var contacts = Contacts()
 
-    package init() {}
+    @inlinable package init() {}
 }
 
 /// What a ledger records of a device's contacts (the kernel's multitouch slots, or the
@@ -56,7 +56,7 @@ package struct MultitouchSlots: LedgerContacts {
     /// The slot the next multitouch values go to (`ABS_MT_SLOT`), when known.
     package var currentSlot: Int32?
 
-    package init() {}
+    @inlinable package init() {}
 }
 
 extension DeviceLedger where Contacts == MultitouchSlots {
@@ -64,14 +64,14 @@ extension DeviceLedger where Contacts == MultitouchSlots {
     package typealias Slot = MultitouchSlot
 
     /// The multitouch slots (empty for a device without them).
-    package var slots: [MultitouchSlot] {
+    @inlinable package var slots: [MultitouchSlot] {
         get { contacts.slots }
         _modify { yield &contacts.slots }
         set { contacts.slots = newValue }
     }
 
     /// The slot the next multitouch values go to (`ABS_MT_SLOT`), when known.
-    package var currentSlot: Int32? {
+    @inlinable package var currentSlot: Int32? {
         get { contacts.currentSlot }
         set { contacts.currentSlot = newValue }
     }

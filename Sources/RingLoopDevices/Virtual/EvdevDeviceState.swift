@@ -33,7 +33,7 @@ package struct EvdevDeviceState {
         state = description.state
         ranges = description.absoluteAxes
         for (code, axis) in description.absoluteAxes where Evdev.isMultitouchAxis(code) { state.axes[code] = axis.value }
-        if !state.slots.isEmpty { state.axes[Evdev.ABS_MT_SLOT] = 0 }
+        if !state.contacts.slots.isEmpty { state.axes[Evdev.ABS_MT_SLOT] = 0 }
         repeatDelay = description.keyRepeat?.delay ?? 0
         repeatPeriod = description.keyRepeat?.period ?? 0
     }
@@ -116,19 +116,19 @@ package struct EvdevDeviceState {
     }
 
     private mutating func feedAbsolute(code: UInt16, value: Int32) {
-        let multitouch = !state.slots.isEmpty
+        let multitouch = !state.contacts.slots.isEmpty
         if code == Evdev.ABS_MT_SLOT {  // staged until a value in that slot changes
-            if multitouch, value >= 0, Int(value) < state.slots.count { stagedSlot = value }
+            if multitouch, value >= 0, Int(value) < state.contacts.slots.count { stagedSlot = value }
             return
         }
         let fuzz = appliesFuzz ? ranges[code]?.fuzz ?? 0 : 0
         if multitouch, DeviceState.Slot.holds(code) {
-            let old = state.slots[Int(stagedSlot)][code]
+            let old = state.contacts.slots[Int(stagedSlot)][code]
             let new = Self.defuzz(value, old: old, fuzz: fuzz)
             guard new != old else { return }
-            state.slots[Int(stagedSlot)][code] = new
-            if state.currentSlot != stagedSlot {
-                state.currentSlot = stagedSlot
+            state.contacts.slots[Int(stagedSlot)][code] = new
+            if state.contacts.currentSlot != stagedSlot {
+                state.contacts.currentSlot = stagedSlot
                 state.axes[Evdev.ABS_MT_SLOT] = stagedSlot
                 frame.append((Evdev.EV_ABS, Evdev.ABS_MT_SLOT, stagedSlot))
             }
@@ -181,8 +181,8 @@ package struct EvdevDeviceState {
 
     /// The values of one multitouch code in every slot (EVIOCGMTSLOTS).
     func slotValues(code: UInt16) -> [Int32]? {
-        guard !state.slots.isEmpty, DeviceState.Slot.holds(code) else { return nil }
-        return state.slots.map { $0[code] }
+        guard !state.contacts.slots.isEmpty, DeviceState.Slot.holds(code) else { return nil }
+        return state.contacts.slots.map { $0[code] }
     }
 }
 

@@ -17,7 +17,8 @@ extension FrameDecoder {
             pen.finish(axes: read.axes, at: time, device: deviceID, into: &out)
         }
         if touch.isPresent {
-            touch.finish(slots: read.slots, axes: read.axes, axisChanged: changed.contains(.touch), at: time, device: deviceID, into: &out)
+            touch.finish(
+                slots: read.contacts.slots, axes: read.axes, axisChanged: changed.contains(.touch), at: time, device: deviceID, into: &out)
         }
         if changed.contains(.pointer) { axes.pointer(read.axes, at: time, into: &out) }
         switches.finish(switches: &read.switches, at: time, into: &out)

@@ -11,7 +11,7 @@ extension FrameDecoder {
     package mutating func resync(from snapshot: DeviceState, at time: MonotonicInstant, into out: inout [HIDEvent]) {
         dropping = false
         clearPending()
-        if let slot = snapshot.currentSlot, !read.slots.isEmpty { read.currentSlot = slot }
+        if let slot = snapshot.currentSlot, !read.contacts.slots.isEmpty { read.contacts.currentSlot = slot }
         for code in read.keys.all where !snapshot.keys.contains(code) { keys.pending.append((code, 0)) }
         for code in snapshot.keys.all where !read.keys.contains(code) { keys.pending.append((code, 1)) }
         for code in read.switches.all where !snapshot.switches.contains(code) { switches.pending.append((code, 0)) }
@@ -19,12 +19,12 @@ extension FrameDecoder {
         for code in snapshot.axes.codes where read.axes[code] != snapshot.axes[code] && !Evdev.isMultitouchAxis(code) {
             axes.pending.append((code, snapshot.axes[code]))
         }
-        for (index, state) in snapshot.slots.enumerated() where index < read.slots.count {
-            let slot = read.slots[index]
+        for (index, state) in snapshot.slots.enumerated() where index < read.contacts.slots.count {
+            let slot = read.contacts.slots[index]
             if slot.trackingID != state.trackingID || slot.x != state.x || slot.y != state.y {
-                read.slots[index][Evdev.ABS_MT_TRACKING_ID] = state.trackingID
-                read.slots[index][Evdev.ABS_MT_POSITION_X] = state.x
-                read.slots[index][Evdev.ABS_MT_POSITION_Y] = state.y
+                read.contacts.slots[index][Evdev.ABS_MT_TRACKING_ID] = state.trackingID
+                read.contacts.slots[index][Evdev.ABS_MT_POSITION_X] = state.x
+                read.contacts.slots[index][Evdev.ABS_MT_POSITION_Y] = state.y
                 touch.changedSlots |= 1 << UInt64(index)
             }
         }
@@ -59,7 +59,7 @@ extension FrameDecoder {
         }
         touch.releaseKeys()
         finishFrame(at: time, into: &out)
-        touch.cancelAll(slots: &read.slots, at: time, device: deviceID, into: &out)
+        touch.cancelAll(slots: &read.contacts.slots, at: time, device: deviceID, into: &out)
         pen.leave(axes: read.axes, at: time, device: deviceID, into: &out)
         out.append(HIDEvent(device: deviceID, timestamp: time, payload: .deviceRemoved))
     }

@@ -61,8 +61,8 @@ package struct FrameDecoder {
         let hasTouch = multitouch || singleTouch
         let slotCount = min(info.slotCount, 64)
         if slotCount > 0 {
-            read.slots = Array(repeating: DeviceState.Slot(), count: slotCount)
-            read.currentSlot = 0
+            read.contacts.slots = Array(repeating: DeviceState.Slot(), count: slotCount)
+            read.contacts.currentSlot = 0
         }
         keys = KeyDecoding(info: info, hasPen: hasPen, hasTouch: hasTouch, isGamepad: isGamepad)
         relative = RelativeDecoding(info: info)
@@ -112,15 +112,15 @@ package struct FrameDecoder {
     /// is current only until the next `ABS_MT_SLOT`), a protocol-A contact's to the touch
     /// surface, any other waits for the frame's end.
     mutating func feedAbsolute(_ code: UInt16, _ value: Int32) {
-        if !read.slots.isEmpty {
+        if !read.contacts.slots.isEmpty {
             if code == Evdev.ABS_MT_SLOT {
-                read.currentSlot = value
+                read.contacts.currentSlot = value
                 return
             }
             if DeviceState.Slot.holds(code) {
-                let slot = Int(read.currentSlot ?? -1)
-                guard slot >= 0, slot < read.slots.count else { return }  // out-of-range slots: ignored
-                read.slots[slot][code] = value
+                let slot = Int(read.contacts.currentSlot ?? -1)
+                guard slot >= 0, slot < read.contacts.slots.count else { return }  // out-of-range slots: ignored
+                read.contacts.slots[slot][code] = value
                 touch.changedSlots |= 1 << UInt64(slot)
                 return
             }
