@@ -148,10 +148,46 @@ enum TouchpadChecks {
         }
         var configuration = HIDEventSystem.Configuration()
         configuration.touchpad = check.settings
+        // libinput's scrolling is not the same twice in the guest: the same vertical edge
+        // scroll gave 4467 in one CI run and 3769 in another (one of its deltas reversed),
+        // the chain 4535 both times. Its scrolling waits on timers, which under TCG on a
+        // loaded host may fire late against the events. A scroll that differs is played
+        // once more, and the check says what libinput's first replay gave.
+        var outcome = attempt(check, recording: recording, configuration: configuration, context: context)
+        if let first = outcome, first.scrollDiffers, first.problems.count == 1,
+            let second = attempt(check, recording: recording, configuration: configuration, context: context)
+        {
+            outcome = second
+            outcome?.passed += "; libinput's first replay scrolled otherwise (\(first.problems[0]))"
+        }
+        guard let outcome else { return }
+        let problems = outcome.problems
+        context.report.check(
+            name, problems.isEmpty,
+            problems.isEmpty ? outcome.passed : problems.prefix(3).joined(separator: "; ") + " (\(outcome.summary))")
+    }
+
+    /// One replay's comparison: what differs, and what the check says when nothing does.
+    struct Attempt {
+        var problems: [String]
+        var scrollDiffers: Bool
+        var passed: String
+        var summary: String
+    }
+
+    /// Plays `recording` to libinput and the chain once and compares them; `nil` after a
+    /// failure already reported.
+    static func attempt(
+        _ check: Case, recording: Recording, configuration: HIDEventSystem.Configuration, context: CheckContext
+    ) -> Attempt? {
+        let short = check.file.split(separator: "/").last.map(String.init) ?? check.file
+        let name = "libinput/touchpad/" + short
         let replayed: Libinput.Replayed
         switch Libinput.replay(recording, options: check.libinputOptions, chainConfiguration: configuration, context: context) {
         case .success(let result): replayed = result
-        case .failure(let failure): return context.report.fail(name, failure.description)
+        case .failure(let failure):
+            context.report.fail(name, failure.description)
+            return nil
         }
         let reading = replayed.libinput
         var libinputButtons: [String] = []
@@ -176,6 +212,7 @@ enum TouchpadChecks {
             }
         }
         var problems: [String] = []
+        var scrollDiffers = false
         if !reading.readEverything { problems.append("libinput read \(reading.eventsRead) of \(replayed.eventsAtNode) events") }
         if chainDrops > 0 { problems.append("the chain lost events \(chainDrops) times") }
         var note = ""
@@ -196,14 +233,14 @@ enum TouchpadChecks {
                 || (chainScroll.stops > 0) != (libinputScroll.stops > 0)
             {
                 problems.append("scrolling: libinput \(libinputScroll.text), the chain \(chainScroll.text)")
+                scrollDiffers = true
             }
         }
-        context.report.check(
-            name, problems.isEmpty,
-            problems.isEmpty
-                ? "libinput\(check.libinputOptions.map { " " + $0 }.joined()) and the chain: buttons \(chainButtons)"
-                    + (check.comparesScroll ? ", scrolling \(libinputScroll.text) and \(chainScroll.text)" : "")
-                    + " (\(reading.summary))\(note)"
-                : problems.prefix(3).joined(separator: "; ") + " (\(reading.summary))")
+        return Attempt(
+            problems: problems, scrollDiffers: scrollDiffers,
+            passed: "libinput\(check.libinputOptions.map { " " + $0 }.joined()) and the chain: buttons \(chainButtons)"
+                + (check.comparesScroll ? ", scrolling \(libinputScroll.text) and \(chainScroll.text)" : "")
+                + " (\(reading.summary))\(note)",
+            summary: reading.summary)
     }
 }
