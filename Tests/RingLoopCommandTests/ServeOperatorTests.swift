@@ -38,8 +38,13 @@ struct ServeOperatorTests {
         let end = (cpu: try #require(ProcessCost.cpuSeconds(of: server.pid)), time: ContinuousClock.now)
         let elapsed = (end.time - start.time) / .seconds(1)
         let share = (end.cpu - start.cpu) / elapsed
-        #expect(elapsed > 4, "the gap was \(elapsed) s")
-        #expect(share < 0.02, "the server used \(end.cpu - start.cpu) s of CPU in \(elapsed) s (\(Int(share * 100)) % of a core)")
+        // The window runs from the client's sight of the key-down to its sight of the
+        // key-up: a sanitized client that saw the first late shortens it, and a sanitizer's
+        // own runtime threads cost the idle server a little CPU (5 % of a core allowed there).
+        #expect(elapsed > (runningUnderSanitizer ? 2 : 4), "the gap was \(elapsed) s")
+        #expect(
+            share < (runningUnderSanitizer ? 0.05 : 0.02),
+            "the server used \(end.cpu - start.cpu) s of CPU in \(elapsed) s (\(Int(share * 100)) % of a core)")
         print("serve across a \(elapsed) s gap: \(end.cpu - start.cpu) s of CPU")
         client.signal(SIGTERM)
         #expect(client.finish(timeout: .seconds(20)) == 0, "\(client.error)")

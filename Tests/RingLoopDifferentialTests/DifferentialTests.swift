@@ -70,7 +70,9 @@ let scenarios: [Scenario] = [
         d.add(a, "default")
         d.add(d.observer("o"), "default")
         d.signal(a)
-        _ = d.run(milliseconds: 30)
+        // Long enough that a first pass late on a loaded machine still ends before the
+        // deadline, and the run sleeps (BeforeWaiting, AfterWaiting) in both loops.
+        _ = d.run(milliseconds: 300)
     },
     Scenario("sources0 perform by order, then by signal time", contains: ["source b"]) { d in
         let b = d.source("b", order: 2)

@@ -437,7 +437,7 @@ struct LoopSignalSourceTests {
                 $0.thread = pthread_self()
             }
         }
-        let limit = MonotonicInstant.now + .seconds(10)
+        let limit = MonotonicInstant.now + TestWait.bound
         while state.withLock({ $0.thread == nil }) && MonotonicInstant.now < limit { sched_yield() }
         let (source, thread) = state.withLock { ($0.source, $0.thread) }
         let signalSource = try #require(source)

@@ -121,7 +121,7 @@ struct FaultInjectionTests {
             // The next runs ask again and the kernel confirms: the slot is free.
             loop.add(LoopTimer(after: .milliseconds(5)) { _ in }, to: .default)
             #expect(
-                waitUntil(timeout: .seconds(5)) {
+                waitUntil {
                     loop.run(mode: .default, for: .milliseconds(5))
                     return core.portCount == ports - 1
                 })

@@ -24,7 +24,7 @@ final class CompletionLog: Sendable {
 /// Runs `loop` in `mode` until `condition` holds, at most `timeout`; returns whether it did.
 @discardableResult
 func run(
-    _ loop: RingRunLoop, mode: RingRunLoop.Mode = .default, timeout: Duration = .seconds(10), until condition: () -> Bool
+    _ loop: RingRunLoop, mode: RingRunLoop.Mode = .default, timeout: Duration = TestWait.bound, until condition: () -> Bool
 ) -> Bool {
     let deadline = MonotonicInstant.now.advanced(by: timeout)
     while !condition() {

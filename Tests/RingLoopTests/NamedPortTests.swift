@@ -71,7 +71,7 @@ struct NamedPortTests {
                 myPort.invalidate()
             }
             // The main loop runs until the worker has checked in.
-            let limit = MonotonicInstant.now + .seconds(10)
+            let limit = MonotonicInstant.now + TestWait.bound
             while workers.ports.withLock({ $0.isEmpty }), MonotonicInstant.now < limit {
                 mainLoop.run(mode: .default, for: .milliseconds(50), returnAfterSourceHandled: true)
             }

@@ -182,7 +182,7 @@ struct PortSecurityTests {
     func lyingServer() throws {
         typealias Header = PortWire.Header
         func scripted(
-            _ reply: @escaping @Sendable (Int32, Header) -> Void, request: Duration = .seconds(5)
+            _ reply: @escaping @Sendable (Int32, Header) -> Void, request: Duration = TestWait.bound
         ) throws
             -> MessagePortError?
         {
