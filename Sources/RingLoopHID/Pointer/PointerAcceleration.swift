@@ -16,6 +16,9 @@ import Glibc
 ///   the factor is a deceleration down to 0.3 for very slow motion, 1:1 for normal
 ///   motion, and a linear incline to a maximum factor for fast motion; the speed setting
 ///   moves where the incline starts, how steep it is and its maximum.
+/// - Touchpads (the touchpad stage's deltas, already normalized to 1000 dpi): libinput's
+///   touchpad curve, measured on libinput 1.22: flat is ``touchpadFlatFactor``, adaptive
+///   ``touchpadFactor(atVelocity:)``, custom the curve on the normalized deltas.
 /// - ``AccelerationProfile/custom``: libinput 1.23's custom profile for motion: points
 ///   `f[0], f[1], …` of output speed at input speeds `0, step, 2·step, …` (device units per
 ///   millisecond), linearly interpolated between points and extrapolated past the last
@@ -127,8 +130,8 @@ public struct PointerAcceleration: Sendable, Hashable, CustomStringConvertible {
     static let touchpadDecelerationEnd = decelerationEnd / touchpadSlowdown
 
     /// The adaptive profile's factor on a touchpad at `velocity` (units per ms, normalized
-    /// to 1000 dpi): the slowdown times the speed setting's plateau, decelerated below
-    /// ``touchpadDecelerationEnd``.
+    /// to 1000 dpi): ``touchpadSlowdown`` times the speed setting's factor for normal and
+    /// fast motion, decelerated below 0.236 units per ms (down to 0.3 of it at standstill).
     public func touchpadFactor(atVelocity velocity: Double) -> Double {
         let deceleration = min(1, Self.slowestFactor + (1 - Self.slowestFactor) * max(0, velocity) / Self.touchpadDecelerationEnd)
         return Self.touchpadSlowdown * touchpadPlateau * deceleration
