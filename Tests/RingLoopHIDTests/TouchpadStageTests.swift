@@ -105,6 +105,22 @@ struct TouchpadStageTests {
         #expect(seen.buttons == ["BTN_RIGHT down", "BTN_RIGHT up"])
     }
 
+    @Test(
+        "libinput's gestures beside tapping leave one finger's motion to the pointer: the one-finger pan is recognized and the pointer moves on every frame it moved without recognizers"
+    )
+    func oneFingerPanLeavesMotion() throws {
+        let file = "SynPS2 Synaptics TouchPad.leftmove.events"
+        let frames = try touchpadRecording(file).events.filter { $0.type == Evdev.EV_SYN && $0.code == Evdev.SYN_REPORT }.count
+        let tapping = TouchpadSettings(tapping: true)
+        let (alone, _) = try play(file, settings: tapping) { $0.frames >= frames }
+        let (beside, _) = try play(file, settings: tapping, recognizers: StandardGestures.libinput()) { $0.frames >= frames }
+        #expect(alone.motions.count > 100)
+        #expect(beside.gestures.contains("pan began"), "\(beside.gestures.prefix(5))")
+        #expect(beside.motions.count == alone.motions.count)
+        let distance = { (motions: [PointerMotionEvent]) in motions.reduce(0.0) { $0 + abs($1.acceleratedDX) + abs($1.acceleratedDY) } }
+        #expect(abs(distance(beside.motions) - distance(alone.motions)) < 1e-6)
+    }
+
     @Test("scrolling begins, changes and ends (libinput's axis stop) in libinput's scroll units, positive up")
     func scrollPhases() throws {
         let (seen, _) = try play(devicesFolder + "/kernel/touchpad-elan-04f3-3045.evemu", settings: TouchpadSettings()) {

@@ -365,3 +365,65 @@ struct TouchpadBehaviourTests {
         #expect(out.last == .button(code: Evdev.BTN_LEFT, isDown: false, isTap: true))
     }
 }
+
+extension TouchpadClickTests {
+    /// The real Cypress pad's two- and three-finger taps, then one finger put down 60 ms
+    /// after (within the tap timeout) that moves for 360 ms and lifts, written here in the
+    /// pad's own events.
+    static func tapThenDrag(_ file: String) throws -> Recording {
+        let tap = try touchpadRecording(file)
+        let end = tap.events.last!
+        var events = tap.events
+        var microseconds = Int64(end.seconds) * 1_000_000 + Int64(end.microseconds) + 60_000
+        func add(_ type: UInt16, _ code: UInt16, _ value: Int32) {
+            events.append(
+                InputEvent(
+                    seconds: microseconds / 1_000_000, microseconds: Int32(microseconds % 1_000_000), type: type, code: code, value: value))
+        }
+        let (abs, key, syn) = (Evdev.EV_ABS, Evdev.EV_KEY, Evdev.EV_SYN)
+        add(abs, Evdev.ABS_MT_SLOT, 0)
+        add(abs, Evdev.ABS_MT_TRACKING_ID, 500)
+        add(abs, Evdev.ABS_MT_POSITION_X, 700)
+        add(abs, Evdev.ABS_MT_POSITION_Y, 300)
+        add(abs, Evdev.ABS_MT_PRESSURE, 65)
+        add(key, Evdev.BTN_TOUCH, 1)
+        add(key, Evdev.BTN_TOOL_FINGER, 1)
+        add(syn, Evdev.SYN_REPORT, 0)
+        for step in 1...30 {
+            microseconds += 12_000
+            add(abs, Evdev.ABS_MT_POSITION_X, 700 + Int32(step) * 8)
+            add(syn, Evdev.SYN_REPORT, 0)
+        }
+        microseconds += 12_000
+        add(abs, Evdev.ABS_MT_TRACKING_ID, -1)
+        add(key, Evdev.BTN_TOUCH, 0)
+        add(key, Evdev.BTN_TOOL_FINGER, 0)
+        add(syn, Evdev.SYN_REPORT, 0)
+        return Recording(description: tap.description, events: events)
+    }
+
+    @Test(
+        "tap-and-drag after two- and three-finger taps: one finger down within the tap timeout drags with the tap's button (right, middle) until it lifts",
+        arguments: [
+            ("CyPS2 Cypress Trackpad.two_finger_tap.events", "BTN_RIGHT"), ("CyPS2 Cypress Trackpad.three_finger_tap.events", "BTN_MIDDLE"),
+        ])
+    func multiFingerTapAndDrag(_ file: String, _ button: String) throws {
+        let run = TouchpadRun(try Self.tapThenDrag(file), settings: Self.tapping)
+        #expect(run.buttons == ["\(button) down", "\(button) up"])
+        // Every motion of the drag comes between the press and the release.
+        var kinds: [String] = []
+        for action in run.actions {
+            switch action {
+            case .button(_, let isDown, _): kinds.append(isDown ? "down" : "up")
+            case .motion: if kinds.last != "motion" { kinds.append("motion") }
+            case .scroll: kinds.append("scroll")
+            }
+        }
+        #expect(kinds == ["down", "motion", "up"])
+        // Without tap-and-drag the tap's click ends at once and the finger only moves.
+        var noDrag = Self.tapping
+        noDrag.tapAndDrag = false
+        let plain = TouchpadRun(try Self.tapThenDrag(file), settings: noDrag)
+        #expect(plain.actions.prefix(2).map { if case .button = $0 { true } else { false } } == [true, true])
+    }
+}

@@ -128,6 +128,12 @@ enum TouchpadChecks {
         }
     }
 
+    /// Times as milliseconds after the first (`+0 +182 ms`).
+    static func fromFirst(_ times: [Double]) -> String {
+        guard let first = times.first else { return "none" }
+        return times.map { "+" + Format.fixed(($0 - first) * 1000, 0) }.joined(separator: " ") + " ms"
+    }
+
     static func compare(_ check: Case, _ context: CheckContext) {
         let short = check.file.split(separator: "/").last.map(String.init) ?? check.file
         let name = "libinput/touchpad/" + short
@@ -191,21 +197,26 @@ enum TouchpadChecks {
         }
         let reading = replayed.libinput
         var libinputButtons: [String] = []
+        var libinputButtonTimes: [Double] = []
         var libinputScroll = Scrolled()
         for event in reading.events {
             if let press = event.press, event.type == "POINTER_BUTTON" {
                 libinputButtons.append("\(press.code) \(press.pressed ? "down" : "up")")
+                if let time = event.time { libinputButtonTimes.append(time) }
             } else if let scroll = event.scroll, event.type == "POINTER_SCROLL_FINGER" || event.type == "POINTER_SCROLL_EDGE" {
                 libinputScroll.add(vertical: scroll.vertical ?? 0, horizontal: scroll.horizontal ?? 0)
             }
         }
         var chainButtons: [String] = []
+        var chainButtonTimes: [Double] = []
         var chainScroll = Scrolled()
         var chainDrops = 0
         for event in replayed.chain {
             switch event.payload {
             case .eventsDropped: chainDrops += 1
-            case .button(let button): chainButtons.append("\(button.code) \(button.isDown ? "down" : "up")")
+            case .button(let button):
+                chainButtons.append("\(button.code) \(button.isDown ? "down" : "up")")
+                chainButtonTimes.append(Double(event.timestamp.nanoseconds) / 1e9)
             case .scroll(let scroll) where scroll.source == .finger || scroll.source == .edge:
                 chainScroll.add(vertical: -scroll.vertical, horizontal: scroll.horizontal)
             default: break
@@ -240,6 +251,7 @@ enum TouchpadChecks {
             problems: problems, scrollDiffers: scrollDiffers,
             passed: "libinput\(check.libinputOptions.map { " " + $0 }.joined()) and the chain: buttons \(chainButtons)"
                 + (check.comparesScroll ? ", scrolling \(libinputScroll.text) and \(chainScroll.text)" : "")
+                + "; times from the first button: libinput \(Self.fromFirst(libinputButtonTimes)), the chain \(Self.fromFirst(chainButtonTimes))"
                 + " (\(reading.summary))\(note)",
             summary: reading.summary)
     }

@@ -45,7 +45,7 @@ struct KernelCheck: ParsableCommand {
             ("state at attach", KernelChecks.stateAtAttach), ("SYN_DROPPED", KernelChecks.droppedAndResynced),
             ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("keymap", KernelChecks.keymap),
             ("uhid", UHIDChecks.run), ("rumble", UHIDChecks.rumble),
-            ("pointer", PointerChecks.run),
+            ("pointer", PointerChecks.run), ("touchpad pointer", TouchpadMotionChecks.run),
             ("libinput", LibinputChecks.run), ("libinput touchpad", TouchpadChecks.run), ("recordings", CorpusReplay.run),
             ("demo", KernelChecks.demo),
         ]

@@ -221,7 +221,8 @@ struct Monitor: ParsableCommand {
             gestures: gestures || !(filter.reports ?? []).isEmpty, stallThreshold: .microseconds(Int64(stallThreshold * 1000)),
             gamepadMappings: gamepads || gamepadMappings != nil ? try GamepadMappings.database(adding: gamepadMappings) : nil,
             screens: try screenOptions.resolver(command: "monitor"),
-            pointer: try pointerOptions.settings(withScreens: screenOptions.isGiven), touchpad: touchpadOptions.settings)
+            pointer: try pointerOptions.settings(withScreens: screenOptions.isGiven, withTouchpads: touchpadOptions.isGiven),
+            touchpad: touchpadOptions.settings)
     }
 
     /// What is monitored: a folder of nodes (some of them, by name), or recordings hosted

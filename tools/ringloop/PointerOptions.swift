@@ -67,9 +67,10 @@ struct PointerOptions: ParsableArguments {
     }
 
     /// The pointer stage's settings for a command: given options, or libinput's defaults
-    /// where screens are set (the cursor needs the stage); `nil` otherwise (raw motion).
-    func settings(withScreens: Bool) throws(Failure) -> PointerSettings? {
-        guard isGiven || withScreens else { return nil }
+    /// where screens are set (the cursor needs the stage) or touchpads are pointers (libinput
+    /// accelerates them by default); `nil` otherwise (raw motion).
+    func settings(withScreens: Bool, withTouchpads: Bool = false) throws(Failure) -> PointerSettings? {
+        guard isGiven || withScreens || withTouchpads else { return nil }
         do { return try pointerSettings() } catch { throw .usage("\(error)") }
     }
 }

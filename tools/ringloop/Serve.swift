@@ -324,7 +324,9 @@ struct Serve: ParsableCommand {
                 return .consumed
             }
         }
-        if let pointer = try pointerOptions.settings(withScreens: screens != nil) { server.system.setPointer(pointer) }
+        if let pointer = try pointerOptions.settings(withScreens: screens != nil, withTouchpads: touchpadOptions.isGiven) {
+            server.system.setPointer(pointer)
+        }
         if let touchpad = touchpadOptions.settings { server.system.setTouchpadSettings(touchpad) }
         if gamepads || gamepadMappings != nil {
             server.system.addGamepadLayout(mappings: try GamepadMappings.database(adding: gamepadMappings))

@@ -27,10 +27,16 @@ public enum StandardGestures {
     /// libinput's touchpad gestures with tapping: taps with one to three fingers and a
     /// double tap, hold, the three- and four-finger swipe, pinch; one-finger motion and
     /// two-finger scrolling as pans, which do not stop a tap (as libinput taps whatever
-    /// the pointer does meanwhile). For touchpads.
+    /// the pointer does meanwhile) and leave their touches to the pointer: libinput's
+    /// touchpad gestures begin at two fingers for a pinch and three for a swipe, and one
+    /// finger's motion moves the pointer, two fingers' scroll (libinput's "Gestures"). For
+    /// touchpads.
     public static func libinput(surfaces: Set<GestureSurface.Kind> = [.touchpad]) -> [GestureRecognizer] {
         let (taps, pan, scroll) = tapsAndPans()
-        for motion in [pan, scroll] { motion.recognizeSimultaneously { _, other in other is TapGestureRecognizer } }
+        for motion in [pan, scroll] {
+            motion.recognizeSimultaneously { _, other in other is TapGestureRecognizer }
+            motion.cancelsTouchesInHandlers = false
+        }
         let all =
             taps + [
                 LongPressGestureRecognizer.touchpadHold(), pan, scroll, PanGestureRecognizer.touchpadSwipe(),

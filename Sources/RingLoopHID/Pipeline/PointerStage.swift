@@ -94,6 +94,9 @@ final class PointerStage: HIDEventStage {
     /// Takes `screens` for the cursor without a system (the benchmark).
     func setScreensForMeasurement(_ screens: [ScreenDescription]) { processor.setScreens(screens) }
 
+    /// Takes `device` for a touchpad with the defaults, without a system (the benchmark).
+    func setTouchpadForMeasurement(_ device: HIDDeviceID) { processor.setDevice(device, settings: defaults, isTouchpad: true) }
+
     /// The cursor, `nil` without screens.
     var cursor: PointerCursor? { processor.cursor }
 

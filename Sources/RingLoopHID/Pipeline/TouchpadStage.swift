@@ -18,8 +18,9 @@ final class TouchpadStage: HIDEventStage {
         var device: HIDDeviceID
         var interpreter: TouchpadInterpreter
         var isBuiltIn: Bool
-        /// Actions waiting for the recognizers' evaluation.
-        var held: [TouchpadAction] = []
+        /// Actions waiting for the recognizers' evaluation, each with the time of the frame
+        /// that made it (a motion keeps it: the pointer's acceleration measures velocity).
+        var held: [(action: TouchpadAction, time: MonotonicInstant)] = []
         /// Buttons whose press went out (a release of any other is dropped).
         var buttonsDown: [UInt16] = []
         /// Whether a scroll sequence is under way (its next event is `changed`).
@@ -97,7 +98,7 @@ final class TouchpadStage: HIDEventStage {
             if let index = pads.firstIndex(where: { $0.device == event.device }) {
                 actions.removeAll(keepingCapacity: true)
                 pads[index].interpreter.reset(into: &actions)
-                pads[index].held.append(contentsOf: actions)
+                hold(index, at: event.timestamp)
                 flush(index, at: event.timestamp, emit: emit)
                 pads.remove(at: index)
             }
@@ -139,13 +140,13 @@ final class TouchpadStage: HIDEventStage {
         guard let index = pads.firstIndex(where: { $0.device == device }) else { return }
         if pads[index].interpreter.isInSequence(id) {
             pads[index].held.removeAll {
-                if case .button(_, _, true) = $0 { return true }
+                if case .button(_, _, true) = $0.action { return true }
                 return false
             }
         }
         actions.removeAll(keepingCapacity: true)
         pads[index].interpreter.claim(id, into: &actions)
-        pads[index].held.append(contentsOf: actions)
+        hold(index, at: .now)
     }
 
     /// A recognizer that cancels touches in handlers began (or, discrete, was recognized) on
@@ -153,12 +154,12 @@ final class TouchpadStage: HIDEventStage {
     func gestureClaimed(device: HIDDeviceID) {
         guard let index = pads.firstIndex(where: { $0.device == device }) else { return }
         pads[index].held.removeAll {
-            if case .button(_, _, true) = $0 { return true }
+            if case .button(_, _, true) = $0.action { return true }
             return false
         }
         actions.removeAll(keepingCapacity: true)
         pads[index].interpreter.claimAll(into: &actions)
-        pads[index].held.append(contentsOf: actions)
+        hold(index, at: .now)
     }
 
     /// The gesture stage evaluated the pass: what the touchpads made of it goes on.
@@ -173,17 +174,23 @@ final class TouchpadStage: HIDEventStage {
 
     private func deliver(_ index: Int, at time: MonotonicInstant, emit: (HIDEvent) -> Void) {
         guard !actions.isEmpty else { return }
-        pads[index].held.append(contentsOf: actions)
+        hold(index, at: time)
         if !holdsForRecognizers { flush(index, at: time, emit: emit) }
+    }
+
+    /// Keeps ``actions``, made at `time`, until the pad's next flush.
+    private func hold(_ index: Int, at time: MonotonicInstant) {
+        for action in actions { pads[index].held.append((action, time)) }
     }
 
     private func flush(_ index: Int, at time: MonotonicInstant, emit: (HIDEvent) -> Void) {
         let device = pads[index].device
-        for action in pads[index].held {
+        for (action, madeAt) in pads[index].held {
             switch action {
             case .motion(let dx, let dy, let deviceDX, let deviceDY):
                 // The raw deltas in the pad's own units, whole (the rest carried to the next
-                // motion); the normalized ones (1000 dpi, unaccelerated) as the pointer's.
+                // motion); the normalized ones (1000 dpi, unaccelerated) as the pointer's, which
+                // the pointer stage, where present, accelerates by the touchpad curve.
                 let x = pads[index].remainderX + deviceDX
                 let y = pads[index].remainderY + deviceDY
                 let wholeX = x.rounded(.towardZero)
@@ -191,7 +198,9 @@ final class TouchpadStage: HIDEventStage {
                 pads[index].remainderX = x - wholeX
                 pads[index].remainderY = y - wholeY
                 let motion = PointerMotionEvent(dx: Int32(wholeX), dy: Int32(wholeY), acceleratedDX: dx, acceleratedDY: dy)
-                emit(HIDEvent(device: device, timestamp: time, payload: .pointerMotion(motion)))
+                // At its frame's time, even after waiting for the recognizers: the pointer
+                // stage's acceleration measures the velocity by it.
+                emit(HIDEvent(device: device, timestamp: madeAt, payload: .pointerMotion(motion)))
             case .button(let code, let isDown, _):
                 if isDown {
                     pads[index].buttonsDown.append(code)
@@ -219,7 +228,7 @@ final class TouchpadStage: HIDEventStage {
         for index in pads.indices {
             actions.removeAll(keepingCapacity: true)
             pads[index].interpreter.reset(into: &actions)
-            pads[index].held.append(contentsOf: actions)
+            hold(index, at: .now)
             flush(index, at: .now, emit: emit)
         }
     }

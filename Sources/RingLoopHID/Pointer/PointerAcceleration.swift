@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// How a relative device's deltas become a pointer's: libinput's acceleration profiles
 /// and speed setting, written from libinput's documentation ("Pointer acceleration",
 /// "The custom acceleration profile") and checked against libinput itself on the booted
@@ -12,6 +16,9 @@
 ///   the factor is a deceleration down to 0.3 for very slow motion, 1:1 for normal
 ///   motion, and a linear incline to a maximum factor for fast motion; the speed setting
 ///   moves where the incline starts, how steep it is and its maximum.
+/// - Touchpads (the touchpad stage's deltas, already normalized to 1000 dpi): libinput's
+///   touchpad curve, measured on libinput 1.22: flat is ``touchpadFlatFactor``, adaptive
+///   ``touchpadFactor(atVelocity:)``, custom the curve on the normalized deltas.
 /// - ``AccelerationProfile/custom``: libinput 1.23's custom profile for motion: points
 ///   `f[0], f[1], …` of output speed at input speeds `0, step, 2·step, …` (device units per
 ///   millisecond), linearly interpolated between points and extrapolated past the last
@@ -43,6 +50,7 @@ public struct PointerAcceleration: Sendable, Hashable, CustomStringConvertible {
         self.profile = profile
         self.speed = speed
         self.curve = curve
+        touchpadPlateau = Self.touchpadPlateau(speed: speed)
     }
 
     /// `flat 0.5`, `adaptive 0`, `custom step 1 points 0 1 2.5`.
@@ -91,6 +99,49 @@ public struct PointerAcceleration: Sendable, Hashable, CustomStringConvertible {
     func adaptiveFactor(from previous: Double, to current: Double) -> Double {
         let middle = (previous + current) / 2
         return (adaptiveFactor(atVelocity: previous) + 4 * adaptiveFactor(atVelocity: middle) + adaptiveFactor(atVelocity: current)) / 6
+    }
+
+    // MARK: Touchpads
+
+    /// libinput's constant deceleration of touchpad motion ("Pointer acceleration on
+    /// touchpads"), measured: libinput 1.22's flat profile on a touchpad that reports its
+    /// resolution moves the pointer 0.2967 × (1 + speed) per normalized unit at every
+    /// speed setting (kernel-check `pointer/touchpad/flat`).
+    public static let touchpadSlowdown = 0.2967
+
+    /// The flat profile's factor on a touchpad's normalized deltas: `(1 + speed)` times
+    /// ``touchpadSlowdown``.
+    public var touchpadFlatFactor: Double { (1 + speed) * Self.touchpadSlowdown }
+
+    /// The adaptive touchpad profile's factor for motion at normal and fast velocities,
+    /// before the slowdown: measured on libinput 1.22 (one finger's motion on three real
+    /// pads at nine speed settings, −1 to 1 by quarters) as the same factor from 0.3 to 4
+    /// units per ms, 0.0424, 0.0729, 0.208, 0.473, 0.902, 1.501, 2.292, 3.23, 4.33–4.50;
+    /// `0.045 + 0.857 × (1 + speed)^2.378` follows all nine within 4 %.
+    let touchpadPlateau: Double
+
+    static func touchpadPlateau(speed: Double) -> Double { 0.045 + 0.857 * pow(1 + speed, 2.378) }
+
+    /// Below this velocity (units per ms, normalized) the adaptive touchpad profile
+    /// slows motion further: the mouse's deceleration (0.3 at standstill to 1 at 0.07)
+    /// on the velocity after the slowdown, 0.07 / ``touchpadSlowdown``. Measured: a
+    /// motion at 0.1 units per ms got 0.74 of the factor of faster ones at every speed
+    /// setting.
+    static let touchpadDecelerationEnd = decelerationEnd / touchpadSlowdown
+
+    /// The adaptive profile's factor on a touchpad at `velocity` (units per ms, normalized
+    /// to 1000 dpi): ``touchpadSlowdown`` times the speed setting's factor for normal and
+    /// fast motion, decelerated below 0.236 units per ms (down to 0.3 of it at standstill).
+    public func touchpadFactor(atVelocity velocity: Double) -> Double {
+        let deceleration = min(1, Self.slowestFactor + (1 - Self.slowestFactor) * max(0, velocity) / Self.touchpadDecelerationEnd)
+        return Self.touchpadSlowdown * touchpadPlateau * deceleration
+    }
+
+    /// The touchpad factor of a motion whose velocity went from `previous` to `current`
+    /// (the mean over the change, as ``adaptiveFactor(from:to:)``).
+    func touchpadFactor(from previous: Double, to current: Double) -> Double {
+        let middle = (previous + current) / 2
+        return (touchpadFactor(atVelocity: previous) + 4 * touchpadFactor(atVelocity: middle) + touchpadFactor(atVelocity: current)) / 6
     }
 }
 

@@ -34,6 +34,27 @@ struct PointerAccelerator: Sendable {
             return (x * factor, y * factor)
         }
     }
+
+    /// The accelerated deltas of a touchpad's motion of `dx`, `dy` at `time` (ns): the
+    /// deltas already normalized to libinput's 1000 dpi by the touchpad stage, through
+    /// the profile's touchpad curve (``PointerAcceleration/touchpadFactor(from:to:)``,
+    /// ``PointerAcceleration/touchpadFlatFactor``).
+    mutating func accelerateTouchpad(dx: Double, dy: Double, at time: Int64) -> (dx: Double, dy: Double) {
+        switch acceleration.profile {
+        case .flat:
+            let factor = acceleration.touchpadFlatFactor
+            return (dx * factor, dy * factor)
+        case .adaptive:
+            let current = velocity.add(dx: dx, dy: dy, at: time)
+            let factor = acceleration.touchpadFactor(from: previousVelocity, to: current)
+            previousVelocity = current
+            return (dx * factor, dy * factor)
+        case .custom:
+            let current = velocity.add(dx: dx, dy: dy, at: time)
+            let factor = acceleration.curve?.factor(at: current) ?? 1
+            return (dx * factor, dy * factor)
+        }
+    }
 }
 
 /// The pointer stage's core: relative devices' motion accelerated and moving one cursor
@@ -49,7 +70,8 @@ package struct PointerProcessor: Sendable {
         var settings: PointerSettings
         var accelerator: PointerAccelerator
         /// Whether it is a touchpad, whose motion and buttons the touchpad stage made: its
-        /// motion comes accelerated, and its buttons (taps, clickpad clicks) are not
+        /// motion comes normalized to 1000 dpi (in the accelerated deltas) and is
+        /// accelerated by the touchpad's curve, and its buttons (taps, clickpad clicks) are not
         /// debounced here — libinput debounces the physical buttons of pointers only, and a
         /// tap's release held 25 ms would be late.
         var isTouchpad: Bool
@@ -189,14 +211,19 @@ package struct PointerProcessor: Sendable {
     }
 
     /// `event`, whose payload is `motion`, as the pointer makes it: accelerated by its
-    /// device's profile (a touchpad's as it comes), with the cursor it moved.
+    /// device's profile (a touchpad's normalized deltas by the profile's touchpad curve),
+    /// with the cursor it moved.
     @inline(__always)
     package mutating func moved(_ event: HIDEvent, _ motion: PointerMotionEvent) -> HIDEvent {
         var motion = motion
         withState(of: event.device) { state in
-            guard !state.isTouchpad else { return }
-            (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(
-                dx: motion.dx, dy: motion.dy, at: Int64(event.timestamp.nanoseconds))
+            let time = Int64(event.timestamp.nanoseconds)
+            if state.isTouchpad {
+                (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerateTouchpad(
+                    dx: motion.acceleratedDX, dy: motion.acceleratedDY, at: time)
+            } else {
+                (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(dx: motion.dx, dy: motion.dy, at: time)
+            }
         }
         motion.cursor = layout.move(dx: motion.acceleratedDX, dy: motion.acceleratedDY)
         return HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion))

@@ -74,8 +74,12 @@ extension TouchpadInterpreter {
             return
         }
         press(button, into: &out)
-        if fingers == 1, settings.tapAndDrag {
-            // The button stays down for the tap timeout: a finger coming back drags.
+        if settings.tapAndDrag {
+            // The button stays down for the tap timeout: a finger coming back drags. After
+            // a tap of two or three fingers too, with their button ("Tap-and-drag":
+            // dragging is always done with one finger, the tap's fingers choose the button;
+            // libinput 1.22 on the booted kernel holds the Cypress pad's two- and
+            // three-finger taps' buttons 107 ms).
             tap = .tapped(button: button, since: time)
         } else {
             release(button, into: &out)

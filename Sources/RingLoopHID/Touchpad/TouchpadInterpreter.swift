@@ -137,6 +137,9 @@ package struct TouchpadInterpreter {
     /// Tracking ids of the touches since the pad was last empty (whose taps a recognizer may claim).
     var sequence: [Int32] = []
 
+    /// Normalized units (libinput's 1000 dpi) per unit of the pad's horizontal axis.
+    package var normalizedPerUnitX: Double { Self.normalizedPerMillimetre / unitsPerMillimetreX }
+
     /// The interpreter of `device` (a touchpad) with `settings`.
     package init(device: HIDDeviceInfo, settings: TouchpadSettings) {
         self.settings = settings
