@@ -4,14 +4,15 @@ import SystemPackage
 
 /// The client side of a connection to a port in another process.
 ///
-/// Everything that waits goes through the calling thread's own loop, on its ring:
-/// connecting while the port's backlog is full (an `IORING_OP_CONNECT`), waiting for room
-/// to send, and waiting for a reply (readiness of the socket, then the packets read; see
-/// ProcessPortConnection+Reading). A packet the kernel can take at once is handed to it
-/// with one non-blocking `sendmsg`, as the port's own replies are: that is what lets a
-/// send with a zero timeout say at once whether the port had room (the event server's
-/// bound on a slow client rests on it). Nothing polls or sleeps on the caller's thread
-/// outside its loop.
+/// Everything goes through the calling thread's own loop, on its ring: connecting while
+/// the port's backlog is full (an `IORING_OP_CONNECT`), each packet sent (an
+/// `IORING_OP_SENDMSG`, submitted and completed in one call into the kernel), waiting for
+/// room to send, and waiting for a reply (readiness of the socket, then the packets read;
+/// see ProcessPortConnection+Reading). A send says `MSG_DONTWAIT`, so a port without room
+/// answers at once: that is what lets a send with a zero timeout say at once whether the
+/// port had room (the event server's bound on a slow client rests on it); with time left,
+/// the loop waits for room and the packet goes again. Nothing sends, polls or sleeps on
+/// the caller's thread outside its loop's ring.
 ///
 /// The process's port thread (`ringloop-ports`, ``PortClientThread``) only watches for
 /// the connection's end (no readiness for data: it wakes only when a connection ends),
@@ -366,28 +367,45 @@ final class ProcessPortConnection: Sendable {
         return ended
     }
 
-    /// Sends one packet, its header and its fragment gathered by `sendmsg` (the message's
-    /// bytes are not copied into a packet first).
+    /// Sends one packet, its header and its fragment gathered by one `IORING_OP_SENDMSG`
+    /// (the message's bytes are not copied into a packet first) on the calling thread's
+    /// loop's ring, submitted and completed in one call into the kernel
+    /// (``WaitCore/performAtOnce(until:_:)``). It says `MSG_DONTWAIT`: a port without room
+    /// answers at once, and the wait for room is the loop's (``waitForRoom(until:)``).
     private func write(
         _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, deadline: MonotonicInstant
     ) throws(MessagePortError) {
+        guard let core = RingRunLoop.current.waitCore() else {
+            throw .transportError(name, reason: "the sending thread's loop has no io_uring")
+        }
         var vectors = (
             iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
             iovec(iov_base: UnsafeMutableRawPointer(mutating: fragment.baseAddress), iov_len: fragment.count)
         )
+        let socket = socket
         while true {
-            let sent = withUnsafeMutableBytes(of: &vectors) { vectors in
+            let outcome = withUnsafeMutableBytes(of: &vectors) { vectors -> Result<Int32, RingError> in
                 var message = msghdr()
                 message.msg_iov = vectors.baseAddress?.assumingMemoryBound(to: iovec.self)
                 message.msg_iovlen = 2
-                return sendmsg(socket, &message, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+                return withUnsafeMutablePointer(to: &message) { message in
+                    Result { () throws(RingError) in
+                        try core.performAtOnce(until: deadline) { sqe in
+                            io_uring_prep_sendmsg(sqe, socket, message, UInt32(MSG_DONTWAIT) | UInt32(MSG_NOSIGNAL))
+                        }
+                    }
+                }
             }
-            if sent == header.count + fragment.count { return }
-            let failure = sent < 0 ? errno : EMSGSIZE
-            switch failure {
+            let sent: Int32
+            switch outcome {
+            case .success(let result): sent = result
+            case .failure(let error): throw .transportError(name, reason: "the ring refused a send: \(error)")
+            }
+            if Int(sent) == header.count + fragment.count { return }
+            switch sent < 0 ? -sent : EMSGSIZE {
             case EINTR:
                 continue
-            case EAGAIN:
+            case EAGAIN, ECANCELED:
                 try waitForRoom(until: deadline)
             default:
                 // The port closed the connection; why (a refusal comes before the end) is

@@ -94,11 +94,12 @@ public final class RemoteMessagePort: Sendable {
     /// Sends a one-way message (`CFMessagePortSendRequest` with no reply mode), waiting at
     /// most `timeout` for room in the port's queue (its mailbox, or the connection to its
     /// process). The message is the port's once this returns: a busy receiver delays its
-    /// delivery, not the send. To a port of another process, a packet the kernel can take
-    /// at once goes in one non-blocking `sendmsg`; waiting for room runs the calling
-    /// thread's loop in a private mode, its ring watching the socket (nothing else of the
-    /// loop's runs meanwhile). With a `timeout` of zero nothing waits: a full queue fails
-    /// at once with ``MessagePortError/sendTimeout(_:)``.
+    /// delivery, not the send. To a port of another process, each packet goes through the
+    /// calling thread's loop's ring, one non-blocking send submitted and completed in one
+    /// call into the kernel; waiting for room runs that loop in a private mode, its ring
+    /// watching the socket (nothing else of the loop's runs meanwhile). With a `timeout` of
+    /// zero nothing waits: a full queue fails at once with
+    /// ``MessagePortError/sendTimeout(_:)``.
     /// - Throws: ``MessagePortError/tooLarge(size:limit:)``,
     ///   ``MessagePortError/invalidated(_:)``, ``MessagePortError/sendTimeout(_:)``,
     ///   ``MessagePortError/accessDenied(_:)``, ``MessagePortError/tooManyConnections(_:)``.

@@ -226,6 +226,56 @@ package final class WaitCore {
         collect()
     }
 
+    /// Submits one operation and returns its result (a count, or `-errno`), for an
+    /// operation the kernel finishes as it takes it — a send with `MSG_DONTWAIT`, which
+    /// the kernel neither waits on nor hands to a worker: one call into the kernel, the
+    /// submission and its completion together. Memory `prepare`'s entry points at need
+    /// only stay valid for the call: it returns once the kernel is done with it.
+    ///
+    /// Should the kernel not finish it at once, it waits for the completion in the
+    /// kernel until `deadline`, then cancels it and waits for its final completion
+    /// (`-ECANCELED` when it did not finish first). Every other completion harvested
+    /// meanwhile stays queued for the loop's next pass, which then does not sleep.
+    func performAtOnce(
+        until deadline: MonotonicInstant, _ prepare: (UnsafeMutablePointer<io_uring_sqe>) -> Void
+    ) throws(RingError) -> Int32 {
+        let sqe = try ring.nextSubmission()
+        let id = allocateSlot(.operation)
+        prepare(sqe)
+        let tag = CompletionTag(kind: .operation, slot: id.slot, generation: id.generation).rawValue
+        io_uring_sqe_set_data64(sqe, tag)
+        var cancelled = false
+        do {
+            try finishUndoneWork()
+            try retryingWhenBusy { () throws(RingError) in try ring.submit() }
+        } catch {
+            // Not taken by the kernel: made a no-op, whose completion frees the slot, so
+            // nothing refers to the caller's memory once this returns.
+            if ring.hasQueuedSubmissions {
+                io_uring_prep_nop(sqe)
+                io_uring_sqe_set_data64(sqe, tag)
+            }
+            throw error
+        }
+        while true {
+            collect()
+            if let index = events.lastIndex(where: { event in
+                if case .completion(let other, _, _) = event { return other == id }
+                return false
+            }), case .completion(_, let result, _) = events.remove(at: index) {
+                return result
+            }
+            if !cancelled, MonotonicInstant.now >= deadline {
+                cancelled = true
+                // (A failure to ask leaves the wait below to end with the operation.)
+                try? cancelOperation(id)
+            }
+            // The kernel has the submission: the caller's memory must outlive it, so
+            // this waits for its completion whatever fails meanwhile.
+            _ = try? ring.submitAndWait(until: cancelled ? .distantFuture : deadline)
+        }
+    }
+
     /// Runs a call into the kernel; when it reports `EBUSY` (completions overflowed and
     /// could not all be flushed) or `EAGAIN` (no resources for the request just now),
     /// harvests what is ready — which makes room — and tries once more, unless what was
