@@ -224,4 +224,84 @@ extension PortOnTheRingTests {
         }
         output.report(ifFailed: result == nil)
     }
+    /// A send to another process goes through the sending thread's ring: each packet one
+    /// `IORING_OP_SENDMSG` (counted by the ring), what arrives read with plain `recv` on the
+    /// port's end and put together by the wire's assembler: every message whole, in order.
+    @Test("Each packet sent to another process is one submission on the sending thread's ring; the messages arrive whole and in order")
+    func sendsAreRingSubmissions() throws {
+        let name = NamedPortTests.uniqueName("ringsend")
+        let large = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let expected: [[UInt8]] = [large] + (1...5).map { [UInt8($0)] }
+        let packets = (large.count + PortWire.fragmentCapacity - 1) / PortWire.fragmentCapacity + 5
+        let arrived = ThreadLock<[PortWire.Message]>([])
+        let server = try RawPortServer(name: name) { connection in
+            var assembler = PortWire.Assembler(limit: 1 << 20)
+            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize)
+            for _ in 0..<packets {
+                var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+                guard poll(&entry, 1, 20_000) == 1 else { return }
+                let count = recv(connection, &buffer, buffer.count, 0)
+                guard count > 0 else { return }
+                let output = buffer.withUnsafeBytes { try? assembler.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                if case .message(let message)? = output { arrived.withLock { $0.append(message) } }
+            }
+        }
+        do {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let remote = try RemoteMessagePort(name: name)
+                let before = loop.submittedEntryCount
+                for (index, data) in expected.enumerated() { try remote.send(msgid: Int32(index), data: data) }
+                // One submission a packet; waiting for room (a poll each) would add more.
+                #expect(loop.submittedEntryCount - before >= UInt64(packets))
+            }
+        } catch {
+            server.finish()
+            throw error
+        }
+        server.finish()
+        let messages = arrived.withLock { $0 }
+        #expect(messages.map(\.data) == expected)
+        #expect(messages.map(\.sequence) == Array(1...UInt64(expected.count)))
+        #expect(messages.allSatisfy { $0.kind == .message })
+    }
+
+    /// The event server's bound on a slow client rests on this: a send with a zero timeout
+    /// says at once whether the port had room. To a port that never reads, sends go until
+    /// the kernel has no room, then one fails with `sendTimeout` after its one submission
+    /// (the send itself: no poll for room was armed, nothing waited).
+    @Test("A zero-timeout send to a port of another process without room fails at once: one submission, no wait for room")
+    func zeroTimeoutSendFailsAtOnce() throws {
+        let name = NamedPortTests.uniqueName("ringfull")
+        let release = Atomic<Bool>(false)
+        let server = try RawPortServer(name: name) { _ in
+            while !release.load(ordering: .acquiring) { usleep(1000) }
+        }
+        defer {
+            release.store(true, ordering: .releasing)
+            server.finish()
+        }
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            try loop.prepare()
+            let remote = try RemoteMessagePort(name: name)
+            var sent = 0
+            var failure: MessagePortError?
+            var submissions: UInt64 = 0
+            while failure == nil, sent < 100_000 {
+                let before = loop.submittedEntryCount
+                do throws(MessagePortError) {
+                    try remote.send(msgid: 1, data: [UInt8](repeating: 3, count: 1000), timeout: .zero)
+                    sent += 1
+                } catch {
+                    failure = error
+                }
+                submissions = loop.submittedEntryCount - before
+            }
+            #expect(failure == .sendTimeout(name))
+            #expect(sent > 0, "the kernel took nothing")
+            #expect(submissions == 1, "the failed send made \(submissions) submissions")
+        }
+    }
 }
