@@ -10,11 +10,9 @@ import SystemPackage
 /// most the port's limit. A whole message runs the port's callback at once, in the
 /// callout (the transport's channels are performed only in the port source's modes).
 ///
-/// Writing: replies are packets in one ordered queue, all of them sent through the loop's
-/// ring. A packet goes to the kernel at once when nothing is queued (an
-/// `IORING_OP_SENDMSG` with `MSG_DONTWAIT`, submitted and completed in one call into the
-/// kernel); otherwise it waits its turn, and the queue is sent one packet at a time, each
-/// send's completion starting the next. When the bytes a peer has not read pass
+/// Writing: replies are packets in one ordered queue. A packet goes to the kernel at once
+/// when nothing is queued (`MSG_DONTWAIT`); otherwise it waits its turn, and the queue is
+/// sent one packet at a time through the ring. When the bytes a peer has not read pass
 /// ``LocalMessagePort/Limits/maximumUnreadReplyBytes`` the connection stops reading
 /// requests (its receive is cancelled) until the queue is down to half of that: a peer
 /// that sends requests and never reads the replies fills its own socket and waits, and
@@ -132,7 +130,7 @@ final class PortConnection: @unchecked Sendable {
     // MARK: Writing
 
     /// Writes a reply's packets: while nothing waits to be sent, each straight to the
-    /// kernel, its header and its fragment gathered by one send (no packet is built);
+    /// kernel, its header and its fragment gathered by one `sendmsg` (no packet is built);
     /// from the first the kernel cannot take at once, through the queue (``write(_:)``).
     private func writeReply(msgid: Int32, sequence: UInt64, data: [UInt8]) {
         guard !dropped, !writingFailed else { return }
@@ -153,35 +151,23 @@ final class PortConnection: @unchecked Sendable {
 
     private enum Immediate { case sent, later, failed }
 
-    /// One packet, its header and its fragment gathered by one `IORING_OP_SENDMSG` with
-    /// `MSG_DONTWAIT` on the loop's ring, submitted and completed in one call into the
-    /// kernel (``WaitCore/performAtOnce(until:_:)``): sent, or no room (`later`).
+    /// One non-blocking `sendmsg` of a packet's header and fragment.
     private func sendAtOnce(_ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer) -> Immediate {
         guard !dropped, !writingFailed else { return .failed }
-        guard let core = channel.loop.waitCore() else { return .later }
         var vectors = (
             iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
             iovec(iov_base: UnsafeMutableRawPointer(mutating: fragment.baseAddress), iov_len: fragment.count)
         )
-        let descriptor = channel.fileDescriptor.rawValue
-        let outcome = withUnsafeMutableBytes(of: &vectors) { vectors -> Result<Int32, RingError> in
+        let sent = withUnsafeMutableBytes(of: &vectors) { vectors in
             var message = msghdr()
             message.msg_iov = vectors.baseAddress?.assumingMemoryBound(to: iovec.self)
             message.msg_iovlen = 2
-            return withUnsafeMutablePointer(to: &message) { message in
-                Result { () throws(RingError) in
-                    // No wait: a send the kernel cannot finish at once is cancelled and queued.
-                    try core.performAtOnce(until: .now) { sqe in
-                        io_uring_prep_sendmsg(sqe, descriptor, message, UInt32(MSG_DONTWAIT) | UInt32(MSG_NOSIGNAL))
-                    }
-                }
-            }
+            return sendmsg(channel.fileDescriptor.rawValue, &message, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
         }
-        guard case .success(let sent) = outcome else { return .later }
-        if Int(sent) == header.count + fragment.count { return .sent }
-        let failure = sent < 0 ? -sent : EMSGSIZE
-        guard failure == EAGAIN || failure == EINTR || failure == ECANCELED else {
-            writeFailed(failure == EPIPE || failure == ECONNRESET ? nil : "errno \(failure)")
+        if sent == header.count + fragment.count { return .sent }
+        let failure = errno
+        guard sent < 0, failure == EAGAIN || failure == EINTR else {
+            writeFailed(sent < 0 && (failure == EPIPE || failure == ECONNRESET) ? nil : "errno \(failure)")
             return .failed
         }
         return .later
@@ -191,8 +177,14 @@ final class PortConnection: @unchecked Sendable {
     private func write(_ packet: [UInt8]) {
         guard !dropped, !writingFailed else { return }
         if outgoing.isEmpty, !sendInFlight {
-            let immediate = packet.withUnsafeBytes { sendAtOnce($0, UnsafeRawBufferPointer(start: nil, count: 0)) }
-            guard immediate == .later else { return }
+            let sent = packet.withUnsafeBytes {
+                Glibc.send(channel.fileDescriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            }
+            if sent == packet.count { return }
+            let failure = errno
+            guard sent < 0, failure == EAGAIN || failure == EINTR else {
+                return writeFailed(sent < 0 && (failure == EPIPE || failure == ECONNRESET) ? nil : "errno \(failure)")
+            }
         }
         outgoing.append(packet)
         outgoingBytes += packet.count

@@ -200,14 +200,7 @@ final class PortListener: Sendable {
     private func refuse(_ descriptor: Int32, peer: PeerCredentials, _ refusal: PortWire.Refusal) {
         let packet = PortWire.packet(
             PortWire.Header(msgid: refusal.rawValue, kind: .refused, sequence: 0, total: UInt64(limit)))
-        // Through the loop's ring, without waiting: a peer with no room misses the reason.
-        if let core = loop.waitCore() {
-            _ = packet.withUnsafeBytes { bytes in
-                try? core.performAtOnce(until: .now) { sqe in
-                    io_uring_prep_send(sqe, descriptor, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
-                }
-            }
-        }
+        _ = packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
         // Unread packets of the peer's would make its end see a reset before the refusal:
         // what a peer sends before it reads its answer (a hello, a request of a few
         // packets) is read and dropped first — but no more than that, so a refused peer
