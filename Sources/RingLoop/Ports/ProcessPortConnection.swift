@@ -6,7 +6,7 @@ import SystemPackage
 ///
 /// Everything goes through the calling thread's own loop, on its ring: connecting while
 /// the port's backlog is full (an `IORING_OP_CONNECT`), each packet sent (an
-/// `IORING_OP_SENDMSG`, submitted and completed in one call into the kernel), waiting for
+/// `IORING_OP_SEND` or `SENDMSG`, submitted and completed in one call into the kernel), waiting for
 /// room to send, and waiting for a reply (readiness of the socket, then the packets read;
 /// see ProcessPortConnection+Reading). A send says `MSG_DONTWAIT`, so a port without room
 /// answers at once: that is what lets a send with a zero timeout say at once whether the
@@ -367,10 +367,10 @@ final class ProcessPortConnection: Sendable {
         return ended
     }
 
-    /// Sends one packet, its header and its fragment gathered by one `IORING_OP_SENDMSG`
-    /// (the message's bytes are not copied into a packet first) on the calling thread's
-    /// loop's ring, submitted and completed in one call into the kernel
-    /// (``WaitCore/performAtOnce(until:_:)``). It says `MSG_DONTWAIT`: a port without room
+    /// Sends one packet, its header and its fragment, on the calling thread's loop's ring
+    /// (``PortWire/send(_:_:to:on:until:)``: a small packet copied into one buffer for an
+    /// `IORING_OP_SEND`, a larger one gathered by an `IORING_OP_SENDMSG`), submitted and
+    /// completed in one call into the kernel. It says `MSG_DONTWAIT`: a port without room
     /// answers at once, and the wait for room is the loop's (``waitForRoom(until:)``).
     private func write(
         _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, deadline: MonotonicInstant
@@ -378,23 +378,9 @@ final class ProcessPortConnection: Sendable {
         guard let core = RingRunLoop.current.waitCore() else {
             throw .transportError(name, reason: "the sending thread's loop has no io_uring")
         }
-        var vectors = (
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: fragment.baseAddress), iov_len: fragment.count)
-        )
-        let socket = socket
         while true {
-            let outcome = withUnsafeMutableBytes(of: &vectors) { vectors -> Result<Int32, RingError> in
-                var message = msghdr()
-                message.msg_iov = vectors.baseAddress?.assumingMemoryBound(to: iovec.self)
-                message.msg_iovlen = 2
-                return withUnsafeMutablePointer(to: &message) { message in
-                    Result { () throws(RingError) in
-                        try core.performAtOnce(until: deadline) { sqe in
-                            io_uring_prep_sendmsg(sqe, socket, message, UInt32(MSG_DONTWAIT) | UInt32(MSG_NOSIGNAL))
-                        }
-                    }
-                }
+            let outcome = Result { () throws(RingError) in
+                try PortWire.send(header, fragment, to: socket, on: core, until: deadline)
             }
             let sent: Int32
             switch outcome {
