@@ -18,9 +18,16 @@ final class ReplySlot: Sendable {
         let loop: RingRunLoop
     }
 
-    private let state = ThreadLock<(outcome: Outcome, waker: LoopWaker?, onSettle: (@Sendable () -> Void)?)>(
-        (.waiting, nil, nil))
-    private let arrived = DispatchSemaphore(value: 0)
+    private struct State {
+        var outcome = Outcome.waiting
+        var waker: LoopWaker?
+        var onSettle: (@Sendable () -> Void)?
+        /// What wakes a sender blocked without a loop: made by the first such wait only
+        /// (a sender that runs its loop, the common case, makes none).
+        var blocked: DispatchSemaphore?
+    }
+
+    private let state = ThreadLock(State())
 
     /// Hands over the callback's reply; dropped if the sender gave up.
     func fulfil(_ reply: [UInt8]) { settle(.replied(reply)) }
@@ -37,14 +44,15 @@ final class ReplySlot: Sendable {
     }
 
     private func settle(_ outcome: Outcome) {
-        let (delivered, waker, onSettle) = state.withLock { state -> (Bool, LoopWaker?, (@Sendable () -> Void)?) in
-            guard case .waiting = state.outcome else { return (false, nil, nil) }
+        let (delivered, waker, onSettle, blocked) = state.withLock {
+            state -> (Bool, LoopWaker?, (@Sendable () -> Void)?, DispatchSemaphore?) in
+            guard case .waiting = state.outcome else { return (false, nil, nil, nil) }
             state.outcome = outcome
             defer { state.onSettle = nil }
-            return (true, state.waker, state.onSettle)
+            return (true, state.waker, state.onSettle, state.blocked)
         }
         guard delivered else { return }
-        arrived.signal()
+        blocked?.signal()
         if let waker {
             waker.source.signal()
             waker.loop.wakeUp()
@@ -81,7 +89,12 @@ final class ReplySlot: Sendable {
 
     /// Blocks the thread until the reply (or a failure) comes or `deadline`.
     func block(until deadline: MonotonicInstant) {
-        guard !isSettled else { return }
+        let arrived = state.withLock { state -> DispatchSemaphore? in
+            guard case .waiting = state.outcome else { return nil }
+            if state.blocked == nil { state.blocked = DispatchSemaphore(value: 0) }
+            return state.blocked
+        }
+        guard let arrived else { return }
         let nanoseconds = max(0, Int64(clamping: deadline.nanoseconds) - Int64(clamping: MonotonicInstant.now.nanoseconds))
         _ = arrived.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
     }
