@@ -308,6 +308,8 @@ struct TouchpadBehaviourTests {
             for event in frames {
                 if case .digitizer(let frame) = event.payload { interpreter.process(frame, at: event.timestamp, into: &out) }
             }
+            // A tapped button is held for the tap timeout (a drag may follow), as libinput's.
+            if let last = frames.last?.timestamp { interpreter.advance(to: last + .seconds(2), into: &out) }
             let buttons = out.compactMap { action -> String? in
                 guard case .button(let code, let isDown, _) = action else { return nil }
                 return "\(Evdev.name(ofCode: code, type: Evdev.EV_KEY)!) \(isDown ? "down" : "up")"
