@@ -48,6 +48,21 @@ func onFreshThread<T>(_ body: @escaping () throws -> T) throws -> T {
     return try holder.result!.get()
 }
 
+/// Runs `body` on a fresh thread (a fresh loop) with an empty FUSE device folder mounted at a fresh
+/// path under /tmp for its length (unmounted when `body` returns or throws); `body` gets the
+/// folder's path, the folder and the thread's loop.
+func onFreshThreadWithDeviceFolder<T>(
+    _ body: @escaping (_ path: String, _ folder: FUSEDeviceFolder, _ loop: RingRunLoop) throws -> T
+) throws -> T {
+    try onFreshThread {
+        let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        _ = MountLeakCheck.armed
+        let folder = try FUSEDeviceFolder(path: path)
+        defer { folder.close() }
+        return try body(path, folder, RingRunLoop.current)
+    }
+}
+
 /// Hosts `recording` on a FUSE node, runs the whole chain over it with `shape`, replays
 /// every frame, then removes the device; returns every event the handler saw.
 func runChain(
@@ -55,12 +70,7 @@ func runChain(
     speed: ReplaySpeed = .asFastAsPossible, tracksInteractions: Bool = false, queueCapacity: Int = 1024,
     playsFirst: Bool = false, prepare: @escaping (HIDEventSystem, RingRunLoop) -> Void = { _, _ in }
 ) throws -> [HIDEvent] {
-    try onFreshThread {
-        _ = MountLeakCheck.armed
-        let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let folder = try FUSEDeviceFolder(path: path)
-        defer { folder.close() }
-        let loop = RingRunLoop.current
+    try onFreshThreadWithDeviceFolder { path, folder, loop in
         let system = HIDEventSystem(
             configuration: .init(
                 deviceDirectory: path, shape: shape, queueCapacity: queueCapacity, coalesceMotion: coalesce,

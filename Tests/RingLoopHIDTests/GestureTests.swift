@@ -173,16 +173,10 @@ struct GestureRecognizerTests {
     @Test("a failed recognizer is reset for the next touches")
     func resetAfterTouches() throws {
         // Two recordings back to back: a long press fails the tap, the next tap is a tap.
-        var recording = try loadGestureRecording("touchscreen-long-press")
-        let tap = try loadGestureRecording("touchscreen-tap-1-finger")
-        let offset = recording.events.last!.timeMicroseconds + 1_000_000
-        for event in tap.events {
-            var shifted = event
-            let microseconds = event.timeMicroseconds + offset
-            shifted.seconds = microseconds / 1_000_000
-            shifted.microseconds = Int32(microseconds % 1_000_000)
-            recording.events.append(shifted)
-        }
+        // The tap's first event 1.1 s after the press's last: a second past the tap's own 0.1 s start.
+        let recording = spliced(
+            try loadGestureRecording("touchscreen-long-press"), try loadGestureRecording("touchscreen-tap-1-finger"),
+            gap: .milliseconds(1100))
         #expect(GestureRun(recording, recognizers: GestureSet.uikit.make()).recognized == ["longPress 1", "tap 1"])
     }
 }

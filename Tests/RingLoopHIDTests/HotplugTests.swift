@@ -11,12 +11,7 @@ func withChain<T>(
     shape: HIDEventSystem.Shape = .clientLoop, queueCapacity: Int = 1024,
     _ body: @escaping (FUSEDeviceFolder, HIDEventSystem, RingRunLoop, () -> [HIDEvent]) throws -> T
 ) throws -> T {
-    try onFreshThread {
-        let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        _ = MountLeakCheck.armed
-        let folder = try FUSEDeviceFolder(path: path)
-        defer { folder.close() }
-        let loop = RingRunLoop.current
+    try onFreshThreadWithDeviceFolder { path, folder, loop in
         let system = HIDEventSystem(
             configuration: .init(deviceDirectory: path, shape: shape, queueCapacity: queueCapacity), loop: loop)
         var events: [HIDEvent] = []
@@ -163,12 +158,7 @@ extension HotplugTests {
     @Test("Stopping the event system closes every device file at once", arguments: HIDEventSystem.Shape.allCases)
     func stopReleasesFiles(shape: HIDEventSystem.Shape) throws {
         let recording = try loadRecording("power-button")
-        try onFreshThread {
-            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
-            let folder = try FUSEDeviceFolder(path: path)
-            defer { folder.close() }
-            let loop = RingRunLoop.current
+        try onFreshThreadWithDeviceFolder { path, folder, loop in
             let system = HIDEventSystem(configuration: .init(deviceDirectory: path, shape: shape), loop: loop)
             var added = false
             system.addHandler(kinds: [.deviceAdded]) { _ in

@@ -188,12 +188,7 @@ struct KeymapRepeatTests {
     @Test("the chain's repeats get their text from the state when they fire; Caps Lock held does not repeat")
     func repeatsCarryText() throws {
         let recording = try loadRecording("keyboard")
-        try onFreshThread {
-            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
-            let folder = try FUSEDeviceFolder(path: path)
-            defer { folder.close() }
-            let loop = RingRunLoop.current
+        try onFreshThreadWithDeviceFolder { path, folder, loop in
             let system = HIDEventSystem(
                 configuration: .init(deviceDirectory: path, keyRepeat: (.milliseconds(30), .milliseconds(10))), loop: loop)
             system.setKeymap(try Keymap(configuration: KeyboardConfiguration(layout: "us")))
@@ -239,12 +234,7 @@ struct KeyRepeatWithoutKeymapTests {
         // What libxkbcommon itself says of the keys, in the keymap the stage compiles.
         let keymap = try Keymap(configuration: KeyboardConfiguration.resolve())
         #expect(!keymap.repeats(code: 58) && !keymap.repeats(code: 69) && keymap.repeats(code: 30))
-        try onFreshThread {
-            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
-            let folder = try FUSEDeviceFolder(path: path)
-            defer { folder.close() }
-            let loop = RingRunLoop.current
+        try onFreshThreadWithDeviceFolder { path, folder, loop in
             let system = HIDEventSystem(
                 configuration: .init(deviceDirectory: path, keyRepeat: (.milliseconds(30), .milliseconds(10))), loop: loop)
             var keys: [KeyEvent] = []

@@ -11,12 +11,7 @@ struct OutputAndRepeatTests {
     @Test("Key repeat by loop timers replaces the kernel's, and stops when the key goes up")
     func keyRepeat() throws {
         let recording = try loadRecording("keyboard")
-        try onFreshThread {
-            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
-            let folder = try FUSEDeviceFolder(path: path)
-            defer { folder.close() }
-            let loop = RingRunLoop.current
+        try onFreshThreadWithDeviceFolder { path, folder, loop in
             let system = HIDEventSystem(
                 configuration: .init(deviceDirectory: path, keyRepeat: (.milliseconds(30), .milliseconds(10))), loop: loop)
             var keys: [KeyEvent] = []
@@ -64,12 +59,7 @@ struct OutputAndRepeatTests {
     @Test("Events as an AsyncSequence")
     func asyncEvents() async throws {
         let recording = try loadRecording("power-button")
-        let stream: AsyncStream<HIDEvent> = try onFreshThread {
-            let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            _ = MountLeakCheck.armed
-            let folder = try FUSEDeviceFolder(path: path)
-            defer { folder.close() }
-            let loop = RingRunLoop.current
+        let stream: AsyncStream<HIDEvent> = try onFreshThreadWithDeviceFolder { path, folder, loop in
             let system = HIDEventSystem(configuration: .init(deviceDirectory: path), loop: loop)
             let stream = system.events(kinds: [.key, .deviceAdded, .deviceRemoved])
             var removed = false

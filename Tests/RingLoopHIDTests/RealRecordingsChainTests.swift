@@ -220,12 +220,7 @@ struct RealRecordingsChainTests {
 
     static func replay(_ hosted: [(name: String, recording: Recording)]) throws {
         try HeavyTests.oneAtATime {
-            let tallies = try onFreshThread { () throws -> ChainRun in
-                let path = "/tmp/ringloop-hid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-                _ = MountLeakCheck.armed
-                let folder = try FUSEDeviceFolder(path: path)
-                defer { folder.close() }
-                let loop = RingRunLoop.current
+            let tallies = try onFreshThreadWithDeviceFolder { path, folder, loop throws -> ChainRun in
                 // The hand-off queue as roomy as the readers' buffers below, for the same reason.
                 let system = HIDEventSystem(
                     configuration: .init(deviceDirectory: path, shape: .dedicatedThread, queueCapacity: 1 << 16), loop: loop)

@@ -19,9 +19,7 @@ struct ScreenStageTests {
     func stageInTheChain() throws {
         try onFreshThread {
             let loop = RingRunLoop.current
-            var configuration = HIDEventSystem.Configuration()
-            configuration.input = .postedOnly
-            let system = HIDEventSystem(configuration: configuration, loop: loop)
+            let system = StageTests.system(loop: loop)
             let seen = Seen()
             system.addHandler { event in
                 if case .digitizer(let frame) = event.payload { seen.contacts += frame.contacts }
@@ -61,9 +59,7 @@ struct ScreenStageTests {
     func reusedBuffersDoNotAlias() throws {
         try onFreshThread {
             let loop = RingRunLoop.current
-            var configuration = HIDEventSystem.Configuration()
-            configuration.input = .postedOnly
-            let system = HIDEventSystem(configuration: configuration, loop: loop)
+            let system = StageTests.system(loop: loop)
             final class Kept { var frames: [DigitizerFrame] = []; var seen = 0 }
             let kept = Kept()
             system.addHandler { event in

@@ -30,9 +30,7 @@ struct TouchpadStageTests {
         var order: [String] = []
         try onFreshThread {
             let loop = RingRunLoop.current
-            var configuration = HIDEventSystem.Configuration()
-            configuration.input = .postedOnly
-            let system = HIDEventSystem(configuration: configuration, loop: loop)
+            let system = StageTests.system(loop: loop)
             let seen = Seen()
             system.addHandler { event in
                 switch event.payload {
@@ -155,9 +153,8 @@ struct TouchpadStageTests {
             try onFreshThread {
                 let loop = RingRunLoop.current
                 var configuration = HIDEventSystem.Configuration()
-                configuration.input = .postedOnly
                 configuration.touchpad = TouchpadSettings(tapping: true)
-                let system = HIDEventSystem(configuration: configuration, loop: loop)
+                let system = StageTests.system(configuration, loop: loop)
                 var buttons: [String] = []
                 var keys = 0
                 var frames = 0

@@ -127,19 +127,16 @@ struct NamedPortTests {
     @Test("A reply later than the timeout fails the request; the late reply is dropped and the next request works")
     func replyTimeout() throws {
         let name = Self.uniqueName("slow")
-        let worker = LoopThread(name: "slow")
-        defer { worker.stopAndJoin() }
         let calls = Atomic<Int>(0)
         let released = Atomic<Bool>(false)
-        let port = try LocalMessagePort(name: name, loop: worker.loop) { msgid, _ in
+        let served = try PortOnItsOwnThread(name: name, threadName: "slow") { msgid, _ in
             calls.add(1, ordering: .relaxed)
             // The first reply waits until its request has failed: the timeout fires while
             // the reply is still owed, however slow the machine.
             if msgid == 1 { _ = waitUntil { released.load(ordering: .acquiring) } }
             return [UInt8(msgid)]
         }
-        defer { port.invalidate() }
-        worker.loop.add(port.source, to: .default)
+        defer { served.close() }
         let remote = try RemoteMessagePort(name: name)
         #expect(throws: MessagePortError.replyTimeout(name)) {
             try remote.sendRequest(msgid: 1, data: [], replyTimeout: .milliseconds(50))
@@ -213,14 +210,11 @@ struct NamedPortTests {
     @Test("While a request waits, the caller's loop runs in the reply mode: its timers fire, other modes' do not")
     func replyModeRunsTheCallersLoop() throws {
         let name = Self.uniqueName("replymode")
-        let worker = LoopThread(name: "slow-port")
-        defer { worker.stopAndJoin() }
-        let port = try LocalMessagePort(name: name, loop: worker.loop) { _, data in
+        let served = try PortOnItsOwnThread(name: name, threadName: "slow-port") { _, data in
             usleep(200_000)
             return data
         }
-        defer { port.invalidate() }
-        worker.loop.add(port.source, to: .default)
+        defer { served.close() }
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
             let fired = ThreadLock<[String]>([])
@@ -237,11 +231,8 @@ struct NamedPortTests {
     @Test("A callback returning nil to a request is an empty reply")
     func nilIsAnEmptyReply() throws {
         let name = Self.uniqueName("empty")
-        let worker = LoopThread(name: "empty-port")
-        defer { worker.stopAndJoin() }
-        let port = try LocalMessagePort(name: name, loop: worker.loop) { _, _ in nil }
-        defer { port.invalidate() }
-        worker.loop.add(port.source, to: .default)
+        let served = try PortOnItsOwnThread(name: name, threadName: "empty-port") { _, _ in nil }
+        defer { served.close() }
         #expect(try RemoteMessagePort(name: name).sendRequest(msgid: 1, data: [1], replyTimeout: .seconds(10)) == [])
     }
 
@@ -296,4 +287,28 @@ func onFreshLoopThreadThrowing(_ body: @escaping @Sendable () throws -> Void) th
         do { try body() } catch { failure.withLock { $0 = error } }
     }
     if let error = failure.withLock({ $0 }) { throw error }
+}
+
+/// A port named `name` of this process answering with `callback` on a loop thread of its own
+/// (named `threadName`): the server a test's requests go to. ``close()`` invalidates the port,
+/// then stops and joins the thread.
+final class PortOnItsOwnThread: Sendable {
+    let worker: LoopThread
+    let port: LocalMessagePort
+
+    init(name: String, threadName: String, callback: @escaping LocalMessagePort.Callback) throws {
+        worker = LoopThread(name: threadName)
+        do {
+            port = try LocalMessagePort(name: name, loop: worker.loop, callback: callback)
+        } catch {
+            worker.stopAndJoin()
+            throw error
+        }
+        worker.loop.add(port.source, to: .default)
+    }
+
+    func close() {
+        port.invalidate()
+        worker.stopAndJoin()
+    }
 }

@@ -145,11 +145,8 @@ extension PortOnTheRingTests {
     @Test("A thousand requests to another process: the port thread sleeps through them (its context switches counted)")
     func portThreadSleepsThroughRequests() async throws {
         let name = NamedPortTests.uniqueName("quiet")
-        let worker = LoopThread(name: "quiet-port")
-        defer { worker.stopAndJoin() }
-        let port = try LocalMessagePort(name: name, loop: worker.loop) { _, data in data }
-        defer { port.invalidate() }
-        worker.loop.add(port.source, to: .default)
+        let served = try PortOnItsOwnThread(name: name, threadName: "quiet-port") { _, data in data }
+        defer { served.close() }
         let output = ChildOutput(label: "PortOnTheRingTests-quiet")
         let result = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output.path as String] in
             ChildOutput.redirect(to: outputPath)
@@ -182,17 +179,14 @@ extension PortOnTheRingTests {
     @Test("Four threads sharing one connection to another process, one abandoning slow requests: each gets its own replies")
     func threadsShareOneConnection() async throws {
         let name = NamedPortTests.uniqueName("shared")
-        let worker = LoopThread(name: "shared-port")
-        defer { worker.stopAndJoin() }
-        let port = try LocalMessagePort(name: name, loop: worker.loop) { msgid, data in
+        let served = try PortOnItsOwnThread(name: name, threadName: "shared-port") { msgid, data in
             if msgid == 2 {
                 var pause = timespec(tv_sec: 0, tv_nsec: 3_000_000)
                 nanosleep(&pause, nil)
             }
             return data
         }
-        defer { port.invalidate() }
-        worker.loop.add(port.source, to: .default)
+        defer { served.close() }
         let output = ChildOutput(label: "PortOnTheRingTests-shared")
         let result = await #expect(processExitsWith: .success) { [name = name as String, outputPath = output.path as String] in
             ChildOutput.redirect(to: outputPath)
@@ -274,34 +268,28 @@ extension PortOnTheRingTests {
     @Test("A zero-timeout send to a port of another process without room fails at once: one submission, no wait for room")
     func zeroTimeoutSendFailsAtOnce() throws {
         let name = NamedPortTests.uniqueName("ringfull")
-        let release = Atomic<Bool>(false)
-        let server = try RawPortServer(name: name) { _ in
-            while !release.load(ordering: .acquiring) { usleep(1000) }
-        }
-        defer {
-            release.store(true, ordering: .releasing)
-            server.finish()
-        }
-        try onFreshLoopThreadThrowing {
-            let loop = RingRunLoop.current
-            try loop.prepare()
-            let remote = try RemoteMessagePort(name: name)
-            var sent = 0
-            var failure: MessagePortError?
-            var submissions: UInt64 = 0
-            while failure == nil, sent < 100_000 {
-                let before = loop.submittedEntryCount
-                do throws(MessagePortError) {
-                    try remote.send(msgid: 1, data: [UInt8](repeating: 3, count: 1000), timeout: .zero)
-                    sent += 1
-                } catch {
-                    failure = error
+        try RawPortServer.neverReading(name: name) {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let remote = try RemoteMessagePort(name: name)
+                var sent = 0
+                var failure: MessagePortError?
+                var submissions: UInt64 = 0
+                while failure == nil, sent < 100_000 {
+                    let before = loop.submittedEntryCount
+                    do throws(MessagePortError) {
+                        try remote.send(msgid: 1, data: [UInt8](repeating: 3, count: 1000), timeout: .zero)
+                        sent += 1
+                    } catch {
+                        failure = error
+                    }
+                    submissions = loop.submittedEntryCount - before
                 }
-                submissions = loop.submittedEntryCount - before
+                #expect(failure == .sendTimeout(name))
+                #expect(sent > 0, "the kernel took nothing")
+                #expect(submissions == 1, "the failed send made \(submissions) submissions")
             }
-            #expect(failure == .sendTimeout(name))
-            #expect(sent > 0, "the kernel took nothing")
-            #expect(submissions == 1, "the failed send made \(submissions) submissions")
         }
     }
 }

@@ -60,6 +60,21 @@ final class RawPortServer: Sendable {
         Glibc.close(listener)
     }
 
+    /// Runs `body` while a server named `name` takes a connection and never reads from it
+    /// (a sender gets only the kernel's buffer); the server is finished when `body` returns
+    /// or throws.
+    static func neverReading<T>(name: String, _ body: () throws -> T) throws -> T {
+        let release = Atomic<Bool>(false)
+        let server = try RawPortServer(name: name) { _ in
+            while !release.load(ordering: .acquiring) { usleep(1000) }
+        }
+        defer {
+            release.store(true, ordering: .releasing)
+            server.finish()
+        }
+        return try body()
+    }
+
     /// Reads one packet (blocking, bounded); its header.
     static func readHeader(_ connection: Int32) -> PortWire.Header? {
         var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
@@ -230,28 +245,22 @@ struct PortSecurityTests {
     @Test("A port that never reads: sends fail at their send timeout, none hangs")
     func serverNeverReads() throws {
         let name = NamedPortTests.uniqueName("Deaf")
-        let release = Atomic<Bool>(false)
-        let server = try RawPortServer(name: name) { _ in
-            while !release.load(ordering: .acquiring) { usleep(1000) }
-        }
-        defer {
-            release.store(true, ordering: .releasing)
-            server.finish()
-        }
-        let port = try RemoteMessagePort(name: name)
-        let started = MonotonicInstant.now
-        var sent = 0
-        var failure: MessagePortError?
-        while failure == nil, MonotonicInstant.now - started < .seconds(20) {
-            do throws(MessagePortError) {
-                try port.send(msgid: 1, data: [UInt8](repeating: 0, count: 60_000), timeout: .milliseconds(200))
-                sent += 1
-            } catch {
-                failure = error
+        try RawPortServer.neverReading(name: name) {
+            let port = try RemoteMessagePort(name: name)
+            let started = MonotonicInstant.now
+            var sent = 0
+            var failure: MessagePortError?
+            while failure == nil, MonotonicInstant.now - started < .seconds(20) {
+                do throws(MessagePortError) {
+                    try port.send(msgid: 1, data: [UInt8](repeating: 0, count: 60_000), timeout: .milliseconds(200))
+                    sent += 1
+                } catch {
+                    failure = error
+                }
             }
+            #expect(failure == .sendTimeout(name))
+            #expect(sent < 1000, "the kernel took \(sent) messages of 60 KB from a peer that never reads")
         }
-        #expect(failure == .sendTimeout(name))
-        #expect(sent < 1000, "the kernel took \(sent) messages of 60 KB from a peer that never reads")
     }
 }
 

@@ -59,20 +59,10 @@ enum PointerChecks {
         udev: [String: String], context: CheckContext
     ) {
         guard context.report.wants(name) else { return }
-        let folder = "\(context.devices)/real/evemu-devices/"
-        let loaded: Recording
-        do {
-            if let description = recording.description {
-                loaded = try Recording.load(description: folder + description, events: folder + recording.file)
-            } else {
-                guard let found = try Recording.loadAll(contentsOf: folder + recording.file).first(where: { $0.description != nil }) else {
-                    return context.report.fail(name, "\(recording.file) describes no device")
-                }
-                loaded = found
-            }
-        } catch {
-            return context.report.fail(name, "\(error)")
-        }
+        guard
+            let loaded = context.loadRealRecording(
+                name, folder: "\(context.devices)/real/evemu-devices/", file: recording.file, description: recording.description)
+        else { return }
         var configuration = HIDEventSystem.Configuration()
         // Only the motion is compared; replayed as fast as the readers keep up, clicks would
         // be debounced (by both) as a bouncing switch.

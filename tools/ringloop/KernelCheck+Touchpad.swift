@@ -138,20 +138,10 @@ enum TouchpadChecks {
         let short = check.file.split(separator: "/").last.map(String.init) ?? check.file
         let name = "libinput/touchpad/" + short
         guard context.report.wants(name) else { return }
-        let real = "\(context.devices)/real/"
-        let recording: Recording
-        do {
-            if let description = check.description {
-                recording = try Recording.load(description: real + description, events: real + check.file)
-            } else {
-                guard let found = try Recording.loadAll(contentsOf: real + check.file).first(where: { $0.description != nil }) else {
-                    return context.report.fail(name, "\(check.file) describes no device")
-                }
-                recording = found
-            }
-        } catch {
-            return context.report.fail(name, "\(error)")
-        }
+        guard
+            let recording = context.loadRealRecording(
+                name, folder: "\(context.devices)/real/", file: check.file, description: check.description)
+        else { return }
         var configuration = HIDEventSystem.Configuration()
         configuration.touchpad = check.settings
         // libinput's scrolling is not the same twice in the guest: the same vertical edge

@@ -69,6 +69,28 @@ struct CheckContext {
     var report: CheckReport
 }
 
+extension CheckContext {
+    /// The real recording `file` (a path under `folder`, which ends in `/`) for the check
+    /// `name`: with `description` (a path under `folder` too), that description's device
+    /// playing `file`'s events; without, the first recording in `file` that describes its
+    /// device. `nil` after failing `name` when it cannot be loaded.
+    func loadRealRecording(_ name: String, folder: String, file: String, description: String?) -> Recording? {
+        do {
+            if let description {
+                return try Recording.load(description: folder + description, events: folder + file)
+            }
+            guard let found = try Recording.loadAll(contentsOf: folder + file).first(where: { $0.description != nil }) else {
+                report.fail(name, "\(file) describes no device")
+                return nil
+            }
+            return found
+        } catch {
+            report.fail(name, "\(error)")
+            return nil
+        }
+    }
+}
+
 /// Counts and prints the checks' results, one line each.
 final class CheckReport: @unchecked Sendable {
     // Used from the command's thread only.
