@@ -24,7 +24,7 @@ struct TouchpadRun {
                 // As the stage: a clickpad's buttons are the interpreter's to name; other
                 // pads' buttons go on as the device sent them.
                 guard !interpreter.isClickpad else { continue }
-                interpreter.physicalButton(isDown: button.isDown, at: event.timestamp, into: &out)
+                interpreter.physicalButton(isDown: button.isDown, at: event.timestamp)
                 out.append(.button(code: button.code, isDown: button.isDown, isTap: false))
             default: interpreter.advance(to: event.timestamp, into: &out)
             }
@@ -304,7 +304,7 @@ struct TouchpadBehaviourTests {
         for (before, expected) in [(100, [String]()), (300, ["BTN_RIGHT down", "BTN_RIGHT up"])] {
             var interpreter = TouchpadInterpreter(device: deviceInfo(of: recording), settings: TouchpadSettings(tapping: true))
             var out: [TouchpadAction] = []
-            interpreter.keyTyped(at: first + .milliseconds(-before), into: &out)
+            interpreter.keyTyped(at: first + .milliseconds(-before))
             for event in frames {
                 if case .digitizer(let frame) = event.payload { interpreter.process(frame, at: event.timestamp, into: &out) }
             }

@@ -75,8 +75,7 @@ final class TouchpadStage: HIDEventStage {
             // and it has no other button: libinput 1.22 shows none of the BTN_RIGHT a Cypress
             // clickpad's driver reports (kernel-check, libinput/touchpad).
             if pads[index].interpreter.isClickpad { return }
-            actions.removeAll(keepingCapacity: true)
-            pads[index].interpreter.physicalButton(isDown: button.isDown, at: event.timestamp, into: &actions)
+            pads[index].interpreter.physicalButton(isDown: button.isDown, at: event.timestamp)
             emit(event)
         case .key(let key):
             emit(event)
@@ -84,11 +83,8 @@ final class TouchpadStage: HIDEventStage {
                 key.modifiers.isDisjoint(with: Self.shortcutModifiers), kind(of: event.device) == .builtInKeyboard
             else { return }
             lastKeyTyped = event.timestamp
-            for index in pads.indices where pads[index].isBuiltIn {
-                actions.removeAll(keepingCapacity: true)
-                pads[index].interpreter.keyTyped(at: event.timestamp, into: &actions)
-                deliver(index, at: event.timestamp, emit: emit)
-            }
+            // (Typing makes no action: it only keeps the next touches from tapping.)
+            for index in pads.indices where pads[index].isBuiltIn { pads[index].interpreter.keyTyped(at: event.timestamp) }
         case .deviceAdded:
             // A touchpad's interpreter from its arrival, so that keys typed before its first
             // touch count.
@@ -239,11 +235,9 @@ final class TouchpadStage: HIDEventStage {
         for index in pads.indices where pads[index].device == device { return index }
         guard kind(of: device) == .touchpad, let info = context?.device(device) else { return nil }
         var interpreter = TouchpadInterpreter(device: info, settings: settings)
-        if let lastKeyTyped, Self.isBuiltIn(info) {
-            actions.removeAll(keepingCapacity: true)
-            interpreter.keyTyped(at: lastKeyTyped, into: &actions)
-        }
-        pads.append(Pad(device: device, interpreter: interpreter, isBuiltIn: Self.isBuiltIn(info)))
+        let isBuiltIn = Self.isBuiltIn(info)
+        if let lastKeyTyped, isBuiltIn { interpreter.keyTyped(at: lastKeyTyped) }
+        pads.append(Pad(device: device, interpreter: interpreter, isBuiltIn: isBuiltIn))
         pads[pads.count - 1].held.reserveCapacity(32)
         return pads.count - 1
     }

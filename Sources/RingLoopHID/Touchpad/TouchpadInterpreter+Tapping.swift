@@ -7,7 +7,7 @@ extension TouchpadInterpreter {
 
     /// A key of a keyboard this touchpad pairs with went down (not a modifier): touches
     /// that begin in the next moments are ignored, and a tap under way is no tap.
-    package mutating func keyTyped(at time: MonotonicInstant, into out: inout [TouchpadAction]) {
+    package mutating func keyTyped(at time: MonotonicInstant) {
         guard settings.disableWhileTyping else { return }
         let typing = time < typingUntil || time - lastKey < settings.longTypingTimeout
         lastKey = time

@@ -29,8 +29,8 @@ package enum TouchpadScrollSource: Sendable, Hashable {
 ///
 /// Feed it every frame of the device in order (``process(_:at:into:)``), the time as it
 /// passes (``advance(to:into:)``, by ``nextDeadline``), keys typed on a keyboard it pairs
-/// with (``keyTyped(at:into:)``) and physical buttons of a touchpad that is not a clickpad
-/// (``physicalButton(isDown:at:into:)``). Allocation-free once warm: the touch table keeps
+/// with (``keyTyped(at:)``) and physical buttons of a touchpad that is not a clickpad
+/// (``physicalButton(isDown:at:)``). Allocation-free once warm: the touch table keeps
 /// its capacity.
 ///
 /// Written from libinput's documentation (tapping, clickpad software buttons, palm
@@ -374,7 +374,7 @@ package struct TouchpadInterpreter {
 
     /// A physical button of a touchpad that is not a clickpad went down or up: a tap under
     /// way is no tap.
-    package mutating func physicalButton(isDown: Bool, at time: MonotonicInstant, into out: inout [TouchpadAction]) {
+    package mutating func physicalButton(isDown: Bool, at time: MonotonicInstant) {
         physicalButtons = max(0, physicalButtons + (isDown ? 1 : -1))
         if isDown, case .touching = tap { tap = .dead }
     }
