@@ -219,10 +219,11 @@ extension ReplayCommand {
     /// Prints, on standard error, what programs asked the hosted devices' force feedback to
     /// do (a test rig's check of an app's rumble): one line a device that was asked.
     static func reportForceFeedback(of devices: some Sequence<any VirtualInputDevice>, command: String) {
-        for node in devices where !node.forceFeedbackRequests.isEmpty {
-            printError(
-                "ringloop \(command): \(node.nodePath) force feedback: "
-                    + node.forceFeedbackRequests.map(\.description).joined(separator: "; "))
+        for node in devices {
+            // One reading of the log: each takes the node's lock and copies it.
+            let requests = node.forceFeedbackRequests
+            guard !requests.isEmpty else { continue }
+            printError("ringloop \(command): \(node.nodePath) force feedback: " + requests.map(\.description).joined(separator: "; "))
         }
     }
 }
