@@ -131,7 +131,7 @@ let package = Package(
             name: "ringloop-bench",
             dependencies: [
                 "RingLoop", "RingLoopEvdev", "RingLoopHID", "RingLoopDevices", "RingLoopBenchmarks", "RingLoopToolSupport",
-                "CMallocCounter",
+                "CMallocCounter", "CLibURing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -315,26 +315,36 @@ enum IOBench {
         let cpus = CPUAffinity.allowedCPUs()
         for placement in PortPlacement.allCases {
             if placement == .twoCPUs, cpus.count < 2 { continue }
-            let (threadOurs, threadPeer, processOurs, processPeer) = try onFreshThread {
+            let (thread, process) = try onFreshThread {
                 Result { try portRoundTrips(quick: quick, rounds: rounds, placement: placement) }
             }.get()
             results.append(
                 BenchResult(
-                    "ports.named.roundtrip.thread\(placement.rawValue).p50_us", "µs", ours: threadOurs,
-                    peers: ["socketpair+poll": threadPeer]))
+                    "ports.named.roundtrip.thread\(placement.rawValue).p50_us", "µs", ours: thread.ours,
+                    peers: ["socketpair+poll": thread.poll, "socketpair+io_uring": thread.ring]))
             results.append(
                 BenchResult(
-                    "ports.named.roundtrip.process\(placement.rawValue).p50_us", "µs", ours: processOurs,
-                    peers: ["socketpair+poll": processPeer]))
+                    "ports.named.roundtrip.process\(placement.rawValue).p50_us", "µs", ours: process.ours,
+                    peers: ["socketpair+poll": process.poll, "socketpair+io_uring": process.ring]))
         }
         return results
     }
 
-    /// One placement's medians: between threads (ours, the peer) and between processes
-    /// (ours, the peer). Runs on a thread of its own, whose CPUs it sets.
+    /// One side of a placement's medians: ours, the `poll` peer and the ring's floor
+    /// (``RingEchoPeer``), in µs.
+    struct PortRoundTrips {
+        var ours: [Double] = []
+        var poll: [Double] = []
+        var ring: [Double] = []
+
+        var medians: (ours: Double, poll: Double, ring: Double) { (median(ours), median(poll), median(ring)) }
+    }
+
+    /// One placement's medians: between threads and between processes. Runs on a thread
+    /// of its own, whose CPUs it sets.
     private static func portRoundTrips(
         quick: Bool, rounds: Int, placement: PortPlacement
-    ) throws -> (Double, Double, Double, Double) {
+    ) throws -> (thread: (ours: Double, poll: Double, ring: Double), process: (ours: Double, poll: Double, ring: Double)) {
         let count = BenchSize.of(quick ? 2_000 : 20_000)
         let request = [UInt8](repeating: 7, count: 16)
         let cpus = CPUAffinity.allowedCPUs()
@@ -352,10 +362,8 @@ enum IOBench {
             if placement != .free { try? CPUAffinity.restrictCurrentThread(to: [callerCPU]) }
         }
         defer { if placement != .free, !cpus.isEmpty { try? CPUAffinity.restrictCurrentThread(to: cpus) } }
-        var threadOurs: [Double] = []
-        var threadPeer: [Double] = []
-        var processOurs: [Double] = []
-        var processPeer: [Double] = []
+        var thread = PortRoundTrips()
+        var process = PortRoundTrips()
         for round in 0..<rounds {
             let name = "ringloop.bench.\(getpid()).\(round)\(placement.rawValue)"
             // Between two threads: a port on a loop thread; the peer a socket pair and poll.
@@ -365,47 +373,67 @@ enum IOBench {
             let port = try LocalMessagePort(name: name + ".thread", loop: worker.loop) { _, data in data }
             worker.loop.add(port.source, to: .default)
             let remote = try RemoteMessagePort(name: name + ".thread")
-            threadOurs.append(
+            thread.ours.append(
                 median(try roundTrips(count) { _ = try remote.sendRequest(msgid: 1, data: request, replyTimeout: .seconds(10)) }))
             port.invalidate()
             worker.stopAndJoin()
-            var pair: [Int32] = [0, 0]
-            guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else { throw IOFailure(errno: errno) }
-            let served = pair[1]
-            placePort()
-            let echo = Thread { SeqpacketEcho.serve(served) }
-            echo.start()
-            placeCaller()
             var reply = [UInt8](repeating: 0, count: 16)
-            threadPeer.append(
-                median(
-                    try roundTrips(count) {
-                        guard SeqpacketEcho.roundTrip(pair[0], request, &reply) else { throw IOFailure.connectionReset }
-                    }))
-            close(pair[0])
+            for onRing in [false, true] {
+                var pair: [Int32] = [0, 0]
+                guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else { throw IOFailure(errno: errno) }
+                let served = pair[1]
+                placePort()
+                let echo = Thread {
+                    if onRing { try? RingEchoPeer(socket: served).serve() } else { SeqpacketEcho.serve(served) }
+                    close(served)
+                }
+                echo.start()
+                placeCaller()
+                if onRing {
+                    let peer = try RingEchoPeer(socket: pair[0])
+                    thread.ring.append(
+                        median(try roundTrips(count) { guard peer.roundTrip(request) else { throw IOFailure.connectionReset } }))
+                } else {
+                    thread.poll.append(
+                        median(
+                            try roundTrips(count) {
+                                guard SeqpacketEcho.roundTrip(pair[0], request, &reply) else { throw IOFailure.connectionReset }
+                            }))
+                }
+                close(pair[0])
+            }
             // Between two processes.
             placePort()
             let server = try ServerProcess(benchExecutable, ["bench-server", "port", name + ".process"])
             placeCaller()
             let processRemote = try RemoteMessagePort(name: name + ".process")
-            processOurs.append(
+            process.ours.append(
                 median(try roundTrips(count) { _ = try processRemote.sendRequest(msgid: 1, data: request, replyTimeout: .seconds(10)) }))
             server.stop()
-            placePort()
-            let peer = try ServerProcess(benchExecutable, ["bench-server", "seqpacket", name + ".socket"])
-            placeCaller()
-            let address = try SocketAddress.abstract(name + ".socket")
-            let socket = try address.makeSocket(type: .sequencedPacket).rawValue
-            guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
-            processPeer.append(
-                median(
-                    try roundTrips(count) {
-                        guard SeqpacketEcho.roundTrip(socket, request, &reply) else { throw IOFailure.connectionReset }
-                    }))
-            close(socket)
-            peer.stop()
+            for onRing in [false, true] {
+                let kind = onRing ? "seqpacket-ring" : "seqpacket"
+                placePort()
+                let peer = try ServerProcess(benchExecutable, ["bench-server", kind, name + "." + kind])
+                placeCaller()
+                let address = try SocketAddress.abstract(name + "." + kind)
+                let socket = try address.makeSocket(type: .sequencedPacket).rawValue
+                guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
+                if onRing {
+                    let client = try RingEchoPeer(socket: socket)
+                    process.ring.append(
+                        median(try roundTrips(count) { guard client.roundTrip(request) else { throw IOFailure.connectionReset } }))
+                } else {
+                    process.poll.append(
+                        median(
+                            try roundTrips(count) {
+                                guard SeqpacketEcho.roundTrip(socket, request, &reply) else { throw IOFailure.connectionReset }
+                            }))
+                }
+                close(socket)
+                peer.stop()
+            }
         }
-        return (median(threadOurs), median(threadPeer), median(processOurs), median(processPeer))
+        return (thread.medians, process.medians)
     }
 
     /// Times `count` calls of `body` (after a tenth more to warm up), in µs.

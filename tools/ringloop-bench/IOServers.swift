@@ -11,9 +11,9 @@ struct BenchServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-server", abstract: "Run one benchmark server (used by bench).", shouldDisplay: false)
 
-    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "close-ringloop", "hid"]
+    static let kinds = ["echo-ringloop", "echo-foundation", "port", "seqpacket", "seqpacket-ring", "close-ringloop", "hid"]
 
-    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket, close-ringloop or hid (an event server).")
+    @Argument(help: "echo-ringloop, echo-foundation, port, seqpacket, seqpacket-ring, close-ringloop or hid (an event server).")
     var kind: String
     @Argument(help: "The port or socket name (port, seqpacket); the connections to wait for (close-ringloop).")
     var name: String = ""
@@ -22,7 +22,7 @@ struct BenchServer: ParsableCommand {
         guard Self.kinds.contains(kind) else {
             throw ValidationError("unknown server '\(kind)'; valid: \(Self.kinds.joined(separator: ", "))")
         }
-        if kind == "port" || kind == "seqpacket" || kind == "hid", name.isEmpty { throw ValidationError("\(kind) needs a name") }
+        if ["port", "seqpacket", "seqpacket-ring", "hid"].contains(kind), name.isEmpty { throw ValidationError("\(kind) needs a name") }
         if kind == "close-ringloop", (Int(name) ?? 0) < 1 {
             throw ValidationError("close-ringloop needs a number of connections (1 or more), not '\(name)'")
         }
@@ -44,7 +44,8 @@ struct BenchServer: ParsableCommand {
         case "echo-foundation": try Self.foundationEcho()
         case "port": try Self.namedPort(name)
         case "close-ringloop": try IOCloseBench.serve(Int(name) ?? 1)
-        default: try Self.seqpacketEcho(name)
+        case "seqpacket-ring": try Self.seqpacketEcho(name, onRing: true)
+        default: try Self.seqpacketEcho(name, onRing: false)
         }
     }
 
@@ -150,14 +151,19 @@ struct BenchServer: ParsableCommand {
         loop.run()
     }
 
-    /// The plain-socket peer: a `SOCK_SEQPACKET` socket in the abstract namespace, each
-    /// packet read after `poll` and sent back.
-    static func seqpacketEcho(_ name: String) throws {
+    /// The plain-socket peers: a `SOCK_SEQPACKET` socket in the abstract namespace, each
+    /// packet read after `poll` and sent back, or (`onRing`) received and sent back through
+    /// a bare ring (``RingEchoPeer``).
+    static func seqpacketEcho(_ name: String, onRing: Bool) throws {
         let listener = try SocketAddress.abstract(name).makeListeningSocket(type: .sequencedPacket).rawValue
         ready(0)
         let connection = accept(listener, nil, nil)
         guard connection >= 0 else { throw IOFailure(errno: errno) }
-        SeqpacketEcho.serve(connection)
+        if onRing {
+            try RingEchoPeer(socket: connection).serve()
+        } else {
+            SeqpacketEcho.serve(connection)
+        }
     }
 }
 
