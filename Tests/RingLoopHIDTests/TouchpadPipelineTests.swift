@@ -25,6 +25,7 @@ struct TouchpadPipelineTests {
                 if case .pointerMotion(let m) = $1.payload { ($0.0 + m.acceleratedDX, $0.1 + m.acceleratedDY) } else { $0 }
             }
         }
+        var buttons: [HIDEvent] { pointer.filter { $0.kind == .button } }
     }
 
     /// A system on `loop` with `settings` for touchpads, `configuration`'s stages and
@@ -121,5 +122,62 @@ struct TouchpadPipelineTests {
         #expect(
             abs(seen.motion.x - alone.motion.x) < 1e-6 && abs(seen.motion.y - alone.motion.y) < 1e-6,
             "\(seen.motion) of \(alone.motion), \(seen.pointer.count) events")
+    }
+
+    /// Plays `file` into a system with the touchpad stage, `recognizers` and coalescing as
+    /// asked, until `done`; what the handlers saw.
+    func play(
+        _ recording: Recording, settings: TouchpadSettings, recognizers: [GestureRecognizer] = [],
+        coalesceMotion: Bool = false, until done: @escaping (Seen) -> Bool
+    ) throws -> Seen {
+        try onFreshThread { () throws -> Seen in
+            let loop = RingRunLoop.current
+            let seen = LoopBound(Seen(), loop: loop)
+            let system = try Self.system(
+                .init(coalesceMotion: coalesceMotion), settings: settings, recognizers: recognizers, seen: seen, loop: loop)
+            let stream = try GestureStream(recording, to: system, firstAt: .now)
+            stream.send(recording.events)
+            #expect(runUntil(loop) { done(seen.value) })
+            stream.close()
+            system.stop()
+            return seen.value
+        }
+    }
+
+    @Test(
+        "the pointer events a touchpad makes reach the handlers with non-decreasing stamps, also the clicks released after the recognizers' evaluation",
+        arguments: [false, true])
+    func stampsNeverGoBack(recognizers: Bool) throws {
+        // Two taps of one finger, which moves a little on the pad: a double click, the
+        // fingers' motion between its buttons.
+        let recording = try touchpadRecording("AlpsPS2 ALPS GlidePoint.double-tap.events")
+        let twoFingerTap = TapGestureRecognizer(taps: 1, fingers: 2)
+        twoFingerTap.cancelsTouchesInHandlers = false
+        let seen = try play(recording, settings: TouchpadSettings(tapping: true), recognizers: recognizers ? [twoFingerTap] : []) {
+            $0.buttons.count == 4
+        }
+        #expect(seen.buttons.map(\.description).map { $0.hasSuffix("down") } == [true, false, true, false])
+        #expect(seen.pointer.contains { $0.kind == .pointerMotion })
+        let backwards = zip(seen.pointer, seen.pointer.dropFirst()).filter { $1.timestamp < $0.timestamp }
+        #expect(backwards.isEmpty, "\(backwards.prefix(3).map { "\($0.0) at \($0.0.timestamp), then \($0.1) at \($0.1.timestamp)" })")
+    }
+
+    @Test(
+        "a tap's button released by the tap timeout carries the timeout's due time: the tap's time and the timeout",
+        arguments: [false, true])
+    func tapReleaseAtItsDueTime(recognizers: Bool) throws {
+        let recording = try touchpadRecording("AlpsPS2 ALPS GlidePoint.single-tap.events")
+        let settings = TouchpadSettings(tapping: true)
+        let twoFingerTap = TapGestureRecognizer(taps: 1, fingers: 2)
+        let seen = try play(recording, settings: settings, recognizers: recognizers ? [twoFingerTap] : []) {
+            $0.buttons.count == 2
+        }
+        let buttons = seen.buttons
+        try #require(buttons.count == 2)
+        // The press carries the stamp of the frame that lifted the finger, the release the
+        // time the tap timeout ran out (not the moment the loop's timer got to it).
+        let lift = try #require(seen.lastLift)
+        #expect(buttons[0].timestamp == lift, "\(buttons[0].timestamp - lift)")
+        #expect(buttons[1].timestamp == lift + settings.tapTimeout, "\(buttons[1].timestamp - lift)")
     }
 }
