@@ -54,6 +54,37 @@ struct RumbleTests {
         }
     }
 
+    @Test(
+        "EV_FF writes the kernel drops are not kept: a negative value neither stops nor plays an effect nor sets the gain, a gain above 65535 is ignored"
+    )
+    func writesTheKernelDrops() throws {
+        let description = try Self.dualShock4()
+        try withDeviceFolder { folder in
+            let node = try folder.addDevice(description)
+            let device = try EvdevDevice.open(path: node.path, writable: true)
+            defer { device.close() }
+            let effect = RumbleEffect(strong: 0x8000, weak: 0x4000, milliseconds: 500)
+            let id = try device.uploadRumble(effect)
+            try device.playEffect(id)
+            // Written as a program writes them: one input_event each, as the node's
+            // writers write (the kernel's input core drops the first three:
+            // input_get_disposition passes EV_FF on only for a value of 0 or more; its
+            // force-feedback core ignores a gain above 0xffff).
+            for (code, value) in [
+                (UInt16(bitPattern: id), Int32(-1)), (Evdev.FF_GAIN, -1), (Evdev.FF_GAIN, Int32.min), (Evdev.FF_GAIN, 0x10000),
+            ] {
+                var bytes = [UInt8](repeating: 0, count: InputEvent.size)
+                bytes.withUnsafeMutableBytes { InputEvent(type: Evdev.EV_FF, code: code, value: value).store(to: $0.baseAddress!) }
+                #expect(write(device.fileDescriptor, bytes, bytes.count) == bytes.count)
+            }
+            #expect(node.rumblesPlaying == [id: effect], "a negative count is no stop")
+            try device.setForceFeedbackGain(0xffff)
+            try device.stopEffect(id)
+            #expect(node.rumblesPlaying.isEmpty)
+            #expect(node.forceFeedbackRequests == [.upload(id: id, effect), .play(id: id, count: 1), .gain(0xffff), .stop(id: id)])
+        }
+    }
+
     @Test("a device without FF_RUMBLE refuses a rumble: EINVAL, and no effects to hold")
     func deviceWithoutRumble() throws {
         var description = try Self.dualShock4()

@@ -474,7 +474,7 @@ enum LibinputChecks {
     /// 415/107, calibrates to 599.5/249.9 and prints as 599/249 of 800/480), plus the
     /// 0.005 of its two decimals.
     static func touchscreenCalibration(_ context: CheckContext) {
-        let folder = "\(context.devices)/real/evemu-devices/touchscreens"
+        let folder = "\(context.devices)/real/evemu-devices/touchscreens/"
         let files = [
             ("atmel", "Atmel maXTouch Touchscreen.4-finger-drag-down.events"),
             ("ep0430m09", "EP0430M09.4-finger-drag-down.events"),
@@ -482,13 +482,9 @@ enum LibinputChecks {
         for (short, file) in files {
             let name = "libinput/touchscreen-calibration/\(short)"
             guard context.report.wants(name) else { continue }
-            let recording: Recording
-            do {
-                guard let found = try Recording.loadAll(contentsOf: "\(folder)/\(file)").first(where: { $0.description != nil })
-                else { return context.report.fail(name, "\(file) describes no device") }
-                recording = found
-            } catch {
-                context.report.fail(name, "\(error)")
+            // A recording that cannot be loaded fails its own check only: the next one is
+            // still compared.
+            guard let recording = context.loadRealRecording(name, folder: folder, file: file, description: nil) else {
                 continue
             }
             let (agree, detail) = touchscreen(recording, file: file, context: context)
@@ -618,16 +614,11 @@ enum LibinputChecks {
     static func mouse(_ context: CheckContext) {
         let name = "libinput/mouse"
         guard context.report.wants(name) else { return }
-        let file = "\(context.devices)/real/evemu-devices/mice/Ultrathin Touch Mouse.events"
-        let recording: Recording
-        do {
-            guard let found = try Recording.loadAll(contentsOf: file).first(where: { $0.description != nil }) else {
-                return context.report.fail(name, "\(file) describes no device")
-            }
-            recording = found
-        } catch {
-            return context.report.fail(name, "\(error)")
-        }
+        guard
+            let recording = context.loadRealRecording(
+                name, folder: "\(context.devices)/real/evemu-devices/mice/", file: "Ultrathin Touch Mouse.events",
+                description: nil)
+        else { return }
         let replayed: Libinput.Replayed
         switch Libinput.replay(recording, speed: .scaled(3), context: context) {
         case .success(let result): replayed = result

@@ -103,13 +103,10 @@ enum TouchpadMotionChecks {
     static func compare(_ check: Case, _ context: CheckContext) {
         let name = "pointer/touchpad/" + check.name
         guard context.report.wants(name) else { return }
-        let real = "\(context.devices)/real/"
-        let recording: Recording
-        do {
-            recording = try Recording.load(description: real + check.description, events: real + check.events)
-        } catch {
-            return context.report.fail(name, "\(error)")
-        }
+        guard
+            let recording = context.loadRealRecording(
+                name, folder: "\(context.devices)/real/", file: check.events, description: check.description)
+        else { return }
         var configuration = HIDEventSystem.Configuration()
         configuration.touchpad = TouchpadSettings()
         configuration.pointer = try? PointerSettings(

@@ -38,7 +38,9 @@ struct Monitor: ParsableCommand {
             --server NAME attaches to an event server (ringloop serve NAME) as a client:
             it prints what the server sends this client (the focused one gets keys and
             touches), and attaches again when a server of that name comes back; with
-            --socket-dir DIR, the server of serve --socket-dir DIR.
+            --socket-dir DIR, the server of serve --socket-dir DIR. The pointer and the
+            touchpads are the server's (ringloop serve --accel-profile, --touchpad...):
+            motion and scrolling are printed as the server made them.
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -165,6 +167,12 @@ struct Monitor: ParsableCommand {
             if let server {
                 // The server's keymap gives the keys their text; a keymap given here reads them again.
                 var settings = try settings()
+                // The server's pointer stage made the motion, scrolling and buttons: a stage
+                // here would accelerate a touchpad's motion a second time (it takes the
+                // server's accelerated deltas as its input) and scale or turn the scrolling
+                // again. --screen still maps absolute positions (from their raw values).
+                settings.pointer = nil
+                settings.touchpad = nil
                 if keymapOptions.isGiven {
                     (settings.keymap, settings.composeTable) = try keymapOptions.keymapForReading(command: "monitor")
                 }

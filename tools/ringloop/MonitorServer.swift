@@ -18,6 +18,15 @@ extension Monitor {
         if !inputs.isEmpty { throw ValidationError("--server NAME reads the server's devices; give no devices or recordings") }
         if raw { throw ValidationError("--raw reads a device's evdev events; a server's client gets HID events") }
         if grab { throw ValidationError("--grab: the server owns the devices (grab them with the server)") }
+        if pointerOptions.isGiven {
+            throw ValidationError(
+                "--accel-profile, --accel-speed, --accel-points, --natural-scroll, --scroll-factor, --middle-emulation and"
+                    + " --no-debounce: the server's pointer makes its clients' motion, scrolling and buttons (give them to ringloop serve)")
+        }
+        if touchpadOptions.isGiven {
+            throw ValidationError(
+                "--touchpad, --tap and the touchpad switches: the server makes its touchpads pointers (give them to ringloop serve)")
+        }
         try Serve.validateSocketFolder(socketDir)
         _ = try observedClasses()
     }

@@ -158,15 +158,22 @@ struct ForceFeedbackLog: Sendable {
 }
 
 extension ForceFeedbackRequest {
-    /// What an `EV_FF` event asks: code `FF_GAIN` sets the gain; any other code is an
-    /// effect id, played (`value` times) or stopped (0). `nil` for autocentering (not
-    /// kept) and a negative count.
+    /// What an `EV_FF` event asks, as the kernel takes it: code `FF_GAIN` sets the gain;
+    /// any other code is an effect id, played (`value` times) or stopped (0). `nil` for
+    /// autocentering (not kept) and for what the kernel drops. A negative value, whatever
+    /// the code, reaches no driver: the input core passes `EV_FF` on to the device only
+    /// for a value of 0 or more (`input_get_disposition` in `drivers/input/input.c`), so
+    /// it neither stops an effect nor sets a gain of 0. A gain above 65535 is ignored, as
+    /// the force-feedback core's `input_ff_event` ignores it (a uinput device is handed it,
+    /// and keeps it among its received events only).
     init?(forceFeedbackCode code: UInt16, value: Int32) {
+        guard value >= 0 else { return nil }
         if code == Evdev.FF_GAIN {
-            self = .gain(UInt16(clamping: value))
+            guard let gain = UInt16(exactly: value) else { return nil }
+            self = .gain(gain)
             return
         }
-        guard code != Evdev.FF_AUTOCENTER, value >= 0 else { return nil }
+        guard code != Evdev.FF_AUTOCENTER else { return nil }
         let id = Int16(bitPattern: code)
         self = value > 0 ? .play(id: id, count: value) : .stop(id: id)
     }

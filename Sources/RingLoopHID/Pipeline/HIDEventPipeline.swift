@@ -83,6 +83,9 @@ final class HIDEventPipeline {
     func emit(_ event: HIDEvent, after stage: any HIDEventStage) {
         let stages = ordered
         guard let index = stages.firstIndex(where: { $0 === stage }) else { return }
+        // During BeforeWaiting, an event for a stage whose turn has come already (a
+        // touchpad's motion, released by the recognizers' turn) gives it another.
+        if let turn = beforeWaitingTurn, index + 1 <= turn { turnAgainFrom = min(turnAgainFrom ?? index + 1, index + 1) }
         Self.run(event, from: index + 1, in: stages)
     }
 
@@ -91,12 +94,35 @@ final class HIDEventPipeline {
         stages[index].process(event) { run($0, from: index + 1, in: stages) }
     }
 
+    /// The stage whose BeforeWaiting turn runs (its index in ``ordered``); `nil` outside
+    /// ``beforeWaiting()``.
+    private var beforeWaitingTurn: Int?
+    /// The first stage that received an event after its BeforeWaiting turn (from a later
+    /// stage's turn, through ``emit(_:after:)``), so takes another.
+    private var turnAgainFrom: Int?
+    /// The most rounds of turns one BeforeWaiting runs: stages that keep handing each
+    /// other events at every turn wait for the next pass after that many.
+    static let maximumBeforeWaitingRounds = 8
+
     /// Every stage's BeforeWaiting turn, in order; what a stage emits goes through the
-    /// stages after it.
+    /// stages after it. A stage that receives events after its turn, from a later stage's
+    /// turn (the touchpad's pointer events, which wait for the recognizers' evaluation, go
+    /// through coalescing after coalescing's turn), takes another, and so do the stages
+    /// after it: what any stage passes on before the loop waits reaches the handlers before
+    /// it waits.
     func beforeWaiting() {
-        let stages = ordered
-        for index in stages.indices {
-            stages[index].beforeWaiting { Self.run($0, from: index + 1, in: stages) }
+        let outer = (beforeWaitingTurn, turnAgainFrom)
+        defer { (beforeWaitingTurn, turnAgainFrom) = outer }
+        var first = 0
+        for _ in 0..<Self.maximumBeforeWaitingRounds {
+            let stages = ordered
+            turnAgainFrom = nil
+            for index in stages.indices where index >= first {
+                beforeWaitingTurn = index
+                stages[index].beforeWaiting { Self.run($0, from: index + 1, in: stages) }
+            }
+            guard let again = turnAgainFrom else { return }
+            first = again
         }
     }
 

@@ -39,7 +39,11 @@ public protocol HIDEventStage: AnyObject {
 
     /// Called when the loop is about to wait (BeforeWaiting), after every event the pass
     /// took has gone through the stages, in the stages' order: what the stage held for the
-    /// pass (coalesced motion, frames for the recognizers) goes on now.
+    /// pass (coalesced motion, frames for the recognizers) goes on now. A stage that
+    /// receives events after its turn, from a later stage's turn through
+    /// ``HIDStageContext/emit(_:after:)`` (a touchpad's motion, released once the
+    /// recognizers evaluated the pass), is called again, and so are the stages after it:
+    /// what reaches a stage before the loop waits goes on before it waits.
     func beforeWaiting(emit: (HIDEvent) -> Void)
 
     /// Called each time the system's queue has been drained (once per source0 perform).

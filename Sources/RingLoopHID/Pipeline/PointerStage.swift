@@ -120,6 +120,14 @@ extension HIDEventSystem {
     /// debouncing and middle-button emulation, by `settings` with each device's own on top
     /// (the per-device settings file, udev's `MOUSE_DPI`); `nil` takes the stage out (motion
     /// passes raw, with no cursor). Client loop thread; before or after ``start()``.
+    ///
+    /// A client of an event server
+    /// (``HIDEventSystem/Configuration/init(server:namespace:trusting:clientName:subscribedKinds:subscribedDeviceClasses:requestsFocus:queueCapacity:)``)
+    /// gets the events its server's stages made: where the server has the pointer stage,
+    /// its motion comes accelerated and its scrolling scaled. A stage here too would scale
+    /// the scrolling again and accelerate a touchpad's motion a second time (a touchpad's
+    /// motion is accelerated from the deltas it arrives with), so such a client has none
+    /// (`ringloop monitor --server` leaves the pointer to the server).
     /// - Parameter settings: What every relative device gets unless its own settings say otherwise.
     public func setPointer(_ settings: PointerSettings?) {
         loop.preconditionOnLoopThread("HIDEventSystem.setPointer")

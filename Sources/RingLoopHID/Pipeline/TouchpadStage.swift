@@ -13,6 +13,13 @@ import RingLoopEvdev
 /// what the stage makes of a pass's frames waits until the gesture stage has evaluated
 /// them at BeforeWaiting, so a claim comes before the click it cancels. Present only while
 /// the system has touchpad settings (``HIDEventSystem/setTouchpadSettings(_:)``).
+///
+/// Its events carry the time of what made them, never the clock's time as they go out:
+/// the frame's (motion, a tap's press, a click, scrolling), the due time of a timeout (a
+/// tap's button released after the tap timeout, a drag lock's end), the pad's latest
+/// frame for what a recognizer's claim, new settings or the pad's removal releases — and
+/// never earlier than the pad's previous event, so that each pad's pointer events are in
+/// order of time, with recognizers too (which hold them to the pass's evaluation).
 final class TouchpadStage: HIDEventStage {
     private struct Pad {
         var device: HIDDeviceID
@@ -23,6 +30,10 @@ final class TouchpadStage: HIDEventStage {
         var held: [(action: TouchpadAction, time: MonotonicInstant)] = []
         /// Buttons whose press went out (a release of any other is dropped).
         var buttonsDown: [UInt16] = []
+        /// The stamp of the pad's latest frame.
+        var latestFrame: MonotonicInstant?
+        /// The stamp of the pad's latest event passed on (motion, button, scroll).
+        var latestStamp: MonotonicInstant?
         /// Whether a scroll sequence is under way (its next event is `changed`).
         var isScrolling = false
         /// Device-unit motion not yet passed on as whole units.
@@ -66,7 +77,14 @@ final class TouchpadStage: HIDEventStage {
         case .digitizer(let frame):
             emit(event)
             guard let index = pad(for: event.device) else { return }
+            pads[index].latestFrame = event.timestamp
             actions.removeAll(keepingCapacity: true)
+            if let due = pads[index].interpreter.nextDeadline, due <= event.timestamp {
+                // A timeout that ran out before this frame: what it releases, at its time.
+                pads[index].interpreter.advance(to: event.timestamp, into: &actions)
+                hold(index, at: due)
+                actions.removeAll(keepingCapacity: true)
+            }
             pads[index].interpreter.process(frame, at: event.timestamp, into: &actions)
             deliver(index, at: event.timestamp, emit: emit)
         case .button(let button):
@@ -95,7 +113,7 @@ final class TouchpadStage: HIDEventStage {
                 actions.removeAll(keepingCapacity: true)
                 pads[index].interpreter.reset(into: &actions)
                 hold(index, at: event.timestamp)
-                flush(index, at: event.timestamp, emit: emit)
+                flush(index, emit: emit)
                 pads.remove(at: index)
             }
             kinds.removeAll { $0.0 == event.device }
@@ -105,15 +123,16 @@ final class TouchpadStage: HIDEventStage {
         }
     }
 
-    /// Deadlines that passed (a tap's release, a drag lock's end), then, without
-    /// recognizers, what waits goes on.
+    /// Deadlines that passed (a tap's release, a drag lock's end), stamped with the time
+    /// each was due, then, without recognizers, what waits goes on.
     func beforeWaiting(emit: (HIDEvent) -> Void) {
         let now = MonotonicInstant.now
         var earliest: MonotonicInstant?
         for index in pads.indices {
             actions.removeAll(keepingCapacity: true)
+            let due = pads[index].interpreter.nextDeadline
             pads[index].interpreter.advance(to: now, into: &actions)
-            deliver(index, at: now, emit: emit)
+            deliver(index, at: due ?? now, emit: emit)
             if let deadline = pads[index].interpreter.nextDeadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
         wakeUp?.arm(at: earliest)
@@ -142,7 +161,7 @@ final class TouchpadStage: HIDEventStage {
         }
         actions.removeAll(keepingCapacity: true)
         pads[index].interpreter.claim(id, into: &actions)
-        hold(index, at: .now)
+        hold(index, at: latestTime(of: index))
     }
 
     /// A recognizer that cancels touches in handlers began (or, discrete, was recognized) on
@@ -155,23 +174,30 @@ final class TouchpadStage: HIDEventStage {
         }
         actions.removeAll(keepingCapacity: true)
         pads[index].interpreter.claimAll(into: &actions)
-        hold(index, at: .now)
+        hold(index, at: latestTime(of: index))
     }
 
     /// The gesture stage evaluated the pass: what the touchpads made of it goes on.
     func gesturesEvaluated() {
         guard let context else { return }
         for index in pads.indices where !pads[index].held.isEmpty {
-            flush(index, at: .now) { context.emit($0, after: self) }
+            flush(index) { context.emit($0, after: self) }
         }
     }
 
     // MARK: Events
 
+    /// Keeps ``actions``, made at `time`; without recognizers, passes on what the pad
+    /// holds.
     private func deliver(_ index: Int, at time: MonotonicInstant, emit: (HIDEvent) -> Void) {
-        guard !actions.isEmpty else { return }
         hold(index, at: time)
-        if !holdsForRecognizers { flush(index, at: time, emit: emit) }
+        if !holdsForRecognizers, !pads[index].held.isEmpty { flush(index, emit: emit) }
+    }
+
+    /// The time of the pad's latest frame or event: what releases without input of its
+    /// own (a claim, new settings) is stamped with it.
+    private func latestTime(of index: Int) -> MonotonicInstant {
+        [pads[index].latestFrame, pads[index].latestStamp].compactMap { $0 }.max() ?? .now
     }
 
     /// Keeps ``actions``, made at `time`, until the pad's next flush.
@@ -179,9 +205,13 @@ final class TouchpadStage: HIDEventStage {
         for action in actions { pads[index].held.append((action, time)) }
     }
 
-    private func flush(_ index: Int, at time: MonotonicInstant, emit: (HIDEvent) -> Void) {
+    /// Passes on what the pad holds, each at the time it was made (no earlier than the
+    /// pad's previous event).
+    private func flush(_ index: Int, emit: (HIDEvent) -> Void) {
         let device = pads[index].device
-        for (action, madeAt) in pads[index].held {
+        for (action, made) in pads[index].held {
+            let madeAt = max(made, pads[index].latestStamp ?? made)
+            pads[index].latestStamp = madeAt
             switch action {
             case .motion(let dx, let dy, let deviceDX, let deviceDY):
                 // The raw deltas in the pad's own units, whole (the rest carried to the next
@@ -205,7 +235,7 @@ final class TouchpadStage: HIDEventStage {
                     pads[index].buttonsDown.remove(at: held)
                 }
                 let button = ButtonEvent(code: code, number: FrameDecoder.buttonNumber(code), isDown: isDown)
-                emit(HIDEvent(device: device, timestamp: time, payload: .button(button)))
+                emit(HIDEvent(device: device, timestamp: madeAt, payload: .button(button)))
             case .scroll(let horizontal, let vertical, let source, let isStop):
                 // In the pointer's pixels, positive up (ScrollEvent's sense); a sequence
                 // begins, changes, and ends with libinput's axis stop.
@@ -214,7 +244,7 @@ final class TouchpadStage: HIDEventStage {
                 let scroll = ScrollEvent(
                     vertical: vertical == 0 ? 0 : -vertical, horizontal: horizontal, source: source == .edge ? .edge : .finger,
                     phase: phase)
-                emit(HIDEvent(device: device, timestamp: time, payload: .scroll(scroll)))
+                emit(HIDEvent(device: device, timestamp: madeAt, payload: .scroll(scroll)))
             }
         }
         pads[index].held.removeAll(keepingCapacity: true)
@@ -224,8 +254,8 @@ final class TouchpadStage: HIDEventStage {
         for index in pads.indices {
             actions.removeAll(keepingCapacity: true)
             pads[index].interpreter.reset(into: &actions)
-            hold(index, at: .now)
-            flush(index, at: .now, emit: emit)
+            hold(index, at: latestTime(of: index))
+            flush(index, emit: emit)
         }
     }
 
@@ -283,6 +313,15 @@ extension HIDEventSystem {
     /// recognizers and handlers. `nil` takes the stage out. Set again, every touchpad starts
     /// over with the new settings (what it held is released). Client loop thread; before
     /// or after ``start()``.
+    ///
+    /// The pointer events a touchpad makes carry the time of what made them, on the
+    /// touchpad's own clock, never the time they are passed on: a frame's time for its
+    /// motion, a tap's press, a click and scrolling (also when recognizers hold them until
+    /// the pass is evaluated); the time a timeout was due for what it releases (a tap's
+    /// button up ``TouchpadSettings/tapTimeout`` after the tap, a drag lock's end); the
+    /// touchpad's latest frame for what a recognizer's claim or new settings release. Each
+    /// touchpad's pointer events are in order of time: none is stamped earlier than the one
+    /// before it.
     public func setTouchpadSettings(_ settings: TouchpadSettings?) {
         loop.preconditionOnLoopThread("HIDEventSystem.setTouchpadSettings")
         guard let settings else {
