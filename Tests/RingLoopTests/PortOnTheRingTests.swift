@@ -292,4 +292,57 @@ extension PortOnTheRingTests {
             }
         }
     }
+
+    /// A send the ring refuses (its call into the kernel fails before the kernel takes the
+    /// entry) fails with a transport error, and leaves nothing behind: the entry becomes a
+    /// no-op, so the caller's packet, gone once the send returns, is never sent later, and
+    /// the next send on the same ring goes through.
+    @Test("A send whose submission the kernel refuses fails, is never sent later, and the next send goes through")
+    func refusedSubmissionLeavesNothing() throws {
+        let name = NamedPortTests.uniqueName("refused")
+        let arrived = ThreadLock<[PortWire.Message]>([])
+        let server = try RawPortServer(name: name) { connection in
+            var assembler = PortWire.Assembler(limit: 1 << 20)
+            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize)
+            while true {
+                var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+                guard poll(&entry, 1, 20_000) == 1 else { return }
+                let count = recv(connection, &buffer, buffer.count, 0)
+                guard count > 0 else { return }
+                let output = buffer.withUnsafeBytes { try? assembler.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                if case .message(let message)? = output {
+                    arrived.withLock { $0.append(message) }
+                    if message.msgid == 3 { return }
+                }
+            }
+        }
+        do {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let remote = try RemoteMessagePort(name: name)
+                guard let core = loop.waitCore() else {
+                    Issue.record("no ring")
+                    return
+                }
+                let faults = RingFaults()
+                core.ring.faults = faults
+                faults.fail(.submit, with: EIO)
+                #expect(throws: MessagePortError.self) { try remote.send(msgid: 1, data: [1, 1, 1]) }
+                #expect(faults.injectedCount == 1)
+                core.ring.faults = nil
+                try remote.send(msgid: 2, data: [2, 2])
+                // A pass of the loop submits and harvests whatever is left queued.
+                loop.run(mode: .default, for: .milliseconds(10), returnAfterSourceHandled: false)
+                try remote.send(msgid: 3, data: [3])
+            }
+        } catch {
+            server.finish()
+            throw error
+        }
+        server.finish()
+        let messages = arrived.withLock { $0 }
+        #expect(messages.map(\.msgid) == [2, 3])
+        #expect(messages.map(\.data) == [[2, 2], [3]])
+    }
 }

@@ -239,23 +239,27 @@ package final class WaitCore {
     func performAtOnce(
         until deadline: MonotonicInstant, _ prepare: (UnsafeMutablePointer<io_uring_sqe>) -> Void
     ) throws(RingError) -> Int32 {
-        let sqe = try ring.nextSubmission()
-        let id = allocateSlot(.operation)
-        prepare(sqe)
-        let tag = CompletionTag(kind: .operation, slot: id.slot, generation: id.generation).rawValue
-        io_uring_sqe_set_data64(sqe, tag)
+        // Undone work first: the operation is then the last entry queued, so an entry
+        // still queued after a failed call is the operation's.
+        try finishUndoneWork()
+        var entry: UnsafeMutablePointer<io_uring_sqe>?
+        let id = try startOperation { sqe in
+            entry = sqe
+            prepare(sqe)
+        }
         var cancelled = false
         do {
-            try finishUndoneWork()
             try retryingWhenBusy { () throws(RingError) in try ring.submit() }
         } catch {
             // Not taken by the kernel: made a no-op, whose completion frees the slot, so
-            // nothing refers to the caller's memory once this returns.
-            if ring.hasQueuedSubmissions {
-                io_uring_prep_nop(sqe)
-                io_uring_sqe_set_data64(sqe, tag)
+            // nothing refers to the caller's memory once this returns. Taken (the call
+            // failed after the kernel consumed it): waited for below like any other.
+            if ring.hasQueuedSubmissions, let entry {
+                let tag = entry.pointee.user_data
+                io_uring_prep_nop(entry)
+                io_uring_sqe_set_data64(entry, tag)
+                throw error
             }
-            throw error
         }
         while true {
             collect()
