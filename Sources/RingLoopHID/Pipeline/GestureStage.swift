@@ -29,6 +29,9 @@ final class GestureStage: HIDEventStage {
     private var surfaces: [(HIDDeviceID, GestureSurface)] = []
     /// Touches later stages no longer see: a recognizer that cancels touches began with them.
     private var withheld: [(HIDDeviceID, Int32)] = []
+    /// The stamp of each device's latest frame the recognizers evaluated: the time of the
+    /// touches they take back.
+    private var latestFrames: [(HIDDeviceID, MonotonicInstant)] = []
     private var wakeUp: StageWakeUpTimer?
     /// How far behind the frames the loop has been (now − the kernel's stamp of a frame
     /// as it is evaluated), 0 to ``maximumLag``: the largest lag of the last second, else
@@ -156,11 +159,17 @@ final class GestureStage: HIDEventStage {
         evaluating = true
         defer { evaluating = false }
         let now = MonotonicInstant.now
+        var removed: [HIDDeviceID] = []
         if !pending.isEmpty {
             for entry in pending {
                 switch entry {
                 case .frame(let device, let time, let frame):
                     guard let surface = surface(of: device) else { continue }
+                    if let index = latestFrames.firstIndex(where: { $0.0 == device }) {
+                        latestFrames[index].1 = time
+                    } else {
+                        latestFrames.append((device, time))
+                    }
                     var lag = now - time
                     if lag < .zero || lag > Self.maximumLag { lag = .zero }
                     if lag >= inputLag || now - inputLagSince > .seconds(1) {
@@ -173,6 +182,7 @@ final class GestureStage: HIDEventStage {
                 case .removed(let device):
                     arena.removeDevice(device)
                     surfaces.removeAll { $0.0 == device }
+                    removed.append(device)
                 }
             }
             pending.removeAll(keepingCapacity: true)
@@ -180,6 +190,8 @@ final class GestureStage: HIDEventStage {
         // As far as the frames are known to have come: now, less the chain's lag.
         arena.advance(to: now.advanced(by: .zero - inputLag))
         deliverOutput(emit: emit)
+        // (A removed device's touches are taken back above, at its latest frame's time.)
+        if !removed.isEmpty { latestFrames.removeAll { removed.contains($0.0) } }
         // What touchpads made of these frames goes on now that claims are known.
         context?.system.pipeline.touchpad?.gesturesEvaluated()
         wakeUp?.arm(at: arena.nextDeadline.map { $0 + inputLag })
@@ -187,6 +199,12 @@ final class GestureStage: HIDEventStage {
     }
 
     /// Passes on the touches taken back (cancelled), then calls the actions.
+    ///
+    /// A device's frame of cancelled touches carries the time of the device's latest frame
+    /// the recognizers evaluated (the input that made them take the touches back, or the
+    /// last before a deadline did), on the device's own clock, as every event of the chain
+    /// carries the time of what made it: never the clock's time as it goes out, which
+    /// would put it out of order with the device's frames.
     private func deliverOutput(emit: (HIDEvent) -> Void) {
         guard arena.hasOutput else { return }
         // One frame per device with every touch taken back.
@@ -194,7 +212,8 @@ final class GestureStage: HIDEventStage {
         var frameDevice: HIDDeviceID?
         func flush() {
             if let device = frameDevice, frame.count > 0 {
-                emit(HIDEvent(device: device, timestamp: .now, payload: .digitizer(frame)))
+                let time = latestFrames.first { $0.0 == device }?.1 ?? .now
+                emit(HIDEvent(device: device, timestamp: time, payload: .digitizer(frame)))
             }
             frame = DigitizerFrame()
         }
