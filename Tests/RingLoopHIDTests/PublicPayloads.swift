@@ -16,12 +16,14 @@ func madeByAnApp(_ event: HIDEvent) -> HIDEvent {
         payload = .pointerMotion(
             PointerMotionEvent(
                 dx: motion.dx, dy: motion.dy, acceleratedDX: motion.acceleratedDX, acceleratedDY: motion.acceleratedDY,
+                unacceleratedDX: motion.unacceleratedDX, unacceleratedDY: motion.unacceleratedDY,
                 cursor: motion.cursor.map { PointerCursor(location: $0.location, screen: $0.screen) }))
     case .scroll(let scroll):
         payload = .scroll(
             ScrollEvent(
                 vertical: scroll.vertical, horizontal: scroll.horizontal, isHighResolution: scroll.isHighResolution,
-                source: scroll.source, phase: scroll.phase))
+                source: scroll.source, phase: scroll.phase, unscaledVertical: scroll.unscaledVertical,
+                unscaledHorizontal: scroll.unscaledHorizontal))
     case .absolutePointer(let pointer):
         payload = .absolutePointer(
             AbsolutePointerEvent(

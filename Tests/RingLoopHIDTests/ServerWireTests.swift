@@ -183,7 +183,9 @@ struct ServerWireTests {
         #expect(try ServerWire.Hello(decoding: hello.encoded) == hello)
         var other = hello.encoded
         other[0] = 9
-        #expect(throws: ServerWire.Violation.self) { try ServerWire.Hello(decoding: other) }
+        #expect(throws: ServerWire.Violation.version(of: "hello", received: 9, own: ServerWire.version)) {
+            try ServerWire.Hello(decoding: other)
+        }
         #expect(throws: ServerWire.Violation.self) { try ServerWire.Hello(decoding: hello.encoded + [0]) }
         var flag = hello.encoded
         flag[flag.count - 1] = 2
@@ -268,7 +270,7 @@ struct ServerWireTests {
     }
 
     @Test(
-        "pointer motion's accelerated deltas and cursor, and scrolling's source and phase, read back; a bad flag, source or phase is refused"
+        "pointer motion's accelerated and unaccelerated deltas and cursor, and scrolling's unscaled amounts, source and phase, read back; a bad flag, source or phase is refused"
     )
     func pointerAndScrollFields() throws {
         let device = HIDDeviceID(rawValue: 4)
@@ -277,12 +279,14 @@ struct ServerWireTests {
                 device: device, timestamp: .now,
                 payload: .pointerMotion(
                     PointerMotionEvent(
-                        dx: 3, dy: -7, acceleratedDX: 4.125, acceleratedDY: -9.625,
+                        dx: 3, dy: -7, acceleratedDX: 4.125, acceleratedDY: -9.625, unacceleratedDX: 2.75, unacceleratedDY: -6.5,
                         cursor: PointerCursor(location: ScreenPoint(x: 812.5, y: 0), screen: 2)))),
             HIDEvent(device: device, timestamp: .now, payload: .pointerMotion(PointerMotionEvent(dx: -1, dy: 0))),
             HIDEvent(
                 device: device, timestamp: .now,
-                payload: .scroll(ScrollEvent(vertical: -12.5, horizontal: 3, source: .finger, phase: .began))),
+                payload: .scroll(
+                    ScrollEvent(
+                        vertical: -12.5, horizontal: 3, source: .finger, phase: .began, unscaledVertical: 6.25, unscaledHorizontal: -1.5))),
             HIDEvent(
                 device: device, timestamp: .now, payload: .scroll(ScrollEvent(vertical: 0, horizontal: 0, source: .edge, phase: .ended))),
             HIDEvent(device: device, timestamp: .now, payload: .scroll(ScrollEvent(vertical: 0.25, isHighResolution: true))),
@@ -309,6 +313,16 @@ struct ServerWireTests {
             device: device, timestamp: .now, payload: .pointerMotion(PointerMotionEvent(dx: 1, dy: 1, acceleratedDX: .infinity)))
         #expect(throws: ServerWire.Violation.notFinite(field: "motion accelerated dx")) {
             try ServerWire.Batch(decoding: ServerWire.Batch(sequence: 1, events: [infinite]).encoded)
+        }
+        let notANumber = HIDEvent(
+            device: device, timestamp: .now, payload: .pointerMotion(PointerMotionEvent(dx: 1, dy: 1, unacceleratedDY: .nan)))
+        #expect(throws: ServerWire.Violation.notFinite(field: "motion unaccelerated dy")) {
+            try ServerWire.Batch(decoding: ServerWire.Batch(sequence: 1, events: [notANumber]).encoded)
+        }
+        let unscaled = HIDEvent(
+            device: device, timestamp: .now, payload: .scroll(ScrollEvent(vertical: 1, unscaledHorizontal: -.infinity)))
+        #expect(throws: ServerWire.Violation.notFinite(field: "scroll unscaled horizontal")) {
+            try ServerWire.Batch(decoding: ServerWire.Batch(sequence: 1, events: [unscaled]).encoded)
         }
     }
 

@@ -53,7 +53,7 @@ struct TouchpadAccelerationTests {
         var theirs = 0.0
         for (index, row) in rows.enumerated() {
             let motion = PointerMotionEvent(
-                dx: 0, dy: 0, acceleratedDX: row.unaccelerated.dx * normalization, acceleratedDY: row.unaccelerated.dy * normalization)
+                dx: 0, dy: 0, unacceleratedDX: row.unaccelerated.dx * normalization, unacceleratedDY: row.unaccelerated.dy * normalization)
             let event = HIDEvent(
                 device: device, timestamp: MonotonicInstant(nanoseconds: UInt64(row.frameTime * 1e9)), payload: .pointerMotion(motion))
             guard case .pointerMotion(let moved) = processor.moved(event, motion).payload else {

@@ -170,8 +170,8 @@ enum TouchpadMotionChecks {
             for (index, their) in theirs.enumerated() {
                 let time = chainTime[index] ?? their.time + offset
                 let motion = PointerMotionEvent(
-                    dx: 0, dy: 0, acceleratedDX: their.unacceleratedDX * normalization, acceleratedDY: their.unacceleratedDY * normalization
-                )
+                    dx: 0, dy: 0, unacceleratedDX: their.unacceleratedDX * normalization,
+                    unacceleratedDY: their.unacceleratedDY * normalization)
                 let event = HIDEvent(
                     device: device, timestamp: MonotonicInstant(nanoseconds: UInt64(max(0, time) * 1e9)), payload: .pointerMotion(motion))
                 let moved = processor.moved(event, motion)

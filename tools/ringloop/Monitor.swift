@@ -39,8 +39,11 @@ struct Monitor: ParsableCommand {
             it prints what the server sends this client (the focused one gets keys and
             touches), and attaches again when a server of that name comes back; with
             --socket-dir DIR, the server of serve --socket-dir DIR. The pointer and the
-            touchpads are the server's (ringloop serve --accel-profile, --touchpad...):
-            motion and scrolling are printed as the server made them.
+            touchpads are the server's (ringloop serve --touchpad...): motion and
+            scrolling are printed as the server made them, unless pointer options
+            (--accel-profile...) are given here: then this client accelerates and scales
+            them by these, once (from the device's unaccelerated motion and unscaled
+            scrolling, which the server sends).
 
             Examples:
               ringloop monitor /dev/input/event3
@@ -167,11 +170,15 @@ struct Monitor: ParsableCommand {
             if let server {
                 // The server's keymap gives the keys their text; a keymap given here reads them again.
                 var settings = try settings()
-                // The server's pointer stage made the motion, scrolling and buttons: a stage
-                // here would accelerate a touchpad's motion a second time (it takes the
-                // server's accelerated deltas as its input) and scale or turn the scrolling
-                // again. --screen still maps absolute positions (from their raw values).
-                settings.pointer = nil
+                // The server's pointer stage made the motion, scrolling and buttons. Pointer
+                // options give this client a stage of its own, which makes them again from
+                // what the server's devices reported (a mouse's counts, a touchpad's
+                // unaccelerated deltas, the unscaled scrolling): accelerated and scaled
+                // once, by these options. --screen alone leaves the cursor to the server
+                // (and still maps absolute positions, from their raw values). The server's
+                // touchpad stage made its touchpads pointers: one here would make the same
+                // touches pointer events a second time.
+                if !pointerOptions.isGiven { settings.pointer = nil }
                 settings.touchpad = nil
                 if keymapOptions.isGiven {
                     (settings.keymap, settings.composeTable) = try keymapOptions.keymapForReading(command: "monitor")

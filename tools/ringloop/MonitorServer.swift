@@ -18,11 +18,9 @@ extension Monitor {
         if !inputs.isEmpty { throw ValidationError("--server NAME reads the server's devices; give no devices or recordings") }
         if raw { throw ValidationError("--raw reads a device's evdev events; a server's client gets HID events") }
         if grab { throw ValidationError("--grab: the server owns the devices (grab them with the server)") }
-        if pointerOptions.isGiven {
-            throw ValidationError(
-                "--accel-profile, --accel-speed, --accel-points, --natural-scroll, --scroll-factor, --middle-emulation and"
-                    + " --no-debounce: the server's pointer makes its clients' motion, scrolling and buttons (give them to ringloop serve)")
-        }
+        // Pointer options are taken: this client's pointer stage accelerates and scales
+        // what the server sends from its unaccelerated motion and unscaled scrolling, once.
+        // A touchpad stage here would make the server's touchpads pointers a second time.
         if touchpadOptions.isGiven {
             throw ValidationError(
                 "--touchpad, --tap and the touchpad switches: the server makes its touchpads pointers (give them to ringloop serve)")

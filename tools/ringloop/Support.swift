@@ -74,6 +74,8 @@ enum EventFormat {
             object["dy"] = Int(motion.dy)
             object["acceleratedDX"] = motion.acceleratedDX
             object["acceleratedDY"] = motion.acceleratedDY
+            object["unacceleratedDX"] = motion.unacceleratedDX
+            object["unacceleratedDY"] = motion.unacceleratedDY
             if let cursor = motion.cursor {
                 object["cursor"] = ["x": cursor.location.x, "y": cursor.location.y, "screen": cursor.screen] as [String: Any]
             }

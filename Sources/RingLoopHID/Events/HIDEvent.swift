@@ -170,10 +170,19 @@ public struct ButtonEvent: Sendable, Hashable {
 /// reported them); a desktop's pointer wants ``acceleratedDX`` and ``acceleratedDY``
 /// (libinput's accelerated deltas: normalized to a 1000-dpi device and accelerated by
 /// the device's profile and speed) or the ``cursor`` itself. Positive `y` is down, as
-/// the kernel's `REL_Y`. The decoder makes the accelerated deltas equal to the raw ones
-/// and no cursor; the pointer stage fills them in.
+/// the kernel's `REL_Y`. The decoder makes the accelerated and unaccelerated deltas equal
+/// to the raw ones and no cursor; the touchpad stage fills in a touchpad's unaccelerated
+/// deltas, and the pointer stage the accelerated ones and the cursor.
+///
+/// ``unacceleratedDX`` and ``unacceleratedDY`` are libinput's unaccelerated deltas
+/// (`libinput_event_pointer_get_dx_unaccelerated`): the motion normalized to a 1000-dpi
+/// device, before acceleration. The pointer stage accelerates a mouse's motion from its
+/// raw counts and a touchpad's from these, never from the accelerated deltas an event
+/// arrives with: a client of an event server whose pointer stage accelerated the motion
+/// already accelerates it once, by its own settings.
 public struct PointerMotionEvent: Sendable, Hashable {
-    /// The device's own horizontal count (`REL_X`), positive to the right.
+    /// The device's own horizontal count (`REL_X`), positive to the right. A touchpad's
+    /// motion in its own units (whole units; the rest is carried to its next motion).
     public var dx: Int32
     /// The device's own vertical count (`REL_Y`), positive down.
     public var dy: Int32
@@ -182,22 +191,38 @@ public struct PointerMotionEvent: Sendable, Hashable {
     public var acceleratedDX: Double
     /// The vertical delta after acceleration, in pixels of the cursor.
     public var acceleratedDY: Double
+    /// The horizontal delta before acceleration, normalized to 1000 dpi (libinput's
+    /// `dx_unaccelerated`): a touchpad's motion as the touchpad stage measured it in the
+    /// pad's millimetres; a mouse's counts times 1000 over its dpi (the pointer stage's
+    /// ``PointerSettings/dotsPerInch``), its raw counts where no pointer stage measured them.
+    public var unacceleratedDX: Double
+    /// The vertical delta before acceleration, normalized to 1000 dpi, positive down.
+    public var unacceleratedDY: Double
     /// Where the cursor is after this motion; `nil` where no cursor applies (no screens).
     public var cursor: PointerCursor?
 
-    /// A motion of `dx`, `dy` device counts; the accelerated deltas are the raw ones unless
-    /// given.
+    /// A motion of `dx`, `dy` device counts; the accelerated and unaccelerated deltas are
+    /// the raw ones unless given.
     /// - Parameters:
     ///   - dx: The horizontal count, positive to the right.
     ///   - dy: The vertical count, positive down.
     ///   - acceleratedDX: The horizontal delta after acceleration (`dx` when `nil`).
     ///   - acceleratedDY: The vertical delta after acceleration (`dy` when `nil`).
+    ///   - unacceleratedDX: The horizontal delta before acceleration, normalized to
+    ///     1000 dpi (`dx` when `nil`).
+    ///   - unacceleratedDY: The vertical delta before acceleration, normalized to
+    ///     1000 dpi (`dy` when `nil`).
     ///   - cursor: The cursor after the motion, if one applies.
-    public init(dx: Int32, dy: Int32, acceleratedDX: Double? = nil, acceleratedDY: Double? = nil, cursor: PointerCursor? = nil) {
+    public init(
+        dx: Int32, dy: Int32, acceleratedDX: Double? = nil, acceleratedDY: Double? = nil, unacceleratedDX: Double? = nil,
+        unacceleratedDY: Double? = nil, cursor: PointerCursor? = nil
+    ) {
         self.dx = dx
         self.dy = dy
         self.acceleratedDX = acceleratedDX ?? Double(dx)
         self.acceleratedDY = acceleratedDY ?? Double(dy)
+        self.unacceleratedDX = unacceleratedDX ?? Double(dx)
+        self.unacceleratedDY = unacceleratedDY ?? Double(dy)
         self.cursor = cursor
     }
 }
@@ -225,6 +250,14 @@ public struct PointerCursor: Sendable, Hashable {
 /// scrolling (``Source``) scroll by a distance in the pointer's pixels (libinput's scroll
 /// value for those sources), and end with an event of phase ``Phase/ended`` (libinput's
 /// axis stop: the fingers left; an app may start kinetic scrolling from here).
+///
+/// ``vertical`` and ``horizontal`` are what the pointer stage made of the scrolling
+/// (natural scrolling and the scroll factor of ``PointerSettings``);
+/// ``unscaledVertical`` and ``unscaledHorizontal`` are the scrolling before them, as the
+/// device's wheel or the touchpad stage made it. The pointer stage scales the unscaled
+/// amounts, never the amounts an event arrives with: a client of an event server whose
+/// pointer stage scaled or turned the scrolling already scales it once, by its own
+/// settings.
 public struct ScrollEvent: Sendable, Hashable {
     /// What scrolled, as libinput's axis sources.
     public enum Source: String, Sendable, Hashable, CaseIterable {
@@ -262,23 +295,34 @@ public struct ScrollEvent: Sendable, Hashable {
     public var source: Source
     /// Where in a scroll the event is (``Phase/none`` for a wheel).
     public var phase: Phase
+    /// The vertical amount before natural scrolling and the scroll factor, positive up.
+    public var unscaledVertical: Double
+    /// The horizontal amount before natural scrolling and the scroll factor, positive right.
+    public var unscaledHorizontal: Double
 
-    /// Scrolling by `vertical` and `horizontal` (detents for a wheel).
+    /// Scrolling by `vertical` and `horizontal` (detents for a wheel); the unscaled
+    /// amounts are the same unless given.
     /// - Parameters:
     ///   - vertical: The vertical amount, positive up.
     ///   - horizontal: The horizontal amount, positive right.
     ///   - isHighResolution: Whether the device reports hi-res wheel steps.
     ///   - source: What scrolled.
     ///   - phase: Where in a scroll the event is.
+    ///   - unscaledVertical: The vertical amount before natural scrolling and the scroll
+    ///     factor (`vertical` when `nil`).
+    ///   - unscaledHorizontal: The horizontal amount before natural scrolling and the
+    ///     scroll factor (`horizontal` when `nil`).
     public init(
         vertical: Double, horizontal: Double = 0, isHighResolution: Bool = false, source: Source = .wheel,
-        phase: Phase = .none
+        phase: Phase = .none, unscaledVertical: Double? = nil, unscaledHorizontal: Double? = nil
     ) {
         self.vertical = vertical
         self.horizontal = horizontal
         self.isHighResolution = isHighResolution
         self.source = source
         self.phase = phase
+        self.unscaledVertical = unscaledVertical ?? vertical
+        self.unscaledHorizontal = unscaledHorizontal ?? horizontal
     }
 }
 

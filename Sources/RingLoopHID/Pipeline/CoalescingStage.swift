@@ -30,6 +30,8 @@ final class CoalescingStage: HIDEventStage {
                 motion.dy = held.dy &+ motion.dy
                 motion.acceleratedDX += held.acceleratedDX
                 motion.acceleratedDY += held.acceleratedDY
+                motion.unacceleratedDX += held.unacceleratedDX
+                motion.unacceleratedDY += held.unacceleratedDY
                 pending[event.device] = HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion))
                 return true
             }

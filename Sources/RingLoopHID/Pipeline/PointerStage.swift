@@ -124,10 +124,15 @@ extension HIDEventSystem {
     /// A client of an event server
     /// (``HIDEventSystem/Configuration/init(server:namespace:trusting:clientName:subscribedKinds:subscribedDeviceClasses:requestsFocus:queueCapacity:)``)
     /// gets the events its server's stages made: where the server has the pointer stage,
-    /// its motion comes accelerated and its scrolling scaled. A stage here too would scale
-    /// the scrolling again and accelerate a touchpad's motion a second time (a touchpad's
-    /// motion is accelerated from the deltas it arrives with), so such a client has none
-    /// (`ringloop monitor --server` leaves the pointer to the server).
+    /// its motion comes accelerated and its scrolling scaled by the server's settings. A
+    /// stage here makes them again from what the devices reported, never from what the
+    /// server made of it: a mouse's raw counts, a touchpad's unaccelerated deltas
+    /// (``PointerMotionEvent/unacceleratedDX``, which the server's touchpad stage filled),
+    /// the unscaled scrolling (``ScrollEvent/unscaledVertical``). Each motion is
+    /// accelerated once and each scroll scaled once, by this system's settings in place of
+    /// the server's, whether or not the server had a pointer stage. Buttons go through this
+    /// system's debouncing and middle-button emulation as well, after the server's
+    /// (``PointerSettings/debounce`` off leaves them as the server passed them on).
     /// - Parameter settings: What every relative device gets unless its own settings say otherwise.
     public func setPointer(_ settings: PointerSettings?) {
         loop.preconditionOnLoopThread("HIDEventSystem.setPointer")

@@ -215,15 +215,17 @@ final class TouchpadStage: HIDEventStage {
             switch action {
             case .motion(let dx, let dy, let deviceDX, let deviceDY):
                 // The raw deltas in the pad's own units, whole (the rest carried to the next
-                // motion); the normalized ones (1000 dpi, unaccelerated) as the pointer's, which
-                // the pointer stage, where present, accelerates by the touchpad curve.
+                // motion); the normalized ones (1000 dpi) as the unaccelerated deltas, which
+                // the pointer stage, where present (here or in an event server's client),
+                // accelerates by the touchpad curve, and as the accelerated ones until it does.
                 let x = pads[index].remainderX + deviceDX
                 let y = pads[index].remainderY + deviceDY
                 let wholeX = x.rounded(.towardZero)
                 let wholeY = y.rounded(.towardZero)
                 pads[index].remainderX = x - wholeX
                 pads[index].remainderY = y - wholeY
-                let motion = PointerMotionEvent(dx: Int32(wholeX), dy: Int32(wholeY), acceleratedDX: dx, acceleratedDY: dy)
+                let motion = PointerMotionEvent(
+                    dx: Int32(wholeX), dy: Int32(wholeY), acceleratedDX: dx, acceleratedDY: dy, unacceleratedDX: dx, unacceleratedDY: dy)
                 // At its frame's time, even after waiting for the recognizers: the pointer
                 // stage's acceleration measures the velocity by it.
                 emit(HIDEvent(device: device, timestamp: madeAt, payload: .pointerMotion(motion)))
@@ -322,6 +324,12 @@ extension HIDEventSystem {
     /// touchpad's latest frame for what a recognizer's claim or new settings release. Each
     /// touchpad's pointer events are in order of time: none is stamped earlier than the one
     /// before it.
+    ///
+    /// A client of an event server whose server makes its touchpads pointers gets their
+    /// pointer events from the server, with the frames: a touchpad stage here would make
+    /// pointer events of the same touches a second time. Give the server the touchpad
+    /// settings; the client's ``setPointer(_:)`` accelerates their motion by its own
+    /// settings, from the unaccelerated deltas the server's touchpad stage filled in.
     public func setTouchpadSettings(_ settings: TouchpadSettings?) {
         loop.preconditionOnLoopThread("HIDEventSystem.setTouchpadSettings")
         guard let settings else {

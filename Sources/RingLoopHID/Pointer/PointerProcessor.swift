@@ -70,7 +70,7 @@ package struct PointerProcessor: Sendable {
         var settings: PointerSettings
         var accelerator: PointerAccelerator
         /// Whether it is a touchpad, whose motion and buttons the touchpad stage made: its
-        /// motion comes normalized to 1000 dpi (in the accelerated deltas) and is
+        /// motion comes normalized to 1000 dpi (in the unaccelerated deltas) and is
         /// accelerated by the touchpad's curve, and its buttons (taps, clickpad clicks) are not
         /// debounced here — libinput debounces the physical buttons of pointers only, and a
         /// tap's release held 25 ms would be late.
@@ -177,12 +177,13 @@ package struct PointerProcessor: Sendable {
         case .pointerMotion(let motion):
             emit(moved(event, motion))
         case .scroll(var scroll):
+            // From the unscaled amounts, not the ones it came with: scrolling that an
+            // event server's pointer stage scaled or turned is scaled once, by this
+            // device's settings.
             var factor = 1.0
             withState(of: event.device) { factor = $0.scrollMultiplier }
-            if factor != 1 {
-                scroll.vertical *= factor
-                scroll.horizontal *= factor
-            }
+            scroll.vertical = scroll.unscaledVertical * factor
+            scroll.horizontal = scroll.unscaledHorizontal * factor
             emit(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .scroll(scroll)))
         case .button(let button):
             let device = event.device
@@ -211,8 +212,13 @@ package struct PointerProcessor: Sendable {
     }
 
     /// `event`, whose payload is `motion`, as the pointer makes it: accelerated by its
-    /// device's profile (a touchpad's normalized deltas by the profile's touchpad curve),
-    /// with the cursor it moved.
+    /// device's profile (a touchpad's unaccelerated deltas, which the touchpad stage
+    /// normalized, by the profile's touchpad curve), with the cursor it moved.
+    ///
+    /// What is accelerated is never the accelerated deltas the motion comes with: a mouse's
+    /// raw counts (whose normalized deltas become its unaccelerated ones) or a touchpad's
+    /// unaccelerated deltas. Motion an event server's pointer stage accelerated is
+    /// accelerated once here, by this device's settings.
     @inline(__always)
     package mutating func moved(_ event: HIDEvent, _ motion: PointerMotionEvent) -> HIDEvent {
         var motion = motion
@@ -220,9 +226,12 @@ package struct PointerProcessor: Sendable {
             let time = Int64(event.timestamp.nanoseconds)
             if state.isTouchpad {
                 (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerateTouchpad(
-                    dx: motion.acceleratedDX, dy: motion.acceleratedDY, at: time)
+                    dx: motion.unacceleratedDX, dy: motion.unacceleratedDY, at: time)
             } else {
                 (motion.acceleratedDX, motion.acceleratedDY) = state.accelerator.accelerate(dx: motion.dx, dy: motion.dy, at: time)
+                let normalization = state.accelerator.normalization
+                motion.unacceleratedDX = Double(motion.dx) * normalization
+                motion.unacceleratedDY = Double(motion.dy) * normalization
             }
         }
         motion.cursor = layout.move(dx: motion.acceleratedDX, dy: motion.acceleratedDY)

@@ -54,7 +54,9 @@ package enum TouchpadMotionMaker {
             actions.removeAll(keepingCapacity: true)
             interpreter.process(frame, at: event.timestamp, into: &actions)
             for case .motion(let dx, let dy, let deviceDX, let deviceDY) in actions {
-                let motion = PointerMotionEvent(dx: Int32(deviceDX), dy: Int32(deviceDY), acceleratedDX: dx, acceleratedDY: dy)
+                let motion = PointerMotionEvent(
+                    dx: Int32(deviceDX), dy: Int32(deviceDY), acceleratedDX: dx, acceleratedDY: dy, unacceleratedDX: dx,
+                    unacceleratedDY: dy)
                 motions.append(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .pointerMotion(motion)))
             }
         }

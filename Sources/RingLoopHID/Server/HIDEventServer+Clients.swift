@@ -37,6 +37,14 @@ extension HIDEventServer {
             default:
                 logAboutPeer(.warning, "event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
             }
+        } catch .version(let message, let received, let own) {
+            // A client of another version of the format is answered at once, not left to
+            // wait for a welcome that would never come: the welcome carries this server's
+            // version, which the client's own check names beside its own (the refusal
+            // itself is for a peer that reads this version).
+            let reason = ServerWire.Violation.version(of: message, received: received, own: own).description
+            logAboutPeer(.notice, "event server '\(configuration.name)' refuses a client of \(sender): \(reason)")
+            return ServerWire.Welcome(focused: false, window: 1, refusal: reason).encoded
         } catch {
             // A process that breaks the format loses its clients, as ``ServerWire/Violation``
             // says (its token cannot be trusted to say which one sent it).

@@ -20,8 +20,9 @@ import RingLoopEvdev
 package enum ServerWire {
     /// The format's version (3: pointer motion carries its accelerated deltas and the
     /// cursor, scrolling its source and phase; 4: the welcome names the server keymap's
-    /// layouts).
-    package static let version: UInt16 = 4
+    /// layouts; 5: pointer motion carries its unaccelerated deltas and scrolling its
+    /// unscaled amounts, from which a client's pointer stage makes its own).
+    package static let version: UInt16 = 5
 
     /// A message that breaks the format; the receiver drops it (and a client that sends
     /// one is dropped).
@@ -34,6 +35,9 @@ package enum ServerWire {
         case trailingBytes(what: String, count: Int)
         case notCanonical(field: String)
         case controlCharacter(field: String)
+        /// The message (a hello or a welcome) is of another version of the format than
+        /// this process's ``ServerWire/version``.
+        case version(of: String, received: UInt16, own: UInt16)
 
         package var description: String {
             switch self {
@@ -45,6 +49,9 @@ package enum ServerWire {
             case .trailingBytes(let what, let count): "\(count) bytes follow the \(what)"
             case .notCanonical(let field): "\(field) repeats or is out of order"
             case .controlCharacter(let field): "\(field) holds a control or format character"
+            case .version(let message, let received, let own):
+                "a \(message) of the event server's wire format version \(received), where version \(own) is expected"
+                    + " (a server and its clients need the same version of RingLoopHID)"
             }
         }
     }
@@ -88,6 +95,8 @@ package enum ServerWire {
             out.i32(motion.dy)
             out.f64(motion.acceleratedDX)
             out.f64(motion.acceleratedDY)
+            out.f64(motion.unacceleratedDX)
+            out.f64(motion.unacceleratedDY)
             out.bool(motion.cursor != nil)
             out.f64(motion.cursor?.location.x ?? 0)
             out.f64(motion.cursor?.location.y ?? 0)
@@ -95,6 +104,8 @@ package enum ServerWire {
         case .scroll(let scroll):
             out.f64(scroll.vertical)
             out.f64(scroll.horizontal)
+            out.f64(scroll.unscaledVertical)
+            out.f64(scroll.unscaledHorizontal)
             out.bool(scroll.isHighResolution)
             out.u8(UInt8(scrollSources.firstIndex(of: scroll.source)!))
             out.u8(UInt8(scrollPhases.firstIndex(of: scroll.phase)!))
@@ -170,8 +181,8 @@ package enum ServerWire {
         switch event.payload {
         case .key(let key): payload = 9 + 4 + 1 + key.text.count + 4
         case .button: payload = 7
-        case .pointerMotion: payload = 43
-        case .scroll: payload = 19
+        case .pointerMotion: payload = 59
+        case .scroll: payload = 35
         case .absolutePointer: payload = 41
         case .digitizer(let frame): payload = 6 + frame.count * contactSize
         case .pen: payload = 71
@@ -252,6 +263,8 @@ package enum ServerWire {
         case .scroll:
             let vertical = try input.f64("scroll vertical")
             let horizontal = try input.f64("scroll horizontal")
+            let unscaledVertical = try input.f64("scroll unscaled vertical")
+            let unscaledHorizontal = try input.f64("scroll unscaled horizontal")
             let isHighResolution = try input.bool("scroll hi-res flag")
             let source = try input.u8("scroll source")
             guard Int(source) < scrollSources.count else { throw .unknown(field: "scroll source", value: UInt64(source)) }
@@ -260,7 +273,8 @@ package enum ServerWire {
             payload = .scroll(
                 ScrollEvent(
                     vertical: vertical, horizontal: horizontal, isHighResolution: isHighResolution,
-                    source: scrollSources[Int(source)], phase: scrollPhases[Int(phase)]))
+                    source: scrollSources[Int(source)], phase: scrollPhases[Int(phase)], unscaledVertical: unscaledVertical,
+                    unscaledHorizontal: unscaledHorizontal))
         case .absolutePointer:
             var pointer = AbsolutePointerEvent(
                 x: try input.i32("pointer x"), y: try input.i32("pointer y"),
@@ -323,20 +337,22 @@ package enum ServerWire {
         return HIDEvent(device: device, timestamp: MonotonicInstant(nanoseconds: time), payload: payload)
     }
 
-    /// Reads a pointer motion: the raw and accelerated deltas, then the cursor's flag,
-    /// location and screen (all 0 without a cursor).
+    /// Reads a pointer motion: the raw, accelerated and unaccelerated deltas, then the
+    /// cursor's flag, location and screen (all 0 without a cursor).
     private static func decodePointerMotion(from input: inout WireReader) throws(Violation) -> PointerMotionEvent {
         let dx = try input.i32("motion dx")
         let dy = try input.i32("motion dy")
         let acceleratedDX = try input.f64("motion accelerated dx")
         let acceleratedDY = try input.f64("motion accelerated dy")
+        let unacceleratedDX = try input.f64("motion unaccelerated dx")
+        let unacceleratedDY = try input.f64("motion unaccelerated dy")
         let hasCursor = try input.bool("motion cursor flag")
         let location = try decodeScreenLocation("motion cursor x", "motion cursor y", hasIt: hasCursor, from: &input)
         let screen = try input.u16("motion cursor screen")
         guard hasCursor || screen == 0 else { throw .notCanonical(field: "motion cursor screen") }
         return PointerMotionEvent(
-            dx: dx, dy: dy, acceleratedDX: acceleratedDX, acceleratedDY: acceleratedDY,
-            cursor: location.map { PointerCursor(location: $0, screen: Int(screen)) })
+            dx: dx, dy: dy, acceleratedDX: acceleratedDX, acceleratedDY: acceleratedDY, unacceleratedDX: unacceleratedDX,
+            unacceleratedDY: unacceleratedDY, cursor: location.map { PointerCursor(location: $0, screen: Int(screen)) })
     }
 
     private static func decodeFrame(from input: inout WireReader) throws(Violation) -> DigitizerFrame {

@@ -85,7 +85,7 @@ extension ServerWire {
         package init(decoding bytes: [UInt8]) throws(Violation) {
             var input = WireReader(bytes)
             let version = try input.u16("hello version")
-            guard version == ServerWire.version else { throw .unknown(field: "hello version", value: UInt64(version)) }
+            guard version == ServerWire.version else { throw .version(of: "hello", received: version, own: ServerWire.version) }
             token = try input.u64("hello token")
             port = try input.printableString("hello port", maximum: LocalMessagePort.maximumNameLength)
             guard !port.isEmpty else { throw .outOfRange(field: "hello port", value: 0) }
@@ -222,7 +222,7 @@ extension ServerWire {
         package init(decoding bytes: [UInt8]) throws(Violation) {
             var input = WireReader(bytes)
             let version = try input.u16("welcome version")
-            guard version == ServerWire.version else { throw .unknown(field: "welcome version", value: UInt64(version)) }
+            guard version == ServerWire.version else { throw .version(of: "welcome", received: version, own: ServerWire.version) }
             focused = try input.bool("welcome focus flag")
             window = try input.u32("welcome window")
             guard window > 0 else { throw .outOfRange(field: "welcome window", value: 0) }
