@@ -296,8 +296,11 @@ extension PortOnTheRingTests {
     /// A send the ring refuses (its call into the kernel fails before the kernel takes the
     /// entry) fails with a transport error, and leaves nothing behind: the entry becomes a
     /// no-op, so the caller's packet, gone once the send returns, is never sent later, and
-    /// the next send on the same ring goes through.
-    @Test("A send whose submission the kernel refuses fails, is never sent later, and the next send goes through")
+    /// the next send on the same ring goes through. A send whose call fails after the
+    /// kernel took the entry waits for its completion and succeeds with it.
+    @Test(
+        "A send whose submission the kernel refuses fails and is never sent later; one taken before its call failed completes; the next send goes through"
+    )
     func refusedSubmissionLeavesNothing() throws {
         let name = NamedPortTests.uniqueName("refused")
         let arrived = ThreadLock<[PortWire.Message]>([])
@@ -312,7 +315,7 @@ extension PortOnTheRingTests {
                 let output = buffer.withUnsafeBytes { try? assembler.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
                 if case .message(let message)? = output {
                     arrived.withLock { $0.append(message) }
-                    if message.msgid == 3 { return }
+                    if message.msgid == 4 { return }
                 }
             }
         }
@@ -330,11 +333,16 @@ extension PortOnTheRingTests {
                 faults.fail(.submit, with: EIO)
                 #expect(throws: MessagePortError.self) { try remote.send(msgid: 1, data: [1, 1, 1]) }
                 #expect(faults.injectedCount == 1)
-                core.ring.faults = nil
+                // Taken by the kernel, then the call fails: the send waits for its own
+                // completion and reports what the kernel did (the packet went out whole).
+                faults.fail(.submitAfterTaking, with: EIO)
                 try remote.send(msgid: 2, data: [2, 2])
+                #expect(faults.injectedCount == 2)
+                core.ring.faults = nil
                 // A pass of the loop submits and harvests whatever is left queued.
                 loop.run(mode: .default, for: .milliseconds(10), returnAfterSourceHandled: false)
                 try remote.send(msgid: 3, data: [3])
+                try remote.send(msgid: 4, data: [4])
             }
         } catch {
             server.finish()
@@ -342,7 +350,7 @@ extension PortOnTheRingTests {
         }
         server.finish()
         let messages = arrived.withLock { $0 }
-        #expect(messages.map(\.msgid) == [2, 3])
-        #expect(messages.map(\.data) == [[2, 2], [3]])
+        #expect(messages.map(\.msgid) == [2, 3, 4])
+        #expect(messages.map(\.data) == [[2, 2], [3], [4]])
     }
 }

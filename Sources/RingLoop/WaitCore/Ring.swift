@@ -63,6 +63,10 @@ final class RingFaults {
     enum Call: Hashable {
         /// `io_uring_enter` handing over submissions (`submit`).
         case submit
+        /// `submit` after the kernel took the submissions: the call reaches the kernel,
+        /// then reports the failure (what a caller must survive without reusing the
+        /// memory the taken entries point at).
+        case submitAfterTaking
         /// `io_uring_enter` waiting for completions (`submitAndWait`).
         case wait
         /// `io_uring_get_sqe`: a result queued here makes the submission queue look full.
@@ -208,6 +212,7 @@ package final class Ring {
         var result: Int32
         repeat {
             result = faults?.take(.submit) ?? io_uring_submit_and_get_events(ring)
+            if result >= 0, let injected = faults?.take(.submitAfterTaking) { result = injected }
         } while result == -EINTR
         if result < 0 { throw RingError(operation: "io_uring_submit", negatedErrno: result) }
     }
