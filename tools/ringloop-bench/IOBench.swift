@@ -338,6 +338,22 @@ enum IOBench {
         var ring: [Double] = []
 
         var medians: (ours: Double, poll: Double, ring: Double) { (median(ours), median(poll), median(ring)) }
+
+        mutating func addPeer(_ figure: Double, onRing: Bool) {
+            if onRing { ring.append(figure) } else { poll.append(figure) }
+        }
+    }
+
+    /// The median round trip of a peer's client on `socket`: `send`, `poll` and `recv`, or
+    /// (`onRing`) one call into a bare ring (``RingEchoPeer``).
+    private static func peerRoundTrips(_ socket: Int32, onRing: Bool, count: Int, request: [UInt8]) throws -> Double {
+        if onRing {
+            let client = try RingEchoPeer(socket: socket)
+            return median(try roundTrips(count) { guard client.roundTrip(request) else { throw IOFailure.connectionReset } })
+        }
+        var reply = [UInt8](repeating: 0, count: request.count)
+        return median(
+            try roundTrips(count) { guard SeqpacketEcho.roundTrip(socket, request, &reply) else { throw IOFailure.connectionReset } })
     }
 
     /// One placement's medians: between threads and between processes. Runs on a thread
@@ -377,7 +393,6 @@ enum IOBench {
                 median(try roundTrips(count) { _ = try remote.sendRequest(msgid: 1, data: request, replyTimeout: .seconds(10)) }))
             port.invalidate()
             worker.stopAndJoin()
-            var reply = [UInt8](repeating: 0, count: 16)
             for onRing in [false, true] {
                 var pair: [Int32] = [0, 0]
                 guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair) == 0 else { throw IOFailure(errno: errno) }
@@ -389,17 +404,7 @@ enum IOBench {
                 }
                 echo.start()
                 placeCaller()
-                if onRing {
-                    let peer = try RingEchoPeer(socket: pair[0])
-                    thread.ring.append(
-                        median(try roundTrips(count) { guard peer.roundTrip(request) else { throw IOFailure.connectionReset } }))
-                } else {
-                    thread.poll.append(
-                        median(
-                            try roundTrips(count) {
-                                guard SeqpacketEcho.roundTrip(pair[0], request, &reply) else { throw IOFailure.connectionReset }
-                            }))
-                }
+                thread.addPeer(try peerRoundTrips(pair[0], onRing: onRing, count: count, request: request), onRing: onRing)
                 close(pair[0])
             }
             // Between two processes.
@@ -418,17 +423,7 @@ enum IOBench {
                 let address = try SocketAddress.abstract(name + "." + kind)
                 let socket = try address.makeSocket(type: .sequencedPacket).rawValue
                 guard address.withSockaddr({ connect(socket, $0, $1) }) == 0 else { throw IOFailure(errno: errno) }
-                if onRing {
-                    let client = try RingEchoPeer(socket: socket)
-                    process.ring.append(
-                        median(try roundTrips(count) { guard client.roundTrip(request) else { throw IOFailure.connectionReset } }))
-                } else {
-                    process.poll.append(
-                        median(
-                            try roundTrips(count) {
-                                guard SeqpacketEcho.roundTrip(socket, request, &reply) else { throw IOFailure.connectionReset }
-                            }))
-                }
+                process.addPeer(try peerRoundTrips(socket, onRing: onRing, count: count, request: request), onRing: onRing)
                 close(socket)
                 peer.stop()
             }

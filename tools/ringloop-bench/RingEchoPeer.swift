@@ -18,9 +18,14 @@ final class RingEchoPeer {
     init(socket: Int32) throws {
         let ring = UnsafeMutablePointer<io_uring>.allocate(capacity: 1)
         ring.initialize(to: io_uring())
-        var params = io_uring_params()
-        params.flags = UInt32(IORING_SETUP_SINGLE_ISSUER) | UInt32(IORING_SETUP_DEFER_TASKRUN)
-        let result = io_uring_queue_init_params(8, ring, &params)
+        // Single issuer and deferred completion work (Linux 6.1) as the loop's own ring
+        // has them where it can; without them on an older kernel.
+        var result: Int32 = -EINVAL
+        for flags in [UInt32(IORING_SETUP_SINGLE_ISSUER) | UInt32(IORING_SETUP_DEFER_TASKRUN), 0] where result == -EINVAL {
+            var params = io_uring_params()
+            params.flags = flags
+            result = io_uring_queue_init_params(8, ring, &params)
+        }
         guard result == 0 else {
             ring.deallocate()
             throw IOFailure(errno: -result)
@@ -52,30 +57,42 @@ final class RingEchoPeer {
     }
 
     /// Sends `count` bytes from `bytes` (when given), then receives one packet into the
-    /// buffer: the received count, or `-errno`.
+    /// buffer: the received count, or `-errno` (the send's when it failed, `-ETIMEDOUT`
+    /// after 10 s). Returns only once the kernel is done with the buffer: the receive's
+    /// completion always comes (its result, `-ECANCELED` after a failed send, or after
+    /// the cancellation a timeout asks for).
     private func exchange(sending bytes: UnsafeRawPointer?, _ count: Int) -> Int32 {
         if let bytes, let send = io_uring_get_sqe(ring) {
             io_uring_prep_send(send, socket, bytes, count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
             send.pointee.flags |= UInt8(1 << IOSQE_IO_LINK_BIT) | UInt8(1 << IOSQE_CQE_SKIP_SUCCESS_BIT)
-            io_uring_sqe_set_data64(send, 1)
+            io_uring_sqe_set_data64(send, Self.sendTag)
         }
         guard let receive = io_uring_get_sqe(ring) else { return -EBUSY }
         io_uring_prep_recv(receive, socket, buffer.baseAddress, buffer.count, 0)
-        io_uring_sqe_set_data64(receive, 2)
+        io_uring_sqe_set_data64(receive, Self.receiveTag)
         var timeout = __kernel_timespec(tv_sec: 10, tv_nsec: 0)
         var completion: UnsafeMutablePointer<io_uring_cqe>?
-        var received: Int32?
-        var submitted = io_uring_submit_and_wait_timeout(ring, &completion, 1, &timeout, nil)
-        while received == nil {
-            guard submitted >= 0 || submitted == -EINTR else { return submitted }
+        var sendFailure: Int32?
+        var timedOut = false
+        var waited = io_uring_submit_and_wait_timeout(ring, &completion, 1, &timeout, nil)
+        while true {
             while io_uring_peek_cqe(ring, &completion) == 0, let done = completion {
                 let (tag, result) = (done.pointee.user_data, done.pointee.res)
                 io_uring_cqe_seen(ring, done)
-                // A failed send cancels the receive linked to it: both are reported.
-                if tag == 2 || result < 0 { received = received.map { min($0, result) } ?? result }
+                if tag == Self.sendTag { sendFailure = result }
+                if tag == Self.receiveTag { return timedOut ? -ETIMEDOUT : sendFailure ?? result }
             }
-            if received == nil { submitted = io_uring_wait_cqe_timeout(ring, &completion, &timeout) }
+            if waited == -ETIME, !timedOut, let cancel = io_uring_get_sqe(ring) {
+                timedOut = true
+                io_uring_prep_cancel64(cancel, Self.receiveTag, 0)
+                io_uring_sqe_set_data64(cancel, Self.cancelTag)
+                io_uring_submit(ring)
+            }
+            waited = timedOut ? io_uring_wait_cqe(ring, &completion) : io_uring_wait_cqe_timeout(ring, &completion, &timeout)
         }
-        return received ?? -ETIMEDOUT
     }
+
+    private static let sendTag: UInt64 = 1
+    private static let receiveTag: UInt64 = 2
+    private static let cancelTag: UInt64 = 3
 }
