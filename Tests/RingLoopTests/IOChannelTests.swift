@@ -239,6 +239,39 @@ struct IOChannelTests {
         close(pair[1])
     }
 
+    @Test("A channel that sent while receiving, then let go with nothing in flight, closes its descriptor (no record kept holds it)")
+    func channelLetGoAfterSendsCloses() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        let (descriptor, peer) = (pair[0], pair[1])
+        defer { close(peer) }
+        let identity = DescriptorIdentity(descriptor)
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            let log = CompletionLog()
+            do {
+                let channel = LoopIOChannel(fileDescriptor: FileDescriptor(rawValue: descriptor), loop: loop) { log.append($1) }
+                loop.add(channel.source, to: .default)
+                let receive = try channel.receive(bufferCount: 2, bufferSize: 64)
+                // Two sends while the receive is in flight: each flush's record is done with
+                // when it completes, and the channel may keep one for the next.
+                for round in 0..<2 {
+                    try channel.send([UInt8(round), 1, 2, 3])
+                    #expect(run(loop) { log.all.filter { $0.operation.kind == .send }.count == round + 1 })
+                }
+                channel.cancel(receive)
+                #expect(run(loop) { log.last(.receive)?.isFinal == true })
+                #expect(channel.operationsInFlight == 0)
+                loop.remove(channel.source, from: .default)
+            }
+            // Let go without close(): the channel's deinit closes the descriptor it owns.
+            #expect(identity.isClosed)
+        }
+        var bytes = [UInt8](repeating: 0, count: 8)
+        #expect(recv(peer, &bytes, 8, Int32(MSG_WAITALL)) == 8)
+        #expect(bytes == [0, 1, 2, 3, 1, 1, 2, 3])
+    }
+
     @Test("Receive: completions wait for the source's mode; with every buffer out the data waits in the socket, none lost")
     func receiveWaitsForItsMode() throws {
         try onFreshLoopThreadThrowing {

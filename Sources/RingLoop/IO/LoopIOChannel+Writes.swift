@@ -66,6 +66,9 @@ struct WriteQueue {
     var waiters: [@Sendable (IOFailure?) -> Void] = []
     /// The array of the last flush's writes, emptied, for the next flush.
     var spareBatch: [IORecord] = []
+    /// The last flush's record, done with, for the next flush: kept only while the channel
+    /// has operations in flight (which keep it alive anyway), as it refers to the channel.
+    var spareFlush: IORecord?
     /// Room for a flush's `iovec`s and `msghdr`, allocated at the first batched flush.
     var vectors: UnsafeMutablePointer<iovec>?
     var message: UnsafeMutablePointer<msghdr>?
@@ -118,10 +121,22 @@ extension LoopIOChannel {
         // The last flush's array, emptied, holds this one's writes (no allocation).
         var batch = writeQueue.spareBatch
         writeQueue.spareBatch = []
-        batch.append(contentsOf: writeQueue.writes.prefix(WriteQueue.batchLimit))
-        let flush = IORecord(
-            channel: self, operation: IOOperation(kind: socket ? .send : .write, number: 0), requested: 0,
-            buffer: nil, provided: nil, completion: nil, role: .flush(batch))
+        if writeQueue.writes.count == 1 {
+            batch.append(writeQueue.writes[0])
+        } else {
+            batch.append(contentsOf: writeQueue.writes.prefix(WriteQueue.batchLimit))
+        }
+        let flush: IORecord
+        if let spare = writeQueue.spareFlush {
+            // The last flush's record (the kernel is done with it): no allocation.
+            writeQueue.spareFlush = nil
+            spare.role = .flush(batch)
+            flush = spare
+        } else {
+            flush = IORecord(
+                channel: self, operation: IOOperation(kind: socket ? .send : .write, number: 0), requested: 0,
+                buffer: nil, provided: nil, completion: nil, role: .flush(batch))
+        }
         let descriptor = self.descriptor
         let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_WAITALL)
         do {
@@ -207,6 +222,7 @@ extension LoopIOChannel {
         for write in batch where write.ended { releaseLent(write) }
         batch.removeAll(keepingCapacity: true)
         writeQueue.spareBatch = batch
+        if case .flush = flush.role, !closing, !inFlight.isEmpty { writeQueue.spareFlush = flush }
         updateWritability()
         if closing {
             closeDescriptorIfIdle()

@@ -77,13 +77,15 @@ public final class LoopIOChannel: @unchecked Sendable {
     public let ownsDescriptor: Bool
     let handler: Handler?
 
-    var inFlight: [UInt64: IORecord] = [:]
+    // Touched for every operation on the loop's thread, never lent (`inout`) across a call
+    // that reaches them again: unchecked, as the wait core's tables.
+    @exclusivity(unchecked) var inFlight: [UInt64: IORecord] = [:]
     /// Called once the channel has closed its descriptor (loop thread).
     var descriptorClosed: (@Sendable () -> Void)?
     private var nextNumber: UInt64 = 0
     var closing = false
     private var isDescriptorClosed = false
-    var writeQueue = WriteQueue()
+    @exclusivity(unchecked) var writeQueue = WriteQueue()
     /// How writes without an offset go out (found at the first one).
     var writeMode = WriteMode.unknown
     var writabilityCallback: (@Sendable (LoopIOChannel, Bool) -> Void)?
@@ -344,7 +346,11 @@ public final class LoopIOChannel: @unchecked Sendable {
     /// The record's operation has delivered its final completion (or was dropped).
     func finished(_ record: IORecord) {
         inFlight[record.operation.number] = nil
-        if inFlight.isEmpty { loop.io.busyChannels[ObjectIdentifier(source)] = nil }
+        if inFlight.isEmpty {
+            loop.io.busyChannels[ObjectIdentifier(source)] = nil
+            // Nothing keeps the channel alive now: its spare flush must not either.
+            writeQueue.spareFlush = nil
+        }
         closeDescriptorIfIdle()
     }
 

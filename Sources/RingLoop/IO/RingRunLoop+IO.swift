@@ -123,6 +123,7 @@ extension RingRunLoop {
             channel.inFlight = [:]
             channel.writeQueue.writes = []
             channel.writeQueue.flushing = nil
+            channel.writeQueue.spareFlush = nil
         }
     }
 

@@ -114,7 +114,7 @@ public final class RingRunLoop: @unchecked Sendable {
     var doorbellSources: [LoopDoorbell: LoopPortSource] = [:]
     var orphanDoorbellMessages: [LoopDoorbell: Deque<LoopDoorbell.Message>] = [:]
     /// Completion I/O: operations in flight, channels busy.
-    var io = LoopIOOperations()
+    @exclusivity(unchecked) var io = LoopIOOperations()
     @exclusivity(unchecked) var pendingPortEvents: Deque<PendingPortEvent> = []
     var timerSequence: UInt64 = 0
     /// Arrays a pass reuses.
