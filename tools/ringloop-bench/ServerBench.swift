@@ -261,7 +261,11 @@ enum ServerBench {
                     "server.fanout.\(count).p99_us", "µs", ours: median(p99s),
                     peers: [
                         "lowest": p99s.min(), "highest": p99s.max(), "p50": median(measured.map { percentile($0.latencies, 0.5) }),
-                        "futex_floor": median(floor),
+                        "p95": median(measured.map { percentile($0.latencies, 0.95) }), "futex_floor": median(floor),
+                        // Samples past a millisecond (a neighbour's time slice, or a frame late
+                        // by one): past 1 % of them, the p99 is that wait, not the fan-out.
+                        "over_1ms_percent": median(
+                            measured.map { run in 100 * Double(run.latencies.count { $0 > 1000 }) / Double(run.latencies.count) }),
                     ]))
             results.append(
                 BenchResult(
