@@ -99,6 +99,29 @@ struct ServerWireTests {
         #expect(kinds == sent, "kinds never seen in \(total) events of \(recordings.count) recordings: \(sent.subtracting(kinds))")
     }
 
+    @Test(
+        "a frame sent to several clients is encoded once: each client's batch, its own sequence number in it, is byte for byte the batch encoded for it alone, on every recording's frames"
+    )
+    func sharedBatchEncoding() throws {
+        let shared = SharedBatchEncoding()
+        var sequence: UInt64 = 1
+        var frames = 0
+        for (name, recording) in try everyRecording() {
+            forEachDecodedFrame(of: recording) { frame in
+                guard !frame.isEmpty, frame.count <= ServerWire.maximumBatchEvents else { return }
+                // Three clients in one pass, each at its own place in its sequence.
+                for client in 0..<3 {
+                    let number = sequence + UInt64(client) * 1_000_003
+                    let alone = ServerWire.Batch(sequence: number, events: frame).encoded
+                    #expect(shared.batch(sequence: number, events: frame) == alone, "\(name): client \(client)'s batch")
+                }
+                sequence += 1
+                frames += 1
+            }
+        }
+        #expect(frames >= 1000, "only \(frames) frames")
+    }
+
     @Test("every event decoded from every bundled and real recording, made again with the public initializers, is equal")
     func everyRecordedEventMadeByAnApp() throws {
         var kinds = Set<HIDEvent.Kind>()

@@ -66,6 +66,7 @@ struct Bench: ParsableCommand {
         "screen", "pointer", "touchpad", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
+        "server.fanout",
     ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
@@ -134,7 +135,11 @@ struct Bench: ParsableCommand {
         if selected("io.close") { emit(try IOCloseBench.results(quick: quick, rounds: rounds)) }
         if selected("ports.named") { emit(try IOBench.ports(quick: quick, rounds: rounds)) }
         if selected("ports.flood") { emit(try PortFloodBench.run(quick: quick)) }
-        if selected("server") { emit(try ServerBench.results(quick: quick, rounds: rounds)) }
+        if (only ?? "").hasPrefix("server.fanout") {
+            emit(try ServerBench.fanoutResults(quick: quick, rounds: rounds))
+        } else if selected("server") {
+            emit(try ServerBench.results(quick: quick, rounds: rounds))
+        }
         let machine = Self.machine()
         if !json {
             var footer = "machine: \(machine["cores"] ?? "?") cores, kernel \(machine["kernel"] ?? "?")"

@@ -64,6 +64,32 @@ enum ServerBench {
     struct Run {
         var latencies: [Double]
         var nanosecondsPerEventPerClient: Double
+        /// For each frame every client took, the time from the first client's handler to
+        /// the last's (µs): what the fan-out adds to the frame, with the path every client
+        /// shares (the device's read, the server's wake-up and chain) taken out.
+        var spreads: [Double] = []
+        /// Each client's median latency, by the order the clients attached (µs).
+        var medianByClient: [Double] = []
+
+        init(latencies: [Double], nanosecondsPerEventPerClient: Double) {
+            self.latencies = latencies
+            self.nanosecondsPerEventPerClient = nanosecondsPerEventPerClient
+        }
+
+        /// Gathers the samples `(client, frame's timestamp, latency)`.
+        init(samples: [(client: Int, frame: UInt64, latency: Double)], clients: Int, nanosecondsPerEventPerClient: Double) {
+            latencies = samples.map(\.latency)
+            self.nanosecondsPerEventPerClient = nanosecondsPerEventPerClient
+            var frames: [UInt64: (count: Int, first: Double, last: Double)] = [:]
+            var byClient = [[Double]](repeating: [], count: clients)
+            for sample in samples {
+                byClient[sample.client].append(sample.latency)
+                let seen = frames[sample.frame] ?? (0, .infinity, -.infinity)
+                frames[sample.frame] = (seen.count + 1, min(seen.first, sample.latency), max(seen.last, sample.latency))
+            }
+            spreads = frames.values.filter { $0.count == clients }.map { $0.last - $0.first }
+            medianByClient = byClient.map { median($0) }
+        }
     }
 
     /// `clients` clients (all observing the mouse), and `silent` more that say hello and
@@ -77,8 +103,8 @@ enum ServerBench {
         defer { close(writeEnd) }
         return onFreshThread { () -> Run in
             let loop = RingRunLoop.current
-            var latencies: [Double] = []
-            latencies.reserveCapacity(frames * clients)
+            var samples: [(client: Int, frame: UInt64, latency: Double)] = []
+            samples.reserveCapacity(frames * clients)
             var systems: [HIDEventSystem] = []
             var attached = 0
             for index in 0..<clients {
@@ -88,7 +114,9 @@ enum ServerBench {
                 system.addHandler { event in
                     switch event.kind {
                     case .deviceAdded: attached += 1
-                    case .pointerMotion: latencies.append(Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000)
+                    case .pointerMotion:
+                        let latency = Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000
+                        samples.append((index, event.timestamp.nanoseconds, latency))
                     default: break
                     }
                     return .pass
@@ -114,13 +142,14 @@ enum ServerBench {
             }
             sender.start()
             let end = MonotonicInstant.now + .seconds(60)
-            while latencies.count < frames * clients, MonotonicInstant.now < end {
+            while samples.count < frames * clients, MonotonicInstant.now < end {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
             let cpu = server.cpuNanoseconds() - cpuBefore
             for system in systems { system.stop() }
             for (port, _) in silentPorts { port.invalidate() }
-            return Run(latencies: latencies, nanosecondsPerEventPerClient: cpu / Double(max(1, latencies.count)))
+            return Run(
+                samples: samples, clients: clients, nanosecondsPerEventPerClient: cpu / Double(max(1, samples.count)))
         }
     }
 
@@ -192,6 +221,76 @@ enum ServerBench {
         if !slow.isEmpty {
             let without = fanout[16]!.isEmpty ? nil : median(fanout[16]!.map(\.p99))
             results.append(BenchResult("server.slow_client.p99_us", "µs", ours: median(slow), peers: ["without": without]))
+        }
+        return results
+    }
+
+    /// The fan-out alone (`--only server.fanout`): 1, 16 and 64 clients, each round in
+    /// another order (1 16 64, 16 64 1, 64 1 16…), so that what the machine's neighbours do
+    /// falls on every count alike; a round's 16-client p99 is set against the 1-client p99
+    /// of the same round (the two runs next to each other in time). Each p99 is the median
+    /// over rounds, with the lowest and highest; beside them the futex floor of the same
+    /// rounds (one thread waking another, a frame a millisecond: what the machine's own
+    /// wake-ups cost at p99 while the rounds ran) and the machine's load average at the
+    /// start and at the end.
+    static func fanoutResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
+        let frames = BenchSize.of(quick ? 300 : 2000)
+        let counts = [1, 16, 64]
+        var loadBefore = [0.0, 0.0, 0.0]
+        _ = getloadavg(&loadBefore, 3)
+        var runs: [Int: [Run]] = [:]
+        var floor: [Double] = []
+        for round in 0..<(quick ? 1 : rounds) {
+            let futex = try WakeUpBenchmark.run(.futex, samples: frames, gap: .milliseconds(1))
+            floor.append(percentile(futex.latencies, 0.99))
+            for step in 0..<counts.count {
+                let count = counts[(round + step) % counts.count]
+                let measured = try run(clients: count, frames: frames / (count == 64 ? 2 : 1))
+                guard !measured.latencies.isEmpty else { continue }
+                runs[count, default: []].append(measured)
+            }
+        }
+        var loadAfter = [0.0, 0.0, 0.0]
+        _ = getloadavg(&loadAfter, 3)
+        var results: [BenchResult] = []
+        for count in counts {
+            guard let measured = runs[count], !measured.isEmpty else { continue }
+            let p99s = measured.map { percentile($0.latencies, 0.99) }
+            results.append(
+                BenchResult(
+                    "server.fanout.\(count).p99_us", "µs", ours: median(p99s),
+                    peers: [
+                        "lowest": p99s.min(), "highest": p99s.max(), "p50": median(measured.map { percentile($0.latencies, 0.5) }),
+                        "p95": median(measured.map { percentile($0.latencies, 0.95) }), "futex_floor": median(floor),
+                        // Samples past a millisecond (a neighbour's time slice, or a frame late
+                        // by one): past 1 % of them, the p99 is that wait, not the fan-out.
+                        "over_1ms_percent": median(
+                            measured.map { run in 100 * Double(run.latencies.count { $0 > 1000 }) / Double(run.latencies.count) }),
+                    ]))
+            results.append(
+                BenchResult(
+                    "server.fanout.\(count).ns_per_event_per_client", "ns", ours: median(measured.map(\.nanosecondsPerEventPerClient))))
+            if count > 1 {
+                let spreads = measured.map { (p50: percentile($0.spreads, 0.5), p99: percentile($0.spreads, 0.99)) }
+                results.append(
+                    BenchResult(
+                        "server.fanout.\(count).spread_p99_us", "µs", ours: median(spreads.map(\.p99)),
+                        peers: ["p50": median(spreads.map(\.p50))]))
+                let first = median(measured.map { $0.medianByClient.first ?? .nan })
+                let last = median(measured.map { $0.medianByClient.last ?? .nan })
+                results.append(
+                    BenchResult("server.fanout.\(count).last_client_p50_us", "µs", ours: last, peers: ["first_client": first]))
+            }
+        }
+        if let one = runs[1], let many = runs[16] {
+            let ratios = zip(one, many).map { percentile($1.latencies, 0.99) / percentile($0.latencies, 0.99) }
+            results.append(
+                BenchResult(
+                    "server.fanout.16_over_1.p99_ratio", "×", ours: median(ratios),
+                    peers: [
+                        "lowest": ratios.min(), "highest": ratios.max(), "load_1min_before": loadBefore[0],
+                        "load_1min_after": loadAfter[0],
+                    ]))
         }
         return results
     }

@@ -119,7 +119,7 @@ extension HIDEventServer {
         }
         let client = ServedClient(
             id: HIDServerClient.ID(rawValue: nextClientID), hello: hello, credentials: sender, port: remote,
-            serverName: configuration.name, window: configuration.maximumOutstandingBatches)
+            serverName: configuration.name, window: configuration.maximumOutstandingBatches, encoding: batchEncoding)
         nextClientID += 1
         served[client.id] = client
         order.append(client)

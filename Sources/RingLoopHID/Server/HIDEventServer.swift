@@ -171,6 +171,8 @@ public final class HIDEventServer {
     var served: [HIDServerClient.ID: ServedClient] = [:]
     /// Clients in the order they attached.
     var order: [ServedClient] = []
+    /// The last batch encoded, shared by the clients (one encoding a frame, not one a client).
+    let batchEncoding = SharedBatchEncoding()
     var byToken: [UInt64: ServedClient] = [:]
     var nextClientID: UInt64 = 1
     var focused: ServedClient?

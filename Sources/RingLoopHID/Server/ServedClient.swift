@@ -44,6 +44,8 @@ final class ServedClient {
     /// The server's name (for the log) and its window (the most batches outstanding).
     let serverName: String
     let window: Int
+    /// The server's last batch encoding, shared by all its clients.
+    let encoding: SharedBatchEncoding
     let attachedAt: MonotonicInstant
     private(set) var state = State.sending {
         didSet { checkInvariants() }
@@ -77,9 +79,10 @@ final class ServedClient {
 
     init(
         id: HIDServerClient.ID, hello: ServerWire.Hello, credentials: PeerCredentials, port: RemoteMessagePort,
-        serverName: String, window: Int
+        serverName: String, window: Int, encoding: SharedBatchEncoding
     ) {
         self.id = id
+        self.encoding = encoding
         self.hello = hello
         self.credentials = credentials
         self.port = port
@@ -167,21 +170,32 @@ final class ServedClient {
     /// lag (the frame's events count as dropped; additions and removals wait).
     func flush() -> Outcome {
         guard !pending.isEmpty else { return .done }
+        guard !gone, outstanding.count < window else {
+            let events = takePending()
+            if !gone { startLagging(withUnsent: events, reason: "its window of \(outstanding.count) batches is full") }
+            return .done
+        }
+        // Sent from the frame itself, emptied after: its buffer is kept for the next frame.
+        switch send(pending) {
+        case .sent:
+            pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
+            return .done
+        case .full:
+            startLagging(withUnsent: takePending(), reason: "its port's queue is full")
+            return .done
+        case .gone:
+            _ = takePending()
+            return .gone
+        }
+    }
+
+    /// The frame gathered, the client left with none.
+    private func takePending() -> [HIDEvent] {
         let events = pending
         pending.removeAll(keepingCapacity: true)
         pendingBytes = 0
-        guard !gone else { return .done }
-        if outstanding.count >= window {
-            startLagging(withUnsent: events, reason: "its window of \(outstanding.count) batches is full")
-            return .done
-        }
-        switch send(events) {
-        case .sent: return .done
-        case .full:
-            startLagging(withUnsent: events, reason: "its port's queue is full")
-            return .done
-        case .gone: return .gone
-        }
+        return events
     }
 
     enum SendOutcome { case sent, full, gone }
@@ -189,9 +203,9 @@ final class ServedClient {
     /// One batch to the client's port without waiting (timeout zero): the server's loop
     /// never waits on a client.
     func send(_ events: [HIDEvent]) -> SendOutcome {
-        let batch = ServerWire.Batch(sequence: nextSequence, events: events)
+        let batch = encoding.batch(sequence: nextSequence, events: events)
         do {
-            try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch.encoded, timeout: .zero)
+            try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch, timeout: .zero)
         } catch {
             if case .sendTimeout = error { return .full }
             HIDEventServer.logger.notice(
@@ -315,5 +329,32 @@ final class ServedClient {
         lifecycleBacklog = []
         sent = routed
         state = .sending
+    }
+}
+
+/// The events of the last batch a server encoded, and their encoding: in a pass that sends
+/// its clients the same frame (every observer of a mouse gets its motion), the frame is
+/// encoded once, and each client's batch is a copy of that encoding with the client's own
+/// sequence number. Events compare by value (`HIDEvent`'s `==`), so a frame equal to the
+/// last one is sent as the last one was encoded (a `-0.0` delta may go as `0.0`: equal
+/// values). Confined to the server's loop thread.
+final class SharedBatchEncoding {
+    private var events: [HIDEvent] = []
+    /// A batch of `events` with sequence number 0 (empty until the first batch).
+    private var encoded: [UInt8] = []
+
+    /// A batch of `events` numbered `sequence`, in the wire's format
+    /// (``ServerWire/Batch/encoded``).
+    func batch(sequence: UInt64, events: [HIDEvent]) -> [UInt8] {
+        if encoded.isEmpty || events != self.events {
+            // Copied into the cache's own buffer: the client's frame keeps its buffer.
+            self.events.removeAll(keepingCapacity: true)
+            self.events.append(contentsOf: events)
+            encoded = ServerWire.Batch(sequence: 0, events: events).encoded
+        }
+        var batch = encoded
+        // The sequence number is the batch's first field, little-endian.
+        batch.withUnsafeMutableBytes { $0.storeBytes(of: sequence.littleEndian, toByteOffset: 0, as: UInt64.self) }
+        return batch
     }
 }
