@@ -3,7 +3,8 @@
 // device description, 2 a hello, 3 an acknowledgement, 4 a welcome, 5 a focus change,
 // 6 a token, 7 a rumble request; the rest is the message's bytes. Nothing may trap; whatever decodes must
 // encode to bytes that decode to the same value, and a batch's events must hold only
-// what their fields allow (contact counts, codes, finite numbers).
+// what their fields allow (contact counts, codes, finite numbers, deltas and scroll
+// amounts within ServerWire.largestAmount).
 // Build and run with tools/fuzz.
 import RingLoopHID
 
@@ -17,7 +18,16 @@ public func fuzzServerWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let batch = try ServerWire.Batch(decoding: bytes)
             precondition(batch.events.count <= ServerWire.maximumBatchEvents, "a batch of \(batch.events.count) events")
             for event in batch.events {
-                if case .digitizer(let frame) = event.payload { precondition(frame.count <= DigitizerFrame.capacity) }
+                switch event.payload {
+                case .digitizer(let frame): precondition(frame.count <= DigitizerFrame.capacity)
+                case .pointerMotion(let motion):
+                    let amounts = [motion.acceleratedDX, motion.acceleratedDY, motion.unacceleratedDX, motion.unacceleratedDY]
+                    precondition(amounts.allSatisfy { abs($0) <= ServerWire.largestAmount }, "a motion beyond the bound")
+                case .scroll(let scroll):
+                    let amounts = [scroll.vertical, scroll.horizontal, scroll.unscaledVertical, scroll.unscaledHorizontal]
+                    precondition(amounts.allSatisfy { abs($0) <= ServerWire.largestAmount }, "a scroll beyond the bound")
+                default: break
+                }
             }
             let again = try ServerWire.Batch(decoding: batch.encoded)
             precondition(again.sequence == batch.sequence && again.events == batch.events, "a batch did not read back the same")

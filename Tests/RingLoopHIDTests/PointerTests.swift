@@ -198,6 +198,72 @@ struct PointerTests {
         #expect(fixed.factor(at: 4) == 0.25 && fixed.factor(at: 0.5) == 2)
     }
 
+    @Test(
+        "huge finite deltas (1e20, 1e155, whose square overflows, 1e308 twice, whose sum does) neither trap nor spoil the next motion: it is accelerated as a fresh device's first"
+    )
+    func hugeDeltasStayFinite() throws {
+        let curve = try CustomAccelerationCurve(step: 1, points: [0, 1, 3])
+        let settings = try PointerSettings(acceleration: PointerAcceleration(profile: .custom, curve: curve))
+        // Before, the custom curve's Int conversion trapped on the first of these.
+        #expect(curve.outputSpeed(at: 1e300).isFinite)
+        let touchpad = HIDDeviceID(rawValue: 1)
+        func motion(_ dx: Double, _ dy: Double, at second: UInt64) -> HIDEvent {
+            HIDEvent(
+                device: touchpad, timestamp: MonotonicInstant(nanoseconds: second * 2_000_000_000),
+                payload: .pointerMotion(PointerMotionEvent(dx: 0, dy: 0, unacceleratedDX: dx, unacceleratedDY: dy)))
+        }
+        for profile in [AccelerationProfile.custom, .adaptive, .flat] {
+            var chosen = settings
+            chosen.acceleration = try PointerAcceleration(profile: profile, curve: profile == .custom ? curve : nil)
+            var processor = PointerProcessor()
+            processor.setDevice(touchpad, settings: chosen, isTouchpad: true)
+            var fresh = processor
+            var second: UInt64 = 1
+            for (dx, dy) in [(1e20, 0.0), (-1e155, 1e155), (1e308, 1e308), (1e308, 1e308), (1e200, -1e200), (.nan, 4)] {
+                let out = processor.moved(
+                    motion(dx, dy, at: second), PointerMotionEvent(dx: 0, dy: 0, unacceleratedDX: dx, unacceleratedDY: dy))
+                guard case .pointerMotion(let moved) = out.payload else { continue }
+                #expect(moved.acceleratedDX.isFinite && moved.acceleratedDY.isFinite, "\(profile) \(dx) \(dy): \(moved)")
+                second += 1
+            }
+            // Two seconds after the last: no tracker counts, so it is as a first motion.
+            // Before, the summed deltas were infinite and this motion's velocity NaN.
+            let ordinary = PointerMotionEvent(dx: 0, dy: 0, unacceleratedDX: 3, unacceleratedDY: -4)
+            let after = processor.moved(motion(3, -4, at: second), ordinary)
+            let first = fresh.moved(motion(3, -4, at: second), ordinary)
+            guard case .pointerMotion(let afterMotion) = after.payload, case .pointerMotion(let firstMotion) = first.payload else {
+                Issue.record("no motion")
+                continue
+            }
+            if profile != .adaptive {
+                #expect(afterMotion.acceleratedDX == firstMotion.acceleratedDX, "\(profile)")
+                #expect(afterMotion.acceleratedDY == firstMotion.acceleratedDY, "\(profile)")
+            }
+            #expect(afterMotion.acceleratedDX.isFinite && afterMotion.acceleratedDX > 0, "\(profile) \(afterMotion)")
+        }
+        // Scrolling: a huge unscaled amount is scaled to a finite one.
+        var processor = PointerProcessor(defaults: try PointerSettings(scrollFactor: 1e300))
+        var scrolled: [ScrollEvent] = []
+        processor.process(
+            HIDEvent(
+                device: touchpad, timestamp: .now,
+                payload: .scroll(ScrollEvent(vertical: 0, unscaledVertical: 1e308, unscaledHorizontal: -1e308)))
+        ) { event in
+            if case .scroll(let scroll) = event.payload { scrolled.append(scroll) }
+        }
+        #expect(scrolled.count == 1 && scrolled.allSatisfy { $0.vertical.isFinite && $0.horizontal.isFinite }, "\(scrolled)")
+    }
+
+    @Test("a custom curve's step outside 0.001…10000 is refused, naming the range: a tiny step made ordinary motion trap")
+    func curveStepRange() throws {
+        for step in [1e-300, 0.000_9, 10_000.5, .infinity, -1] {
+            #expect(throws: PointerSettingError.curveStep(step)) { try CustomAccelerationCurve(step: step, points: [0, 1]) }
+        }
+        #expect(try CustomAccelerationCurve(step: 0.001, points: [0, 1]).step == 0.001)
+        #expect(try CustomAccelerationCurve(step: 10_000, points: [0, 1]).step == 10_000)
+        #expect("\(PointerSettingError.curveStep(1e-300))".contains("from 0.001 to 10000"))
+    }
+
     @Test("bad settings are refused with what would be valid")
     func refusals() throws {
         #expect(throws: PointerSettingError.speed(1.5)) { try PointerAcceleration(profile: .flat, speed: 1.5) }

@@ -63,6 +63,54 @@ struct ServerHostilePeerTests {
         }
     }
 
+    @Test(
+        "a server sending a touchpad's motion or scrolling with huge finite amounts (1e20, 1e155, 1e308) is refused, reported once: the client's pointer stage, with a custom curve, does not trap and hands on only the ordinary motion"
+    )
+    func hugeAmounts() throws {
+        let name = ServerFocusTests.uniqueName("huge")
+        let server = try FakeEventServer(name: name)
+        defer { server.stop() }
+        let curve = try CustomAccelerationCurve(step: 1, points: [0, 1, 3])
+        let pointer = try PointerSettings(acceleration: PointerAcceleration(profile: .custom, curve: curve))
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "client") { $0.pointer = pointer }
+            #expect(try server.waitForClient())
+            var touchpad = deviceInfo(of: try touchpadRecording("SynPS2 Synaptics TouchPad.leftmove.events"))
+            touchpad.id = HIDDeviceID(rawValue: 1)
+            #expect(touchpad.deviceClass == .touchpad)
+            try server.describe(touchpad)
+            try server.send([Self.lifecycle(1, added: true)])
+            func motion(_ dx: Double, _ dy: Double) -> HIDEvent {
+                HIDEvent(
+                    device: HIDDeviceID(rawValue: 1), timestamp: .now,
+                    payload: .pointerMotion(PointerMotionEvent(dx: 0, dy: 0, unacceleratedDX: dx, unacceleratedDY: dy)))
+            }
+            let hostile = [
+                motion(1e20, 0), motion(-1e155, 1e155), motion(1e308, 1e308),
+                HIDEvent(
+                    device: HIDDeviceID(rawValue: 1), timestamp: .now,
+                    payload: .scroll(ScrollEvent(vertical: 0, unscaledVertical: 1e308, unscaledHorizontal: -1e20))),
+            ]
+            for event in hostile { try server.send([event]) }
+            try server.send([motion(3, -4)])
+            #expect(runUntil(loop) { client.count(.pointerMotion) >= 1 })
+            let motions = client.events.compactMap { event -> PointerMotionEvent? in
+                guard case .pointerMotion(let motion) = event.payload else { return nil }
+                return motion
+            }
+            #expect(motions.map(\.unacceleratedDX) == [3], "\(motions)")
+            #expect(motions.allSatisfy { $0.acceleratedDX.isFinite && $0.acceleratedDY.isFinite }, "\(motions)")
+            #expect(client.count(.scroll) == 0)
+            let feed = try #require(client.system.feed as? ServerDeviceFeed)
+            #expect(feed.protocolViolations == hostile.count)
+            let reports = client.system.problems.map(\.description).filter { $0.contains("breaks the protocol") }
+            #expect(reports.count == 1, "\(client.system.problems)")
+            #expect(reports.first?.contains("motion unaccelerated dx is beyond ±1000000") == true, "\(reports)")
+            client.system.stop()
+        }
+    }
+
     @Test("a server that describes more devices than a client keeps is refused past the limit, reported once")
     func tooManyDevices() throws {
         let name = ServerFocusTests.uniqueName("devices")

@@ -349,6 +349,44 @@ struct ServerWireTests {
         }
     }
 
+    @Test(
+        "a motion's deltas and a scroll's amounts beyond ±1e6 (1e20, 1e155, 1e308), which a client's pointer stage would accelerate and scale, are refused naming the field and the bound"
+    )
+    func amountsBeyondTheBound() throws {
+        let device = HIDDeviceID(rawValue: 4)
+        for huge in [1e20, -1e155, 1e308, 1_000_000.5] {
+            for (event, field) in [
+                (PointerMotionEvent(dx: 1, dy: 1, unacceleratedDX: huge), "motion unaccelerated dx"),
+                (PointerMotionEvent(dx: 1, dy: 1, unacceleratedDY: huge), "motion unaccelerated dy"),
+                (PointerMotionEvent(dx: 1, dy: 1, acceleratedDX: huge), "motion accelerated dx"),
+            ] {
+                let bytes = ServerWire.Batch(
+                    sequence: 1, events: [HIDEvent(device: device, timestamp: .now, payload: .pointerMotion(event))]
+                ).encoded
+                #expect(throws: ServerWire.Violation.beyondBound(field: field, bound: 1e6)) { try ServerWire.Batch(decoding: bytes) }
+            }
+            for (event, field) in [
+                (ScrollEvent(vertical: 1, unscaledVertical: huge), "scroll unscaled vertical"),
+                (ScrollEvent(vertical: 1, unscaledHorizontal: huge), "scroll unscaled horizontal"),
+                (ScrollEvent(vertical: huge), "scroll vertical"),
+            ] {
+                let bytes = ServerWire.Batch(sequence: 1, events: [HIDEvent(device: device, timestamp: .now, payload: .scroll(event))])
+                    .encoded
+                #expect(throws: ServerWire.Violation.beyondBound(field: field, bound: 1e6)) { try ServerWire.Batch(decoding: bytes) }
+            }
+        }
+        // The bound itself is taken.
+        let edge = [
+            HIDEvent(
+                device: device, timestamp: .now,
+                payload: .pointerMotion(PointerMotionEvent(dx: 1, dy: 1, unacceleratedDX: -1e6, unacceleratedDY: 1e6)))
+        ]
+        #expect(try roundTrip(edge) == edge)
+        #expect(
+            "\(ServerWire.Violation.beyondBound(field: "scroll vertical", bound: 1e6))"
+                == "scroll vertical is beyond ±1000000; valid values are from −1000000 to 1000000")
+    }
+
     @Test("a description with codes out of order, an axis the device lacks or a code past its type's maximum is refused")
     func hostileDescriptions() throws {
         var writer = WireWriter()

@@ -60,7 +60,8 @@ struct CursorLayout: Sendable {
     /// Moves the cursor by `dx`, `dy` pixels and returns where it is.
     mutating func move(dx: Double, dy: Double) -> PointerCursor? {
         guard !bounds.isEmpty else { return nil }
-        place(x + dx, y + dy)
+        // A non-number would stay in the cursor for good: it moves the cursor nowhere.
+        place(x + (dx.isNaN ? 0 : dx), y + (dy.isNaN ? 0 : dy))
         return cursor
     }
 

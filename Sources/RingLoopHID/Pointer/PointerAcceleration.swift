@@ -148,8 +148,12 @@ public struct PointerAcceleration: Sendable, Hashable, CustomStringConvertible {
 /// A custom acceleration profile's curve (libinput 1.23): output speeds at input speeds
 /// `0, step, 2·step, …` in device units per millisecond.
 public struct CustomAccelerationCurve: Sendable, Hashable, CustomStringConvertible {
-    /// The input speed between two points (units per ms), above 0.
+    /// The input speed between two points (units per ms), within ``validSteps``.
     public let step: Double
+
+    /// The steps a curve takes (units per ms): from a thousandth (a finer step would put
+    /// ordinary speeds millions of points past the last) to 10,000.
+    public static let validSteps: ClosedRange<Double> = 0.001...10_000
     /// The output speeds at `0, step, 2·step, …` (at least two, none negative).
     public let points: [Double]
 
@@ -157,10 +161,11 @@ public struct CustomAccelerationCurve: Sendable, Hashable, CustomStringConvertib
     public static let maximumPointCount = 64
 
     /// A curve of `points` spaced `step` apart.
-    /// - Throws: ``PointerSettingError`` naming what would be valid: a step of 0 or less,
-    ///   fewer than two points, more than ``maximumPointCount``, a negative or infinite point.
+    /// - Throws: ``PointerSettingError`` naming what would be valid: a step outside
+    ///   ``validSteps``, fewer than two points, more than ``maximumPointCount``, a negative
+    ///   or infinite point.
     public init(step: Double, points: [Double]) throws(PointerSettingError) {
-        guard step.isFinite, step > 0 else { throw .curveStep(step) }
+        guard Self.validSteps.contains(step) else { throw .curveStep(step) }
         guard points.count >= 2, points.count <= Self.maximumPointCount else { throw .curvePointCount(points.count) }
         if let bad = points.first(where: { !$0.isFinite || $0 < 0 }) { throw .curvePoint(bad) }
         self.step = step
@@ -185,7 +190,10 @@ public struct CustomAccelerationCurve: Sendable, Hashable, CustomStringConvertib
     /// extrapolated from the last two beyond the last.
     public func outputSpeed(at velocity: Double) -> Double {
         let position = max(0, velocity) / step
-        let lower = min(Int(position), points.count - 2)
+        // Compared as a Double first: a position beyond Int's range (a huge velocity, a
+        // tiny step) would trap in the conversion.
+        let last = points.count - 2
+        let lower = position < Double(last) ? Int(position) : last
         let fraction = position - Double(lower)
         return points[lower] + (points[lower + 1] - points[lower]) * fraction
     }
@@ -209,7 +217,7 @@ public enum PointerSettingError: Error, Sendable, Hashable, CustomStringConverti
     case speed(Double)
     /// The custom profile without points.
     case missingCurve
-    /// A custom curve's step of 0 or less.
+    /// A custom curve's step outside ``CustomAccelerationCurve/validSteps``.
     case curveStep(Double)
     /// A custom curve with too few or too many points.
     case curvePointCount(Int)
@@ -226,7 +234,7 @@ public enum PointerSettingError: Error, Sendable, Hashable, CustomStringConverti
         switch self {
         case .speed(let speed): "\(speed) is not a speed; valid speeds are −1…1 (0 is the default)"
         case .missingCurve: "the custom profile needs points (the step, then at least two speeds: 1 0 1 2.5)"
-        case .curveStep(let step): "\(step) is not a step; a custom curve's step is a number above 0"
+        case .curveStep(let step): "\(step) is not a step; a custom curve's step is from 0.001 to 10000"
         case .curvePointCount(let count):
             "\(count) point(s) do not make a curve; a custom curve has 2…\(CustomAccelerationCurve.maximumPointCount) points after its step"
         case .curvePoint(let point): "\(point) is not a point; a custom curve's points are speeds of 0 or more"

@@ -39,7 +39,13 @@ struct PointerAccelerator: Sendable {
     /// deltas already normalized to libinput's 1000 dpi by the touchpad stage, through
     /// the profile's touchpad curve (``PointerAcceleration/touchpadFactor(from:to:)``,
     /// ``PointerAcceleration/touchpadFlatFactor``).
+    ///
+    /// Each delta is first clamped to ``PointerVelocity/largestDelta`` (NaN counts as 0):
+    /// they come as numbers from another stage or an event server, and a huge one must
+    /// not make the factor, the deltas or the cursor infinite.
     mutating func accelerateTouchpad(dx: Double, dy: Double, at time: Int64) -> (dx: Double, dy: Double) {
+        let dx = PointerVelocity.clamped(dx)
+        let dy = PointerVelocity.clamped(dy)
         switch acceleration.profile {
         case .flat:
             let factor = acceleration.touchpadFlatFactor
@@ -182,8 +188,9 @@ package struct PointerProcessor: Sendable {
             // device's settings.
             var factor = 1.0
             withState(of: event.device) { factor = $0.scrollMultiplier }
-            scroll.vertical = scroll.unscaledVertical * factor
-            scroll.horizontal = scroll.unscaledHorizontal * factor
+            // (Clamped as deltas are: a huge amount must not scale to infinity.)
+            scroll.vertical = PointerVelocity.clamped(scroll.unscaledVertical) * factor
+            scroll.horizontal = PointerVelocity.clamped(scroll.unscaledHorizontal) * factor
             emit(HIDEvent(device: event.device, timestamp: event.timestamp, payload: .scroll(scroll)))
         case .button(let button):
             let device = event.device

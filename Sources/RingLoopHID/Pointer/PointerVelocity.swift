@@ -49,7 +49,15 @@ struct PointerVelocity: Sendable {
 
     /// Adds a delta (in the units velocities are measured in) at `time` (nanoseconds) and
     /// returns the velocity in units per millisecond.
+    ///
+    /// Any finite or infinite delta is taken without trapping: each is clamped to
+    /// ``largestDelta`` (a non-number counts as none), and the sum is moved back to 0 (every
+    /// tracker with it) once it passes ``rebaseDistance``, so one huge delta cannot spoil
+    /// the precision of every later one, nor two make the sum infinite.
     mutating func add(dx: Double, dy: Double, at time: Int64) -> Double {
+        let dx = Self.clamped(dx)
+        let dy = Self.clamped(dy)
+        if abs(x) > Self.rebaseDistance || abs(y) > Self.rebaseDistance { rebase() }
         x += dx
         y += dy
         newest = (newest + 1) & (Self.capacity - 1)
@@ -59,6 +67,29 @@ struct PointerVelocity: Sendable {
         // The first motion: taken to have lasted ``firstMotionInterval``.
         guard count > 1 else { return (dx * dx + dy * dy).squareRoot() / Self.firstMotionInterval }
         return velocity(at: time, directions: directions)
+    }
+
+    /// The largest delta taken (units): a million, far beyond any device's motion in one
+    /// event (``ServerWire/largestAmount`` bounds what an event server sends the same way).
+    static let largestDelta = 1_000_000.0
+    /// How far the summed deltas go before they are moved back to 0: far enough to happen
+    /// rarely, near enough that a delta of 1/1000 unit keeps its precision.
+    static let rebaseDistance = 1e9
+
+    /// `delta` within ±``largestDelta`` (0 for NaN).
+    static func clamped(_ delta: Double) -> Double {
+        guard !delta.isNaN else { return 0 }
+        return min(largestDelta, max(-largestDelta, delta))
+    }
+
+    /// Moves the summed deltas, and every tracker's position, back by the current sum:
+    /// the motion between any two is unchanged.
+    private mutating func rebase() {
+        for index in 0..<Self.capacity {
+            trackers[index].x -= x
+            trackers[index].y -= y
+        }
+        (x, y) = (0, 0)
     }
 
     private func velocity(at time: Int64, directions: UInt8) -> Double {

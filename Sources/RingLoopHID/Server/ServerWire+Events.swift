@@ -14,7 +14,7 @@ import RingLoopEvdev
 ///
 /// Everything a peer sends is checked field by field before use — every enumeration's
 /// raw value, every flag byte, every count against its capacity, every code against its
-/// type's `_MAX`, every number finite, every string's length and UTF-8 — and a message
+/// type's `_MAX`, every number finite (a delta or scroll amount within ``largestAmount``), every string's length and UTF-8 — and a message
 /// with bytes left over is refused too: a ``Violation`` names the field. A libFuzzer target
 /// (`FuzzServerWire`) runs the decoders in CI.
 package enum ServerWire {
@@ -23,6 +23,13 @@ package enum ServerWire {
     /// layouts; 5: pointer motion carries its unaccelerated deltas and scrolling its
     /// unscaled amounts, from which a client's pointer stage makes its own).
     package static let version: UInt16 = 5
+
+    /// The largest magnitude a pointer motion's delta or a scroll amount may have on the
+    /// wire (device units, or detents and their fractions): a million, far beyond any
+    /// device's motion in one frame (a 32,000 dpi mouse moved a metre is 1.3 million
+    /// counts, over many frames). A larger value, which a client's pointer stage would
+    /// accelerate and scale, is a ``Violation/beyondBound(field:bound:)``.
+    package static let largestAmount = 1_000_000.0
 
     /// A message that breaks the format; the receiver drops it (and a client that sends
     /// one is dropped).
@@ -38,6 +45,8 @@ package enum ServerWire {
         /// The message (a hello or a welcome) is of another version of the format than
         /// this process's ``ServerWire/version``.
         case version(of: String, received: UInt16, own: UInt16)
+        /// A finite number whose magnitude is beyond `bound` (``largestAmount``).
+        case beyondBound(field: String, bound: Double)
 
         package var description: String {
             switch self {
@@ -52,6 +61,8 @@ package enum ServerWire {
             case .version(let message, let received, let own):
                 "a \(message) of the event server's wire format version \(received), where version \(own) is expected"
                     + " (a server and its clients need the same version of RingLoopHID)"
+            case .beyondBound(let field, let bound):
+                "\(field) is beyond ±\(Int(bound)); valid values are from −\(Int(bound)) to \(Int(bound))"
             }
         }
     }
@@ -261,10 +272,10 @@ package enum ServerWire {
         case .pointerMotion:
             payload = .pointerMotion(try decodePointerMotion(from: &input))
         case .scroll:
-            let vertical = try input.f64("scroll vertical")
-            let horizontal = try input.f64("scroll horizontal")
-            let unscaledVertical = try input.f64("scroll unscaled vertical")
-            let unscaledHorizontal = try input.f64("scroll unscaled horizontal")
+            let vertical = try input.amount("scroll vertical")
+            let horizontal = try input.amount("scroll horizontal")
+            let unscaledVertical = try input.amount("scroll unscaled vertical")
+            let unscaledHorizontal = try input.amount("scroll unscaled horizontal")
             let isHighResolution = try input.bool("scroll hi-res flag")
             let source = try input.u8("scroll source")
             guard Int(source) < scrollSources.count else { throw .unknown(field: "scroll source", value: UInt64(source)) }
@@ -342,10 +353,10 @@ package enum ServerWire {
     private static func decodePointerMotion(from input: inout WireReader) throws(Violation) -> PointerMotionEvent {
         let dx = try input.i32("motion dx")
         let dy = try input.i32("motion dy")
-        let acceleratedDX = try input.f64("motion accelerated dx")
-        let acceleratedDY = try input.f64("motion accelerated dy")
-        let unacceleratedDX = try input.f64("motion unaccelerated dx")
-        let unacceleratedDY = try input.f64("motion unaccelerated dy")
+        let acceleratedDX = try input.amount("motion accelerated dx")
+        let acceleratedDY = try input.amount("motion accelerated dy")
+        let unacceleratedDX = try input.amount("motion unaccelerated dx")
+        let unacceleratedDY = try input.amount("motion unaccelerated dy")
         let hasCursor = try input.bool("motion cursor flag")
         let location = try decodeScreenLocation("motion cursor x", "motion cursor y", hasIt: hasCursor, from: &input)
         let screen = try input.u16("motion cursor screen")

@@ -82,6 +82,16 @@ struct WireReader {
         return value
     }
 
+    /// A pointer delta or scroll amount: a finite number of magnitude at most
+    /// ``ServerWire/largestAmount``.
+    mutating func amount(_ field: StaticString) throws(ServerWire.Violation) -> Double {
+        let value = try f64(field)
+        guard abs(value) <= ServerWire.largestAmount else {
+            throw .beyondBound(field: "\(field)", bound: ServerWire.largestAmount)
+        }
+        return value
+    }
+
     /// An integer within `range`.
     mutating func i32(_ field: StaticString, in range: ClosedRange<Int32>) throws(ServerWire.Violation) -> Int32 {
         let value = try i32(field)
