@@ -14,6 +14,8 @@ struct TouchpadPipelineTests {
     /// in order, with their stamps.
     final class Seen {
         var frames = 0
+        /// The stamps of the pad's frames, in order.
+        var frameStamps: [MonotonicInstant] = []
         /// The stamp of the last frame in which a contact ended.
         var lastLift: MonotonicInstant?
         var pointer: [HIDEvent] = []
@@ -39,6 +41,7 @@ struct TouchpadPipelineTests {
             switch event.payload {
             case .digitizer(let frame):
                 seen.value.frames += 1
+                seen.value.frameStamps.append(event.timestamp)
                 if (0..<frame.count).contains(where: { frame[$0].phase == .ended }) { seen.value.lastLift = event.timestamp }
             case .pointerMotion, .button, .scroll: seen.value.pointer.append(event)
             default: break
@@ -153,13 +156,26 @@ struct TouchpadPipelineTests {
         let recording = try touchpadRecording("AlpsPS2 ALPS GlidePoint.double-tap.events")
         let twoFingerTap = TapGestureRecognizer(taps: 1, fingers: 2)
         twoFingerTap.cancelsTouchesInHandlers = false
-        let seen = try play(recording, settings: TouchpadSettings(tapping: true), recognizers: recognizers ? [twoFingerTap] : []) {
+        let settings = TouchpadSettings(tapping: true)
+        let seen = try play(recording, settings: settings, recognizers: recognizers ? [twoFingerTap] : []) {
             $0.buttons.count == 4
         }
         #expect(seen.buttons.map(\.description).map { $0.hasSuffix("down") } == [true, false, true, false])
         #expect(seen.pointer.contains { $0.kind == .pointerMotion })
         let backwards = zip(seen.pointer, seen.pointer.dropFirst()).filter { $1.timestamp < $0.timestamp }
         #expect(backwards.isEmpty, "\(backwards.prefix(3).map { "\($0.0) at \($0.0.timestamp), then \($0.1) at \($0.1.timestamp)" })")
+        // Each carries the stamp of what made it: a motion its frame's, a button its
+        // frame's or the due time of the timeout that released it (a frame's time and the
+        // tap or drag-lock timeout) — never the time it went out, which the order alone
+        // would not show (a stamp is never earlier than the pad's previous one).
+        let frames = Set(seen.frameStamps.map(\.nanoseconds))
+        let dueTimes = Set(
+            seen.frameStamps.flatMap { [($0 + settings.tapTimeout).nanoseconds, ($0 + settings.dragLockTimeout).nanoseconds] })
+        for event in seen.pointer {
+            let stamp = event.timestamp.nanoseconds
+            let isMade = frames.contains(stamp) || (event.kind == .button && dueTimes.contains(stamp))
+            #expect(isMade, "\(event) at \(event.timestamp): no frame's stamp nor a timeout's due time")
+        }
     }
 
     @Test(
