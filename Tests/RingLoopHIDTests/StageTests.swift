@@ -152,6 +152,71 @@ struct StageTests {
         #expect(atStop == 1 && released == 3, "the key held when the system stopped reached the handlers")
     }
 
+    /// A stage that passes everything on.
+    final class PassThrough: HIDEventStage {
+        func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) { emit(event) }
+    }
+
+    /// At its BeforeWaiting turn, hands `pending` to the stages after `emitter` (as the
+    /// touchpad's held events go on at the recognizers' turn), then takes `removed` out.
+    final class EmitAfterThenRemove: HIDEventStage {
+        var context: HIDStageContext?
+        var pending: HIDEvent?
+        var emitter: (any HIDEventStage)?
+        var removed: (any HIDEventStage)?
+        var fired = false
+        func install(in context: HIDStageContext) { self.context = context }
+        func process(_ event: HIDEvent, emit: (HIDEvent) -> Void) { emit(event) }
+        func beforeWaiting(emit: (HIDEvent) -> Void) {
+            guard let context, let event = pending, let emitter, let removed else { return }
+            pending = nil
+            context.emit(event, after: emitter)
+            context.system.removeStage(removed)
+            fired = true
+        }
+    }
+
+    @Test(
+        "an event handed on after a stage whose BeforeWaiting turn has passed reaches the handlers in the same BeforeWaiting, once, even when a stage before it is taken out during the round"
+    )
+    func turnAgainAfterStagesChange() throws {
+        let (atWait, released) = try onFreshThread { () throws -> (Int, Int) in
+            let loop = RingRunLoop.current
+            let system = Self.system(loop: loop)
+            let keys = LoopBound(0, loop: loop)
+            let keysWhenWaiting = LoopBound(-1, loop: loop)
+            system.addHandler(kinds: [.key]) { _ in
+                keys.value += 1
+                return .pass
+            }
+            // [first, emitter, hold, late, handlers]: late's turn hands a key on after the
+            // emitter (hold takes it, its turn passed) and takes `first` out, which moves
+            // every index of the stages after it.
+            let first = PassThrough()
+            let emitter = PassThrough()
+            let hold = HoldUntilWaiting()
+            let late = EmitAfterThenRemove()
+            for stage in [first, emitter, hold, late] as [any HIDEventStage] { system.addStage(stage) }
+            try system.start()
+            (late.pending, late.emitter, late.removed) = (Self.key(Evdev.KEY_A, .down), emitter, first)
+            let lateStage = LoopBound(onLoopThread: late, loop: loop)
+            // An observer of the app's, after the stages' turn at BeforeWaiting.
+            let observer = LoopObserver(activities: [.beforeWaiting], order: Int.max) { _, _ in
+                if keysWhenWaiting.value < 0, lateStage.value.fired { keysWhenWaiting.value = keys.value }
+            }
+            loop.add(observer, to: .common)
+            defer { observer.invalidate() }
+            #expect(runUntil(loop) { keysWhenWaiting.value >= 0 })
+            system.stop()
+            return (keysWhenWaiting.value, hold.released)
+        }
+        // Before, the next round started at the index the hold stage had before `first`
+        // went (2), which was now the late stage's: the key stayed in the hold stage while
+        // the loop waited.
+        #expect(atWait == 1, "the key reached the handlers once in that BeforeWaiting")
+        #expect(released == 1)
+    }
+
     @Test("events print as the command prints them")
     func descriptions() {
         let key = HIDEvent(

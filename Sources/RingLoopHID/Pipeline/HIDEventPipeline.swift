@@ -84,8 +84,16 @@ final class HIDEventPipeline {
         let stages = ordered
         guard let index = stages.firstIndex(where: { $0 === stage }) else { return }
         // During BeforeWaiting, an event for a stage whose turn has come already (a
-        // touchpad's motion, released by the recognizers' turn) gives it another.
-        if let turn = beforeWaitingTurn, index + 1 <= turn { turnAgainFrom = min(turnAgainFrom ?? index + 1, index + 1) }
+        // touchpad's motion, released by the recognizers' turn) gives it another. Whether
+        // it has come is looked up in the round's own list, and the stage is kept by
+        // identity: a stage added or removed during the round (by a gesture's action, a
+        // handler, a stage's turn) moves the indices of ``ordered``.
+        if let turn = beforeWaitingTurn, index + 1 < stages.count {
+            let next = stages[index + 1]
+            // (A stage not in the round's list was added during it: it has had no turn.)
+            let hadItsTurn = roundStages.firstIndex(where: { $0 === next }).map { $0 <= turn } ?? true
+            if hadItsTurn, !turnAgain.contains(where: { $0 === next }) { turnAgain.append(next) }
+        }
         Self.run(event, from: index + 1, in: stages)
     }
 
@@ -94,12 +102,15 @@ final class HIDEventPipeline {
         stages[index].process(event) { run($0, from: index + 1, in: stages) }
     }
 
-    /// The stage whose BeforeWaiting turn runs (its index in ``ordered``); `nil` outside
-    /// ``beforeWaiting()``.
+    /// The stage whose BeforeWaiting turn runs (its index in ``roundStages``); `nil`
+    /// outside ``beforeWaiting()``.
     private var beforeWaitingTurn: Int?
-    /// The first stage that received an event after its BeforeWaiting turn (from a later
-    /// stage's turn, through ``emit(_:after:)``), so takes another.
-    private var turnAgainFrom: Int?
+    /// The stages of the BeforeWaiting round under way, as ``ordered`` was when it began.
+    private var roundStages: [any HIDEventStage] = []
+    /// The stages that received an event after their BeforeWaiting turn (from a later
+    /// stage's turn, through ``emit(_:after:)``), so take another: the next round starts
+    /// at the first of them in ``ordered`` as it is then.
+    private var turnAgain: [any HIDEventStage] = []
     /// The most rounds of turns one BeforeWaiting runs: stages that keep handing each
     /// other events at every turn wait for the next pass after that many.
     static let maximumBeforeWaitingRounds = 8
@@ -111,18 +122,20 @@ final class HIDEventPipeline {
     /// after it: what any stage passes on before the loop waits reaches the handlers before
     /// it waits.
     func beforeWaiting() {
-        let outer = (beforeWaitingTurn, turnAgainFrom)
-        defer { (beforeWaitingTurn, turnAgainFrom) = outer }
+        let outer = (beforeWaitingTurn, roundStages, turnAgain)
+        defer { (beforeWaitingTurn, roundStages, turnAgain) = outer }
         var first = 0
         for _ in 0..<Self.maximumBeforeWaitingRounds {
             let stages = ordered
-            turnAgainFrom = nil
+            roundStages = stages
+            turnAgain = []
             for index in stages.indices where index >= first {
                 beforeWaitingTurn = index
                 stages[index].beforeWaiting { Self.run($0, from: index + 1, in: stages) }
             }
-            guard let again = turnAgainFrom else { return }
-            first = again
+            let again = turnAgain
+            guard let next = ordered.firstIndex(where: { stage in again.contains { $0 === stage } }) else { return }
+            first = next
         }
     }
 
