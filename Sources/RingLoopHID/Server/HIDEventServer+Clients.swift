@@ -37,15 +37,18 @@ extension HIDEventServer {
             default:
                 logAboutPeer(.warning, "event server '\(configuration.name)': message \(message.msgid) from \(sender) is not a client's")
             }
-        } catch .version(let message, let received, let own) {
-            // A client of another version of the format is answered at once, not left to
-            // wait for a welcome that would never come: the welcome carries this server's
-            // version, which the client's own check names beside its own (the refusal
-            // itself is for a peer that reads this version).
-            let reason = ServerWire.Violation.version(of: message, received: received, own: own).description
-            logAboutPeer(.notice, "event server '\(configuration.name)' refuses a client of \(sender): \(reason)")
-            return ServerWire.Welcome(focused: false, window: 1, refusal: reason).encoded
         } catch {
+            if case .version = error {
+                // A client of another version of the format is answered at once, not left
+                // to wait for a welcome that would never come: the welcome carries this
+                // server's version, which the client's own check names beside its own. So the
+                // refusal reaches a client of another version only as that line in its log
+                // (it refuses the welcome by its version before reading the reason); the
+                // reason is for a peer that reads this version.
+                let reason = error.description
+                logAboutPeer(.notice, "event server '\(configuration.name)' refuses a client of \(sender): \(reason)")
+                return ServerWire.Welcome(focused: false, window: 1, refusal: reason).encoded
+            }
             // A process that breaks the format loses its clients, as ``ServerWire/Violation``
             // says (its token cannot be trusted to say which one sent it).
             let offenders = order.filter { $0.credentials.pid == sender.pid && $0.credentials.uid == sender.uid }
