@@ -85,7 +85,9 @@ struct CommandTests {
                     for key in ["id", "slot", "phase", "x", "y"] { #expect(contact[key] != nil, "\(key) in \(line)") }
                 }
             case "scroll":
-                #expect(object["vertical"] is Double && object["horizontal"] is Double)
+                for key in ["vertical", "horizontal", "unscaledVertical", "unscaledHorizontal"] {
+                    #expect(object[key] is Double, "\(key) in \(line)")
+                }
             default: break
             }
         }

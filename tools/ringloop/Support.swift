@@ -82,6 +82,8 @@ enum EventFormat {
         case .scroll(let scroll):
             object["vertical"] = scroll.vertical
             object["horizontal"] = scroll.horizontal
+            object["unscaledVertical"] = scroll.unscaledVertical
+            object["unscaledHorizontal"] = scroll.unscaledHorizontal
             object["source"] = scroll.source.rawValue
             if scroll.phase != .none { object["phase"] = scroll.phase.rawValue }
         case .absolutePointer(let pointer):
