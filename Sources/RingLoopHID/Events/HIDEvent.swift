@@ -172,14 +172,18 @@ public struct ButtonEvent: Sendable, Hashable {
 /// the device's profile and speed) or the ``cursor`` itself. Positive `y` is down, as
 /// the kernel's `REL_Y`. The decoder makes the accelerated and unaccelerated deltas equal
 /// to the raw ones and no cursor; the touchpad stage fills in a touchpad's unaccelerated
-/// deltas, and the pointer stage the accelerated ones and the cursor.
+/// deltas, and the pointer stage the accelerated ones and the cursor, and a mouse's
+/// unaccelerated ones (its raw counts normalized to 1000 dpi).
 ///
 /// ``unacceleratedDX`` and ``unacceleratedDY`` are libinput's unaccelerated deltas
 /// (`libinput_event_pointer_get_dx_unaccelerated`): the motion normalized to a 1000-dpi
 /// device, before acceleration. The pointer stage accelerates a mouse's motion from its
 /// raw counts and a touchpad's from these, never from the accelerated deltas an event
 /// arrives with: a client of an event server whose pointer stage accelerated the motion
-/// already accelerates it once, by its own settings.
+/// already accelerates it once, by its own settings. So where the pointer stage is
+/// present, the ``acceleratedDX`` and ``acceleratedDY`` an event arrives with (posted,
+/// or from an event server) are ignored and made again — a touchpad's too, from its
+/// unaccelerated deltas.
 public struct PointerMotionEvent: Sendable, Hashable {
     /// The device's own horizontal count (`REL_X`), positive to the right. A touchpad's
     /// motion in its own units (whole units; the rest is carried to its next motion).
@@ -285,9 +289,15 @@ public struct ScrollEvent: Sendable, Hashable {
         case ended
     }
 
-    /// The vertical amount, positive up (detents for a wheel, pixels otherwise).
+    /// The vertical amount, positive up (detents for a wheel, pixels otherwise), after
+    /// natural scrolling and the scroll factor. Where the pointer stage is present it
+    /// makes this from ``unscaledVertical``: the value an event arrives with (posted, or
+    /// from an event server) is ignored.
     public var vertical: Double
-    /// The horizontal amount, positive right (detents for a wheel, pixels otherwise).
+    /// The horizontal amount, positive right (detents for a wheel, pixels otherwise),
+    /// after natural scrolling and the scroll factor. Where the pointer stage is present
+    /// it makes this from ``unscaledHorizontal``: the value an event arrives with is
+    /// ignored.
     public var horizontal: Double
     /// Whether the device reports hi-res (`REL_WHEEL_HI_RES`) steps.
     public var isHighResolution: Bool

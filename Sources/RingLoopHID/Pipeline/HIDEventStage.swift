@@ -43,7 +43,11 @@ public protocol HIDEventStage: AnyObject {
     /// receives events after its turn, from a later stage's turn through
     /// ``HIDStageContext/emit(_:after:)`` (a touchpad's motion, released once the
     /// recognizers evaluated the pass), is called again, and so are the stages after it:
-    /// what reaches a stage before the loop waits goes on before it waits.
+    /// what reaches a stage before the loop waits goes on before it waits. So one
+    /// BeforeWaiting may call it several times — at most 8 rounds
+    /// (`HIDEventPipeline.maximumBeforeWaitingRounds`; stages that keep handing each other
+    /// events go on at the next pass after that) — and each call should pass on only what
+    /// it holds then.
     func beforeWaiting(emit: (HIDEvent) -> Void)
 
     /// Called each time the system's queue has been drained (once per source0 perform).

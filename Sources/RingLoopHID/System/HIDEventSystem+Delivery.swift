@@ -60,6 +60,12 @@ extension HIDEventSystem {
     ///   dedicated-thread shape, whose reader keeps the state, that leaves out what was
     ///   posted). Post the up of every down you post; an id no device uses keeps what
     ///   was posted apart from every device's state.
+    /// - With the pointer stage (``HIDEventSystem/Configuration/pointer``), motion and
+    ///   scrolling are made again as a device's: a mouse's motion from its raw `dx`/`dy`,
+    ///   a touchpad's from its ``PointerMotionEvent/unacceleratedDX`` and
+    ///   ``PointerMotionEvent/unacceleratedDY``, scrolling from its
+    ///   ``ScrollEvent/unscaledVertical`` and ``ScrollEvent/unscaledHorizontal``: the
+    ///   accelerated deltas and the scaled amounts posted are ignored.
     ///
     /// Make the payload with its public initializer:
     ///
