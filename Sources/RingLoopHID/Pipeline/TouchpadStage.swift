@@ -78,13 +78,9 @@ final class TouchpadStage: HIDEventStage {
             emit(event)
             guard let index = pad(for: event.device) else { return }
             pads[index].latestFrame = event.timestamp
+            // Timeouts that ran out before this frame: what each releases, at its time.
+            advanceDeadlines(index, upTo: event.timestamp)
             actions.removeAll(keepingCapacity: true)
-            if let due = pads[index].interpreter.nextDeadline, due <= event.timestamp {
-                // A timeout that ran out before this frame: what it releases, at its time.
-                pads[index].interpreter.advance(to: event.timestamp, into: &actions)
-                hold(index, at: due)
-                actions.removeAll(keepingCapacity: true)
-            }
             pads[index].interpreter.process(frame, at: event.timestamp, into: &actions)
             deliver(index, at: event.timestamp, emit: emit)
         case .button(let button):
@@ -129,10 +125,9 @@ final class TouchpadStage: HIDEventStage {
         let now = MonotonicInstant.now
         var earliest: MonotonicInstant?
         for index in pads.indices {
+            advanceDeadlines(index, upTo: now)
             actions.removeAll(keepingCapacity: true)
-            let due = pads[index].interpreter.nextDeadline
-            pads[index].interpreter.advance(to: now, into: &actions)
-            deliver(index, at: due ?? now, emit: emit)
+            deliver(index, at: now, emit: emit)
             if let deadline = pads[index].interpreter.nextDeadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
         wakeUp?.arm(at: earliest)
@@ -198,6 +193,19 @@ final class TouchpadStage: HIDEventStage {
     /// own (a claim, new settings) is stamped with it.
     private func latestTime(of index: Int) -> MonotonicInstant {
         [pads[index].latestFrame, pads[index].latestStamp].compactMap { $0 }.max() ?? .now
+    }
+
+    /// Lets the pad's timeouts run out up to `limit`, one deadline at a time, and keeps
+    /// what each releases at its own due time (a tap's release, then a drag lock's end,
+    /// would otherwise share the first one's).
+    private func advanceDeadlines(_ index: Int, upTo limit: MonotonicInstant) {
+        while let due = pads[index].interpreter.nextDeadline, due <= limit {
+            actions.removeAll(keepingCapacity: true)
+            pads[index].interpreter.advance(to: due, into: &actions)
+            hold(index, at: due)
+            // (advance(to:) moves past a deadline it reaches: guard against one it keeps.)
+            if pads[index].interpreter.nextDeadline == due { break }
+        }
     }
 
     /// Keeps ``actions``, made at `time`, until the pad's next flush.
