@@ -117,26 +117,35 @@ struct StageTests {
         #expect(seen == ["KEY_B down", "KEY_D down", "KEY_D down", "KEY_A up"])
     }
 
+    /// Counts the key events `system`'s handlers get, and keeps the count at the first
+    /// BeforeWaiting where `ready` (given the count) holds, read by an observer of the
+    /// app's after the stages' turn (a Sendable closure on the loop's thread). The
+    /// observer is the caller's to invalidate.
+    static func countKeysAtWaiting(
+        _ system: HIDEventSystem, loop: RingRunLoop, when ready: @escaping @Sendable (Int) -> Bool
+    ) -> (keys: LoopBound<Int>, whenWaiting: LoopBound<Int>, observer: LoopObserver) {
+        let keys = LoopBound(0, loop: loop)
+        let keysWhenWaiting = LoopBound(-1, loop: loop)
+        system.addHandler(kinds: [.key]) { _ in
+            keys.value += 1
+            return .pass
+        }
+        let observer = LoopObserver(activities: [.beforeWaiting], order: Int.max) { _, _ in
+            if keysWhenWaiting.value < 0, ready(keys.value) { keysWhenWaiting.value = keys.value }
+        }
+        loop.add(observer, to: .common)
+        return (keys, keysWhenWaiting, observer)
+    }
+
     @Test("a stage that holds events passes them on at BeforeWaiting, and what it holds when the system stops")
     func holding() throws {
         let (atWait, atStop, released) = try onFreshThread { () throws -> (Int, Int, Int) in
             let loop = RingRunLoop.current
             let system = Self.system(loop: loop)
-            // Read by an observer (a Sendable closure) on this loop's thread.
-            let keys = LoopBound(0, loop: loop)
-            let keysWhenWaiting = LoopBound(-1, loop: loop)
-            system.addHandler(kinds: [.key]) { _ in
-                keys.value += 1
-                return .pass
-            }
             let hold = HoldUntilWaiting()
             system.addStage(hold)
             try system.start()
-            // An observer of the app's, after the stages' turn at BeforeWaiting.
-            let observer = LoopObserver(activities: [.beforeWaiting], order: Int.max) { _, _ in
-                if keysWhenWaiting.value < 0, keys.value > 0 { keysWhenWaiting.value = keys.value }
-            }
-            loop.add(observer, to: .common)
+            let (keys, keysWhenWaiting, observer) = Self.countKeysAtWaiting(system, loop: loop) { $0 > 0 }
             defer { observer.invalidate() }
             try system.post(Self.key(Evdev.KEY_A, .down))
             try system.post(Self.key(Evdev.KEY_A, .up))
@@ -183,12 +192,6 @@ struct StageTests {
         let (atWait, released) = try onFreshThread { () throws -> (Int, Int) in
             let loop = RingRunLoop.current
             let system = Self.system(loop: loop)
-            let keys = LoopBound(0, loop: loop)
-            let keysWhenWaiting = LoopBound(-1, loop: loop)
-            system.addHandler(kinds: [.key]) { _ in
-                keys.value += 1
-                return .pass
-            }
             // [first, emitter, hold, late, handlers]: late's turn hands a key on after the
             // emitter (hold takes it, its turn passed) and takes `first` out, which moves
             // every index of the stages after it.
@@ -200,11 +203,7 @@ struct StageTests {
             try system.start()
             (late.pending, late.emitter, late.removed) = (Self.key(Evdev.KEY_A, .down), emitter, first)
             let lateStage = LoopBound(onLoopThread: late, loop: loop)
-            // An observer of the app's, after the stages' turn at BeforeWaiting.
-            let observer = LoopObserver(activities: [.beforeWaiting], order: Int.max) { _, _ in
-                if keysWhenWaiting.value < 0, lateStage.value.fired { keysWhenWaiting.value = keys.value }
-            }
-            loop.add(observer, to: .common)
+            let (_, keysWhenWaiting, observer) = Self.countKeysAtWaiting(system, loop: loop) { _ in lateStage.value.fired }
             defer { observer.invalidate() }
             #expect(runUntil(loop) { keysWhenWaiting.value >= 0 })
             system.stop()
