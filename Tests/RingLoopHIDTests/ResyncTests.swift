@@ -80,14 +80,22 @@ struct ResyncTests {
         }
     }
 
-    /// Runs `loop` until both nodes have handed every event to the reader and `settled`
-    /// holds, then until a pass of the loop handles nothing more: what the handlers saw by
-    /// then is what they see afterwards (a view that matched mid-burst could still change).
-    static func settle(_ loop: RingRunLoop, _ nodes: [FUSEEvdevNode], _ settled: () -> Bool) -> Bool {
-        let read = runUntil(loop) { nodes.allSatisfy { $0.unreadEventCounts.allSatisfy { $0 == 0 } } && settled() }
+    /// Runs `loop` until the system has taken in every event the nodes gave out (on the
+    /// event thread too: a block it performs runs after the read it handles), then until
+    /// nothing waits in the hand-off and `settled` holds, then until a pass of the loop
+    /// handles nothing more: what the handlers saw by then is what they see afterwards (a
+    /// view that matched mid-burst could still change).
+    static func settle(_ loop: RingRunLoop, _ system: HIDEventSystem, _ nodes: [FUSEEvdevNode], _ settled: () -> Bool) -> Bool {
+        let read = runUntil(loop) {
+            guard nodes.allSatisfy({ $0.unreadEventCounts.allSatisfy { $0 == 0 } }) else { return false }
+            _ = system.feed?.readPaths()
+            return system.rawEventsRead == nodes.reduce(0) { $0 + $1.eventsTaken }
+        }
+        let forwarder = (system.feed as? ThreadedDeviceFeed)?.forwarder
+        let handedOver = runUntil(loop) { !(forwarder?.hasWaiting ?? false) && settled() }
         let limit = MonotonicInstant.now + TestWait.bound
         while loop.run(mode: .default, for: .zero, returnAfterSourceHandled: true) == .handledSource, MonotonicInstant.now < limit {}
-        return read
+        return read && handedOver
     }
 
     @Test(
@@ -103,7 +111,7 @@ struct ResyncTests {
             try Self.burst(keys: keys, screen: screen, steps: 30)
             let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
             #expect(
-                Self.settle(loop, [keys, screen]) {
+                Self.settle(loop, system, [keys, screen]) {
                     system.statistics.dropped > 0 && HandlerView(events(), device: ids[keys.path]).held == [32]
                         && HandlerView(events(), device: ids[screen.path]).touches == [11]
                 })
@@ -132,7 +140,7 @@ struct ResyncTests {
             if shape == .clientLoop { #expect(keys.overflowCount > 0 && screen.overflowCount > 0) }
             let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
             #expect(
-                Self.settle(loop, [keys, screen]) {
+                Self.settle(loop, system, [keys, screen]) {
                     HandlerView(events(), device: ids[keys.path]).held == [32]
                         && HandlerView(events(), device: ids[screen.path]).touches == [11]
                 })
@@ -221,7 +229,7 @@ extension ResyncTests {
             }
             let ids = Dictionary(uniqueKeysWithValues: system.devices.map { ($0.path, $0.id) })
             #expect(
-                Self.settle(loop, [mouse, pad]) {
+                Self.settle(loop, system, [mouse, pad]) {
                     system.statistics.dropped > 0 && Self.held(events(), device: ids[mouse.path], kind: .button) == [0x111]
                         && Self.held(events(), device: ids[pad.path], kind: .gamepadButton) == [0x131]
                 })

@@ -100,11 +100,13 @@ extension FUSEEvdevNode {
         /// Whether the reader has read or polled the node: it is set up (its clock, its
         /// description read) and waits for events (``FUSEEvdevNode/readerCount``).
         var hasAskedForEvents = false
+        /// Events this file's reads have taken so far.
+        var eventsTaken = 0
 
         /// Takes up to `maximumBytes` of complete events, as `read(2)` returns them.
         mutating func takeEvents(maximumBytes: Int) -> [UInt8] {
             var records: [InputEvent] = []
-            _ = buffer.pop(into: &records, maximum: maximumBytes / InputEvent.size)
+            eventsTaken += buffer.pop(into: &records, maximum: maximumBytes / InputEvent.size)
             var bytes = [UInt8](repeating: 0, count: records.count * InputEvent.size)
             bytes.withUnsafeMutableBytes { raw in
                 for (index, record) in records.enumerated() {

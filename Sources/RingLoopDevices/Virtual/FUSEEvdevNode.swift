@@ -189,6 +189,10 @@ public final class FUSEEvdevNode: @unchecked Sendable {
     /// (a test waits for another program's reader to have taken everything).
     package var unreadEventCounts: [Int] { guarded.withLock { $0.clients.values.map(\.buffer.unreadCount) } }
 
+    /// Events the open files' reads have taken so far, all files together (a test waits
+    /// for a reader to have counted as many as it was given).
+    package var eventsTaken: Int { guarded.withLock { $0.clients.values.reduce(0) { $0 + $1.eventsTaken } } }
+
     /// Overflows of readers' buffers so far (each delivered a `SYN_DROPPED`).
     public var overflowCount: Int { guarded.withLock { $0.clients.values.reduce(0) { $0 + $1.buffer.overflowCount } } }
 

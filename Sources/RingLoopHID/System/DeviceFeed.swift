@@ -229,6 +229,9 @@ final class ThreadedDeviceFeed: DeviceFeed {
         let answered = DispatchSemaphore(value: 0)
         thread.perform {
             answer.withLock { $0 = forwarder.monitor?.readPaths ?? [:] }
+            // A block on the thread runs after the read it may be handling: the count is
+            // then every event that read's events were pushed for.
+            forwarder.noteEventsRead()
             answered.signal()
         }
         answered.wait()

@@ -71,9 +71,17 @@ final class Forwarder: @unchecked Sendable {
     }
 
     func flush() {
-        readCount.store(monitor?.totalEventsRead ?? readCount.load(ordering: .relaxed), ordering: .releasing)
+        noteEventsRead()
         port.send(0)
     }
+
+    /// Reading thread: publishes how many raw events the monitor has read (``eventsRead``).
+    func noteEventsRead() {
+        readCount.store(monitor?.totalEventsRead ?? readCount.load(ordering: .relaxed), ordering: .releasing)
+    }
+
+    /// Whether events wait for the client's loop to take them (for tests).
+    var hasWaiting: Bool { state.withLock { $0.pending || !$0.events.isEmpty } }
 
     /// Client loop: hands every buffered event to `body`, in order, and returns what was
     /// lost since the last call.
