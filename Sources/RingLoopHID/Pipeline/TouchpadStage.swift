@@ -192,7 +192,12 @@ final class TouchpadStage: HIDEventStage {
     /// The time of the pad's latest frame or event: what releases without input of its
     /// own (a claim, new settings) is stamped with it.
     private func latestTime(of index: Int) -> MonotonicInstant {
-        [pads[index].latestFrame, pads[index].latestStamp].compactMap { $0 }.max() ?? .now
+        switch (pads[index].latestFrame, pads[index].latestStamp) {
+        case (let frame?, let stamp?): max(frame, stamp)
+        case (let frame?, nil): frame
+        case (nil, let stamp?): stamp
+        case (nil, nil): .now
+        }
     }
 
     /// Lets the pad's timeouts run out up to `limit`, one deadline at a time, and keeps
