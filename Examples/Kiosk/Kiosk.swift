@@ -79,7 +79,7 @@ if let deviceFolder {
                 if waitForSignal {
                     say("kiosk: replay done; SIGTERM or Ctrl-C to stop")
                 } else {
-                    // The session waited for the last frames to reach the handlers.
+                    // The system calls this once the handlers have had the last frames.
                     loop.stop()
                 }
             })

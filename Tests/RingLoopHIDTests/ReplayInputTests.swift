@@ -67,3 +67,53 @@ struct ReplayInputTests {
         #expect(session.wait().framesSent == session.frameCount)
     }
 }
+
+extension ReplayInputTests {
+    @Test(
+        "finished runs once the handlers have had every event the session sent: without a settle time, the last frames still come first",
+        arguments: HIDEventSystem.Shape.allCases)
+    func finishedAfterTheLastFrames(shape: HIDEventSystem.Shape) throws {
+        let keyboard = try Recording.load(contentsOf: devicesFolder + "/keyboard.evemu")
+        let screen = try Recording.load(contentsOf: devicesFolder + "/touchscreen-multitouch.evemu")
+        var expected: [String: Int] = [:]
+        for recording in [keyboard, screen] {
+            for event in decodedEvents(of: recording) { expected[event.kind.rawValue, default: 0] += 1 }
+        }
+        _ = MountLeakCheck.armed
+        // No settle time: the session finishes as soon as it has written the last frame,
+        // before any reader could have taken it.
+        let session = try ReplaySession(
+            files: [[keyboard], [screen]],
+            configuration: .init(
+                backend: .fuse, folderPath: "/tmp/ringloop-replay-finished-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                bufferSize: 8192, speed: .asFastAsPossible, settleTime: .zero))
+        defer { session.close() }
+        let seenAtFinish = try onFreshThread { () throws -> [String: Int]? in
+            let loop = RingRunLoop.current
+            let atFinish = LoopBound<[String: Int]?>(nil, loop: loop)
+            var seen: [String: Int] = [:]
+            let counted = LoopBound<[String: Int]>([:], loop: loop)
+            let system = HIDEventSystem(
+                configuration: .init(
+                    replaying: session, shape: shape, queueCapacity: 1 << 16,
+                    finished: {
+                        atFinish.value = counted.value
+                        loop.stop()
+                    }), loop: loop)
+            system.addHandler { event in
+                switch event.kind {
+                case .deviceAdded, .deviceRemoved, .eventsDropped: break
+                default: seen[event.kind.rawValue, default: 0] += 1
+                }
+                counted.value = seen
+                return .pass
+            }
+            try system.start()
+            #expect(runUntil(loop) { atFinish.value != nil }, "finished never ran")
+            system.stop()
+            return atFinish.value
+        }
+        #expect(seenAtFinish == expected)
+        #expect(session.wait().framesSent == session.frameCount)
+    }
+}

@@ -28,6 +28,10 @@ protocol DeviceFeed: AnyObject {
     func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID
     /// How each device is read.
     func readPaths() -> [HIDDeviceID: DeviceReadPath]
+    /// Whether input is still on its way to the client's queue: in a device, not yet read
+    /// (``DeviceReader/hasUnreadInput``), or read on the event-system thread and not yet
+    /// taken from the hand-off. Client loop thread; a threaded feed waits for its thread.
+    func hasInputOnTheWay() -> Bool
     /// Called each time the client's queue has been drained (a server's client
     /// acknowledges the batches its handlers took).
     func drained()
@@ -69,6 +73,7 @@ enum FeedAnswer {
 
 extension DeviceFeed {
     func drained() {}
+    func hasInputOnTheWay() -> Bool { false }
     func finish() {}
     func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { nil }
     var serverState: (attached: Bool, focused: Bool)? { nil }
@@ -130,6 +135,7 @@ final class LocalDeviceFeed: DeviceFeed {
         monitor.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
+    func hasInputOnTheWay() -> Bool { monitor.hasUnreadInput }
     func reconsiderDevices() { monitor.reconsider() }
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try controlOwnNodes(request, rumbles: rumbles) }
 }
@@ -236,6 +242,20 @@ final class ThreadedDeviceFeed: DeviceFeed {
         }
         answered.wait()
         return answer.withLock { $0 }
+    }
+
+    func hasInputOnTheWay() -> Bool {
+        let forwarder = forwarder
+        let unread = ThreadLock(false)
+        let answered = DispatchSemaphore(value: 0)
+        thread.perform {
+            // A block on the thread runs after the read it may be handling: what that read
+            // took is in the hand-off by now.
+            unread.withLock { $0 = forwarder.monitor?.hasUnreadInput ?? false }
+            answered.signal()
+        }
+        answered.wait()
+        return unread.withLock { $0 } || forwarder.hasWaiting
     }
 
     func reconsiderDevices() {

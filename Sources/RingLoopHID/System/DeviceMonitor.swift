@@ -106,6 +106,9 @@ final class DeviceMonitor {
     var totalEventsRead: Int { detachedEventsRead + readers.values.reduce(0) { $0 + $1.eventsRead } }
     private var detachedEventsRead = 0
 
+    /// Whether a device holds input its reader has not taken yet (``DeviceReader/hasUnreadInput``).
+    var hasUnreadInput: Bool { readers.values.contains { $0.hasUnreadInput } }
+
     var devices: [HIDDeviceInfo] { readers.values.map(\.info).sorted { $0.id.rawValue < $1.id.rawValue } }
 
     func reader(for id: HIDDeviceID) -> DeviceReader? { readers.values.first { $0.info.id == id } }

@@ -76,6 +76,16 @@ final class DeviceReader {
         if fd >= 0 { close(fd) }
     }
 
+    /// Whether the device holds input this reader has not taken yet, or an end it has not
+    /// seen: `poll(2)` without waiting finds it readable, hung up or failed. Between the
+    /// loop's callouts a read by poll then read has taken all it was woken for; a ring
+    /// read takes input only in the loop's own wait (`DEFER_TASKRUN`).
+    var hasUnreadInput: Bool {
+        guard isAttached else { return false }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+
     /// Starts watching on `loop` (its thread) in the common modes, through the ring when
     /// `preferred` is ``DeviceReadPath/ring`` (falling back to poll where it cannot).
     func attach(to loop: RingRunLoop, preferred: DeviceReadPath = .ring) {

@@ -61,7 +61,10 @@ public final class HIDEventSystem {
         case server(ServerAttachment)
         /// The devices a player hosts (a `ReplaySession` of recordings): exactly its nodes
         /// are attached, read with `shape`, and the player starts once the system has every
-        /// one of them; `finished` runs on the client's loop when it has played them.
+        /// one of them; `finished` runs on the client's loop when it has played them and the
+        /// handlers have had every event it sent (its nodes hold nothing unread, nothing is
+        /// on its way from the event-system thread, the queue is empty), or at once if the
+        /// system has stopped.
         case player(any EvdevNodePlayer, shape: Shape = .clientLoop, finished: (@Sendable () -> Void)? = nil)
         /// No device: only the events an app posts (``HIDEventSystem/post(_:)``) and the
         /// streams it attaches.
@@ -180,7 +183,8 @@ public final class HIDEventSystem {
 
         /// A system that reads exactly the devices `player` hosts and starts it once it has
         /// them all (``Input/player(_:shape:finished:)``): a `ReplaySession` replays its
-        /// recordings into the chain in one call. `finished` runs on the client's loop.
+        /// recordings into the chain in one call. `finished` runs on the client's loop once
+        /// the handlers have had every event the player sent.
         public init(
             replaying player: any EvdevNodePlayer, shape: Shape = .clientLoop, queueCapacity: Int = 1024,
             keyRepeat: (delay: Duration, interval: Duration)? = nil, coalesceMotion: Bool = false,
@@ -314,7 +318,7 @@ public final class HIDEventSystem {
             let inner = try makeFolderFeed(folder, sink: sink, onError: onError)
             return PlayerDeviceFeed(
                 inner: inner, player: player, table: deviceTable, attachPolicy: attachPolicy, loop: loop,
-                finished: finished)
+                finished: finished, queueIsEmpty: { [unowned self] in self.queue.isEmpty })
         }
         return try makeFolderFeed(folder, sink: sink, onError: onError)
     }
