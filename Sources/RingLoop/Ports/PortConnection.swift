@@ -10,9 +10,15 @@ import SystemPackage
 /// most the port's limit. A whole message runs the port's callback at once, in the
 /// callout (the transport's channels are performed only in the port source's modes).
 ///
-/// Writing: replies are packets in one ordered queue. A packet goes to the kernel at once
-/// when nothing is queued (`MSG_DONTWAIT`); otherwise it waits its turn, and the queue is
-/// sent one packet at a time through the ring. When the bytes a peer has not read pass
+/// Writing: the hello and the replies are packets in one ordered queue, sent one at a
+/// time through the port's loop's ring; nothing is sent with a system call of its own. A
+/// packet with nothing ahead of it is sent at once (`IORING_OP_SEND`, `MSG_DONTWAIT`),
+/// handed to the kernel with the loop's next wait — the reply to a request and the wait
+/// for the next are one call into the kernel — and that wait does not end for its
+/// completion unless more packets wait behind it. A peer without room fails it with
+/// `EAGAIN`: it goes again waiting for room in the kernel, and so does each packet queued
+/// until the queue is empty. The loop's thread never blocks on a peer. When the bytes a
+/// peer has not read pass
 /// ``LocalMessagePort/Limits/maximumUnreadReplyBytes`` the connection stops reading
 /// requests (its receive is cancelled) until the queue is down to half of that: a peer
 /// that sends requests and never reads the replies fills its own socket and waits, and
@@ -29,7 +35,13 @@ final class PortConnection: @unchecked Sendable {
     private var assembler: PortWire.Assembler
     private var outgoing: Deque<[UInt8]> = []
     private var outgoingBytes = 0
+    /// The first packet queued is with the kernel.
     private var sendInFlight = false
+    /// A send found no room: packets wait for room in the kernel until the queue is empty.
+    private var waitingForRoom = false
+    /// The at-once send in flight, while the loop's wait need not end for its completion
+    /// (nothing is queued behind it).
+    private var atOnceTicket: WaitCore.SubmissionTicket?
     /// The receive while it runs; `nil` while reading is paused (or has ended).
     private var receiving: IOOperation?
     /// A paused receive whose final completion has not come yet.
@@ -78,7 +90,7 @@ final class PortConnection: @unchecked Sendable {
             resumeIfDrained()
         case .failed(.connectionReset):
             // The peer closed with replies unread: what it sent before is still queued.
-            PortWire.drainQueued(channel.fileDescriptor.rawValue) { received($0) }
+            if let ring = core.loop.waitCore() { PortWire.drainQueued(channel.fileDescriptor.rawValue, on: ring) { received($0) } }
             drop(because: nil)
         case .endOfFile, .failed(.cancelled), .failed(.closed):
             drop(because: nil)
@@ -129,66 +141,33 @@ final class PortConnection: @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Writes a reply's packets: while nothing waits to be sent, each straight to the
-    /// kernel, its header and its fragment gathered by one `sendmsg` (no packet is built);
-    /// from the first the kernel cannot take at once, through the queue (``write(_:)``).
+    /// Writes a reply's packets, each behind those not sent yet (``write(_:)``).
     private func writeReply(msgid: Int32, sequence: UInt64, data: [UInt8]) {
         guard !dropped, !writingFailed else { return }
-        var direct = outgoing.isEmpty && !sendInFlight
         data.withUnsafeBytes { bytes in
             PortWire.forEachPacket(msgid: msgid, kind: .reply, sequence: sequence, data: bytes) { header, fragment in
-                if direct {
-                    switch sendAtOnce(header, fragment) {
-                    case .sent: return
-                    case .later: direct = false
-                    case .failed: return
-                    }
-                }
-                write(Array(header) + Array(fragment))
+                var packet = [UInt8]()
+                packet.reserveCapacity(header.count + fragment.count)
+                packet += header
+                packet += fragment
+                write(packet)
             }
         }
     }
 
-    private enum Immediate { case sent, later, failed }
-
-    /// One non-blocking `sendmsg` of a packet's header and fragment.
-    private func sendAtOnce(_ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer) -> Immediate {
-        guard !dropped, !writingFailed else { return .failed }
-        var vectors = (
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: fragment.baseAddress), iov_len: fragment.count)
-        )
-        let sent = withUnsafeMutableBytes(of: &vectors) { vectors in
-            var message = msghdr()
-            message.msg_iov = vectors.baseAddress?.assumingMemoryBound(to: iovec.self)
-            message.msg_iovlen = 2
-            return sendmsg(channel.fileDescriptor.rawValue, &message, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
-        }
-        if sent == header.count + fragment.count { return .sent }
-        let failure = errno
-        guard sent < 0, failure == EAGAIN || failure == EINTR else {
-            writeFailed(sent < 0 && (failure == EPIPE || failure == ECONNRESET) ? nil : "errno \(failure)")
-            return .failed
-        }
-        return .later
-    }
-
-    /// Queues a packet behind those not sent yet, or sends it at once when none wait.
+    /// Queues a packet behind those not sent yet, and sends it when none is in flight.
     private func write(_ packet: [UInt8]) {
         guard !dropped, !writingFailed else { return }
-        if outgoing.isEmpty, !sendInFlight {
-            let sent = packet.withUnsafeBytes {
-                Glibc.send(channel.fileDescriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
-            }
-            if sent == packet.count { return }
-            let failure = errno
-            guard sent < 0, failure == EAGAIN || failure == EINTR else {
-                return writeFailed(sent < 0 && (failure == EPIPE || failure == ECONNRESET) ? nil : "errno \(failure)")
-            }
-        }
         outgoing.append(packet)
         outgoingBytes += packet.count
-        if !sendInFlight { sendNext() }
+        if !sendInFlight {
+            sendNext()
+        } else if let ticket = atOnceTicket {
+            // A packet waits behind the send in flight: the loop must hear of that send's
+            // completion as soon as the kernel posts it, to send this one.
+            atOnceTicket = nil
+            core.loop.waitCore()?.needCompletion(of: ticket)
+        }
         if outgoingBytes > core.limits.maximumUnreadReplyBytes, let receiving, !receiveEnding {
             // The peer is not reading its replies: stop reading its requests.
             receiveEnding = true
@@ -196,29 +175,61 @@ final class PortConnection: @unchecked Sendable {
         }
     }
 
+    /// Sends the first packet queued through the loop's ring: at once
+    /// (``LoopIOChannel/sendAtOnce(_:_:completion:)``, `MSG_DONTWAIT`, handed to the kernel
+    /// with the loop's next wait) while the peer has had room; after a send found no room,
+    /// waiting for room in the kernel (``LoopIOChannel/send(_:completion:)-([UInt8],_)``)
+    /// until the queue is empty again.
     private func sendNext() {
         guard !dropped, let packet = outgoing.first else {
             sendInFlight = false
+            waitingForRoom = false
             return
         }
         sendInFlight = true
+        let count = packet.count
+        let completion: LoopIOChannel.Handler = { _, completion in self.sent(count, completion) }
         do {
-            try channel.send(packet) { _, completion in
-                switch completion.outcome {
-                case .transferred(let count) where count == packet.count:
-                    guard !self.writingFailed else { return }
-                    self.outgoing.removeFirst()
-                    self.outgoingBytes -= count
-                    self.sendNext()
-                    self.resumeIfDrained()
-                case .failed(.brokenPipe), .failed(.connectionReset), .failed(.cancelled), .failed(.closed):
-                    self.writeFailed(nil)
-                default:
-                    self.writeFailed("\(completion)")
+            if waitingForRoom {
+                try channel.send(packet, completion: completion)
+            } else {
+                let ticket = try packet.withUnsafeBytes { bytes throws(IOFailure) in
+                    try channel.sendAtOnce(bytes, UnsafeRawBufferPointer(start: nil, count: 0), completion: completion).ticket
+                }
+                if outgoing.count > 1, let ticket {
+                    core.loop.waitCore()?.needCompletion(of: ticket)
+                } else {
+                    atOnceTicket = ticket
                 }
             }
         } catch {
-            writeFailed("\(error)")
+            // The ring refused the send (its queue full even after submitting, or the
+            // channel closing): the peer sees its connection end, and what it waits for
+            // fails at once rather than at its timeout.
+            drop(because: "the ring refused a reply: \(error)")
+        }
+    }
+
+    /// The first packet queued went to the kernel (its `count` bytes), or did not.
+    private func sent(_ count: Int, _ completion: IOCompletion) {
+        atOnceTicket = nil
+        switch completion.outcome {
+        case .transferred(let transferred) where transferred == count:
+            guard !writingFailed, !dropped else { return }
+            outgoing.removeFirst()
+            outgoingBytes -= count
+            sendNext()
+            resumeIfDrained()
+        case .failed(.system(let failure)) where failure == .resourceTemporarilyUnavailable:
+            // No room at once: the packet goes again, waiting for room in the kernel, and
+            // so does every packet queued until the queue is empty.
+            guard !writingFailed, !dropped else { return }
+            waitingForRoom = true
+            sendNext()
+        case .failed(.brokenPipe), .failed(.connectionReset), .failed(.cancelled), .failed(.closed):
+            writeFailed(nil)
+        default:
+            writeFailed("\(completion)")
         }
     }
 
@@ -232,6 +243,7 @@ final class PortConnection: @unchecked Sendable {
         outgoing.removeAll()
         outgoingBytes = 0
         sendInFlight = false
+        atOnceTicket = nil
         resumeIfDrained()
     }
 

@@ -200,13 +200,19 @@ final class PortListener: Sendable {
     private func refuse(_ descriptor: Int32, peer: PeerCredentials, _ refusal: PortWire.Refusal) {
         let packet = PortWire.packet(
             PortWire.Header(msgid: refusal.rawValue, kind: .refused, sequence: 0, total: UInt64(limit)))
-        _ = packet.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
-        // Unread packets of the peer's would make its end see a reset before the refusal:
-        // what a peer sends before it reads its answer (a hello, a request of a few
-        // packets) is read and dropped first — but no more than that, so a refused peer
-        // that keeps sending cannot keep the port's loop reading.
-        shutdown(descriptor, Int32(SHUT_WR))
-        PortWire.drainQueued(descriptor, atMost: Self.refusedPacketsRead) { _ in }
+        // On the port's loop's ring, without waiting: a peer without room misses the
+        // reason, not its connection's end.
+        if let ring = loop.waitCore() {
+            _ = packet.withUnsafeBytes { packet in
+                try? PortWire.send(packet, UnsafeRawBufferPointer(start: nil, count: 0), to: descriptor, on: ring, until: .now)
+            }
+            // Unread packets of the peer's would make its end see a reset before the
+            // refusal: what a peer sends before it reads its answer (a hello, a request of
+            // a few packets) is read and dropped first — but no more than that, so a
+            // refused peer that keeps sending cannot keep the port's loop reading.
+            shutdown(descriptor, Int32(SHUT_WR))
+            PortWire.drainQueued(descriptor, on: ring, atMost: Self.refusedPacketsRead) { _ in }
+        }
         Glibc.close(descriptor)
         let first = state.withLock { state -> Bool in
             guard state.loggedRefusals.count < 64 else { return false }

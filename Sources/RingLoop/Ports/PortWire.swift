@@ -183,20 +183,29 @@ package enum PortWire {
     }
 
     /// Reads the packets still queued on `socket` without waiting, calling `body` with
-    /// each, until none is left, the stream ended or `limit` reads were tried. For a receive that ended with
-    /// `ECONNRESET`: the kernel reports a peer that closed with data of ours unread
-    /// before the packets it sent us, and those packets still matter (the last one-way
-    /// messages of a peer that sent and closed; a refusal).
-    static func drainQueued(_ socket: Int32, atMost limit: Int = .max, _ body: (UnsafeRawBufferPointer) -> Void) {
+    /// each, until none is left, the stream ended or `limit` reads were tried: each read
+    /// an `IORING_OP_RECV` with `MSG_DONTWAIT` on `core`'s ring, submitted and completed
+    /// in one call into the kernel (``WaitCore/performAtOnce(until:_:)``). For a receive
+    /// that ended with `ECONNRESET`: the kernel reports a peer that closed with data of
+    /// ours unread before the packets it sent us, and those packets still matter (the last
+    /// one-way messages of a peer that sent and closed; a refusal). Calling thread:
+    /// `core`'s (the port's loop).
+    static func drainQueued(
+        _ socket: Int32, on core: WaitCore, atMost limit: Int = .max, _ body: (UnsafeRawBufferPointer) -> Void
+    ) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: packetSize + 1, alignment: 8)
         defer { buffer.deallocate() }
         var read = 0
         while read < limit {
             read += 1
-            let count = recv(socket, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
-            if count < 0, errno == EINTR || errno == ECONNRESET { continue }
+            // `.now`: a read the kernel does not finish as it takes it is cancelled at once.
+            let result = try? core.performAtOnce(until: .now) { sqe in
+                io_uring_prep_recv(sqe, socket, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+            }
+            guard let count = result else { return }
+            if count == -EINTR || count == -ECONNRESET { continue }
             guard count > 0 else { return }
-            body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            body(UnsafeRawBufferPointer(rebasing: buffer[..<Int(count)]))
         }
     }
 

@@ -155,7 +155,9 @@ package final class WaitCore {
             return false
         }
         lastSpin = 0
-        if spin > 0, spinUntilSomethingArrives(before: deadline, window: spin) {
+        // No polling while entries wait to be submitted (a reply queued in a callout):
+        // they go to the kernel with the wait, not after the window.
+        if spin > 0, !ring.hasQueuedSubmissions, spinUntilSomethingArrives(before: deadline, window: spin) {
             spinHits &+= 1
             try poll()
             return false
