@@ -21,7 +21,8 @@ import SystemPackage
 ///
 /// Threading: sends are serialized by `sending` (one message's packets are never
 /// interleaved with another's); reads by `reading`; `state` guards what readers and
-/// senders share. Lock order: `sending`, then `reading`, then `state`.
+/// senders share. Lock order: `sending`, then `reading`, then `state`; the sending locks of
+/// several connections (a batch, ProcessPortConnection+Batch) in the order of their addresses.
 final class ProcessPortConnection: Sendable {
     let name: String
     let socket: Int32
@@ -31,7 +32,7 @@ final class ProcessPortConnection: Sendable {
     private let watcher: LoopPortSource
     /// The packet buffer, and whether the descriptor is closed, under the reading lock.
     let reading = ThreadLock(Reader())
-    private let sending = ThreadLock<UInt64>(0)
+    let sending = ThreadLock<UInt64>(0)
     let state: ThreadLock<State>
 
     struct State {
@@ -362,7 +363,7 @@ final class ProcessPortConnection: Sendable {
 
     /// The error a send reports for a connection that ended before it: what ended it, as
     /// "invalid before sending" rather than "became invalid".
-    private static func beforeSending(_ ended: MessagePortError, name: String) -> MessagePortError {
+    static func beforeSending(_ ended: MessagePortError, name: String) -> MessagePortError {
         if case .becameInvalid = ended { return .invalidated(name) }
         return ended
     }
@@ -372,7 +373,7 @@ final class ProcessPortConnection: Sendable {
     /// `IORING_OP_SEND`, a larger one gathered by an `IORING_OP_SENDMSG`), submitted and
     /// completed in one call into the kernel. It says `MSG_DONTWAIT`: a port without room
     /// answers at once, and the wait for room is the loop's (``waitForRoom(until:)``).
-    private func write(
+    func write(
         _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, deadline: MonotonicInstant
     ) throws(MessagePortError) {
         guard let core = RingRunLoop.current.waitCore() else {
@@ -394,14 +395,8 @@ final class ProcessPortConnection: Sendable {
             case EAGAIN, ECANCELED:
                 try waitForRoom(until: deadline)
             default:
-                // The port closed the connection; why (a refusal comes before the end) is
-                // in what it sent before: read it.
-                readAvailable()
-                let ended = state.withLock { state -> MessagePortError in
-                    if state.ended == nil { state.ended = .becameInvalid(name) }
-                    return state.ended!
-                }
-                throw Self.beforeSending(ended, name: name)
+                // The port closed the connection.
+                throw endedBySend()
             }
         }
     }

@@ -168,11 +168,17 @@ public final class RemoteMessagePort: Sendable {
     /// Runs `body`; when it finds the port gone, calls the invalidation callback.
     func noticingInvalidation<T>(_ body: () throws(MessagePortError) -> T) throws(MessagePortError) -> T {
         do { return try body() } catch {
-            switch error {
-            case .invalidated, .becameInvalid, .accessDenied, .tooManyConnections, .transportError: portWentAway()
-            default: break
-            }
+            notice(error)
             throw error
+        }
+    }
+
+    /// Calls the invalidation callback when `error`, from a send or a request, says the
+    /// port is gone.
+    func notice(_ error: MessagePortError) {
+        switch error {
+        case .invalidated, .becameInvalid, .accessDenied, .tooManyConnections, .transportError: portWentAway()
+        default: break
         }
     }
 }

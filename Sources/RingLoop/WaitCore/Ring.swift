@@ -243,6 +243,9 @@ package final class Ring {
     /// Whether submissions wait in the queue, not yet handed to the kernel.
     var hasQueuedSubmissions: Bool { io_uring_sq_ready(ring) > 0 }
 
+    /// Submissions waiting in the queue, not yet handed to the kernel.
+    var queuedSubmissionCount: Int { Int(io_uring_sq_ready(ring)) }
+
     /// Whether the kernel has something for this ring that a poll would collect: a
     /// completion in the queue, or completion work waiting for this thread (flagged in
     /// the shared ring with `IORING_SETUP_TASKRUN_FLAG`). Reads shared memory only.

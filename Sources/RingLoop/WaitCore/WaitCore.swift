@@ -286,7 +286,7 @@ package final class WaitCore {
     /// could not all be flushed) or `EAGAIN` (no resources for the request just now),
     /// harvests what is ready — which makes room — and tries once more, unless what was
     /// harvested is already something to return with.
-    private func retryingWhenBusy(_ call: () throws(RingError) -> Void) throws(RingError) {
+    func retryingWhenBusy(_ call: () throws(RingError) -> Void) throws(RingError) {
         do {
             try call()
         } catch let error where error.errno == .resourceBusy || error.errno == .resourceTemporarilyUnavailable {
@@ -296,7 +296,7 @@ package final class WaitCore {
     }
 
     /// Arms the wake-up poll and asks for removals a failed call left undone.
-    private func finishUndoneWork() throws(RingError) {
+    func finishUndoneWork() throws(RingError) {
         if wakeUpNeedsArming {
             try signal.armEventFDPoll(on: ring)
             wakeUpNeedsArming = false
@@ -313,7 +313,7 @@ package final class WaitCore {
     /// Routes harvested completions and posted messages into `events`. Returns how many
     /// deliverable events it added.
     @discardableResult
-    private func collect() -> Int {
+    func collect() -> Int {
         let before = events.count
         ring.harvest { completions.append($0) }
         completionCount &+= UInt64(completions.count)

@@ -32,9 +32,24 @@ extension HIDEventServer {
     }
 
     /// Sends every client's gathered frame (after the server's queue drained, and before
-    /// its loop waits).
+    /// its loop waits), all of them in one call into the kernel
+    /// (`RemoteMessagePort.sendWithoutWaiting`): the frame reaches the last client about
+    /// as soon as the first. A client whose port is full lags, as with a send of its own;
+    /// one whose port is gone is detached.
     func flushAll() {
-        for client in order where !client.gone { flush(client) }
+        var sending: [ServedClient] = []
+        var batches: [(port: RemoteMessagePort, msgid: Int32, data: [UInt8])] = []
+        for client in order where !client.gone {
+            guard let batch = client.frameToSend() else { continue }
+            sending.append(client)
+            batches.append((client.port, ServerWire.MessageID.batch.rawValue, batch))
+        }
+        if !batches.isEmpty {
+            let failures = RemoteMessagePort.sendWithoutWaiting(batches)
+            for (client, failure) in zip(sending, failures) where client.frameWent(failure) == .gone {
+                clientWentAway(client)
+            }
+        }
         armWatch()
     }
 

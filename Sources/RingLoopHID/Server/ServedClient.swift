@@ -169,15 +169,36 @@ final class ServedClient {
     /// Sends the frame gathered, as one batch; a full window or socket makes the client
     /// lag (the frame's events count as dropped; additions and removals wait).
     func flush() -> Outcome {
-        guard !pending.isEmpty else { return .done }
+        guard let batch = frameToSend() else { return .done }
+        do {
+            try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch, timeout: .zero)
+            return frameWent(nil)
+        } catch {
+            return frameWent(error)
+        }
+    }
+
+    /// The frame gathered, encoded as the client's next batch, for a send that goes with
+    /// the other clients' (``frameWent(_:)`` takes what became of it): `nil` when there is
+    /// nothing to send, or when the client's window is full, which makes it lag (the
+    /// frame's events count as dropped; additions and removals wait).
+    func frameToSend() -> [UInt8]? {
+        guard !pending.isEmpty else { return nil }
         guard !gone, outstanding.count < window else {
             let events = takePending()
             if !gone { startLagging(withUnsent: events, reason: "its window of \(outstanding.count) batches is full") }
-            return .done
+            return nil
         }
-        // Sent from the frame itself, emptied after: its buffer is kept for the next frame.
-        switch send(pending) {
+        return encoding.batch(sequence: nextSequence, events: pending)
+    }
+
+    /// What became of the batch ``frameToSend()`` encoded (`failure`: `nil` when it went):
+    /// sent, the frame is the client's; its port's queue full, the client lags.
+    func frameWent(_ failure: MessagePortError?) -> Outcome {
+        switch outcome(of: failure) {
         case .sent:
+            // Sent from the frame itself, emptied after: its buffer is kept for the next frame.
+            recordSent(pending)
             pending.removeAll(keepingCapacity: true)
             pendingBytes = 0
             return .done
@@ -204,14 +225,29 @@ final class ServedClient {
     /// never waits on a client.
     func send(_ events: [HIDEvent]) -> SendOutcome {
         let batch = encoding.batch(sequence: nextSequence, events: events)
+        let failure: MessagePortError?
         do {
             try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch, timeout: .zero)
+            failure = nil
         } catch {
-            if case .sendTimeout = error { return .full }
-            HIDEventServer.logger.notice(
-                "event server '\(serverName)': client \(hello.name) (\(credentials)) is gone: \(error)")
-            return .gone
+            failure = error
         }
+        let outcome = outcome(of: failure)
+        if outcome == .sent { recordSent(events) }
+        return outcome
+    }
+
+    /// What a batch's send found: a full queue, or (logged) a port gone.
+    private func outcome(of failure: MessagePortError?) -> SendOutcome {
+        guard let failure else { return .sent }
+        if case .sendTimeout = failure { return .full }
+        HIDEventServer.logger.notice(
+            "event server '\(serverName)': client \(hello.name) (\(credentials)) is gone: \(failure)")
+        return .gone
+    }
+
+    /// A batch of `events`, numbered `nextSequence`, went out.
+    private func recordSent(_ events: [HIDEvent]) {
         for event in events {
             sent.apply(event)
             if event.kind == .deviceAdded { announced.insert(event.device) }
@@ -221,7 +257,6 @@ final class ServedClient {
         nextSequence += 1
         eventsSent += events.count
         batchesSent += 1
-        return .sent
     }
 
     /// Sends a device's description ahead of its addition.

@@ -1,0 +1,255 @@
+import CLibURing
+import Glibc
+import RingLoopTestSupport
+import Synchronization
+import Testing
+
+@testable import RingLoop
+
+/// A port's end that reads every packet of one connection with plain `recv` and puts the
+/// messages together with the wire's assembler, until `finish()`, a message with msgid
+/// `last`, or the peer's end.
+private final class ReadingPort: Sendable {
+    let name: String
+    let server: RawPortServer
+    let arrived = ThreadLock<[PortWire.Message]>([])
+    private let finished = Atomic<Bool>(false)
+
+    init(_ label: String, last: Int32 = .max) throws {
+        name = NamedPortTests.uniqueName(label)
+        let arrived = arrived
+        server = try RawPortServer(name: name) { connection in
+            var assembler = PortWire.Assembler(limit: 1 << 20)
+            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize)
+            while true {
+                var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+                guard poll(&entry, 1, 20_000) == 1 else { return }
+                let count = recv(connection, &buffer, buffer.count, 0)
+                guard count > 0 else { return }
+                let output = buffer.withUnsafeBytes { try? assembler.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                if case .message(let message)? = output {
+                    arrived.withLock { $0.append(message) }
+                    if message.msgid == last { return }
+                }
+            }
+        }
+    }
+
+    var messages: [PortWire.Message] { arrived.withLock { $0 } }
+
+    /// Finishes the server (once: later calls do nothing).
+    func finish() {
+        guard !finished.exchange(true, ordering: .relaxed) else { return }
+        server.finish()
+    }
+}
+
+extension PortOnTheRingTests {
+    /// The event server's fan-out rests on this: one message to each of several ports of
+    /// other processes is one call into the kernel on the sending thread's ring (counted by
+    /// the ring; one send each would be one call each), and each port gets its messages
+    /// whole, in order, numbered as single sends number them, a message longer than a
+    /// packet and a second message to the same port included.
+    @Test(
+        "Messages to several ports of other processes go in one call into the kernel; each port gets its own whole, in order, numbered"
+    )
+    func batchIsOneCallIntoTheKernel() throws {
+        let ports = try (0..<4).map { try ReadingPort("batch\($0)", last: 9) }
+        let large = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        do {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let remotes = try ports.map { try RemoteMessagePort(name: $0.name) }
+                for round in 0..<3 {
+                    let enters = loop.enterCount
+                    let submitted = loop.submittedEntryCount
+                    let failures = RemoteMessagePort.sendWithoutWaiting(
+                        remotes.enumerated().map { index, remote in (remote, Int32(round), [UInt8(round), UInt8(index)]) })
+                    #expect(failures.allSatisfy { $0 == nil }, "round \(round): \(failures)")
+                    #expect(loop.enterCount - enters == 1, "round \(round): \(loop.enterCount - enters) calls into the kernel")
+                    #expect(loop.submittedEntryCount - submitted == UInt64(remotes.count))
+                }
+                // A second message to a port, and one longer than a packet, go after the
+                // batch, each port's in its order.
+                let failures = RemoteMessagePort.sendWithoutWaiting([
+                    (remotes[0], 3, [3, 0]), (remotes[1], 3, large), (remotes[0], 4, [4, 0]), (remotes[2], 3, [3, 2]),
+                    (remotes[3], 3, [3, 3]), (remotes[1], 4, [4, 1]),
+                ])
+                #expect(failures.allSatisfy { $0 == nil }, "\(failures)")
+                for remote in remotes { try remote.send(msgid: 9, data: []) }
+            }
+        } catch {
+            for port in ports { port.finish() }
+            throw error
+        }
+        for port in ports { port.finish() }
+        for (index, port) in ports.enumerated() {
+            let messages = port.messages
+            var expected: [[UInt8]] = (0..<3).map { [UInt8($0), UInt8(index)] }
+            switch index {
+            case 0: expected += [[3, 0], [4, 0]]
+            case 1: expected += [large, [4, 1]]
+            default: expected += [[3, UInt8(index)]]
+            }
+            expected.append([])
+            #expect(messages.map(\.data) == expected, "port \(index)")
+            #expect(messages.map(\.sequence) == Array(1...UInt64(expected.count)), "port \(index)")
+            #expect(messages.allSatisfy { $0.kind == .message })
+        }
+    }
+
+    /// The slow-client bound of the server's fan-out: in a batch, a port without room fails
+    /// alone, at once, with `sendTimeout`; the other ports get theirs in the same call.
+    @Test("In a batch, a port of another process without room fails alone with sendTimeout; the others get their messages")
+    func fullPortFailsAlone() throws {
+        let fast = try (0..<2).map { try ReadingPort("batchfast\($0)", last: 9) }
+        let slowName = NamedPortTests.uniqueName("batchslow")
+        defer { for port in fast { port.finish() } }
+        try RawPortServer.neverReading(name: slowName) {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let slow = try RemoteMessagePort(name: slowName)
+                let remotes = try fast.map { try RemoteMessagePort(name: $0.name) }
+                // Filled up to the kernel's limit by single sends.
+                var filled = false
+                for _ in 0..<100_000 {
+                    do throws(MessagePortError) {
+                        try slow.send(msgid: 1, data: [UInt8](repeating: 1, count: 1000), timeout: .zero)
+                    } catch {
+                        #expect(error == .sendTimeout(slowName))
+                        filled = true
+                        break
+                    }
+                }
+                #expect(filled, "the kernel took every send")
+                for round in 0..<3 {
+                    let enters = loop.enterCount
+                    let failures = RemoteMessagePort.sendWithoutWaiting(
+                        [(remotes[0], 1, [UInt8(round)]), (slow, 1, [UInt8(round)]), (remotes[1], 1, [UInt8(round)])])
+                    #expect(failures == [nil, .sendTimeout(slowName), nil])
+                    #expect(loop.enterCount - enters == 1)
+                }
+                for remote in remotes { try remote.send(msgid: 9, data: []) }
+            }
+        }
+        for port in fast {
+            port.finish()
+            #expect(port.messages.map(\.data) == [[0], [1], [2], []])
+        }
+    }
+
+    /// A port whose process closed the connection fails its message with the port gone (and
+    /// calls its invalidation callback), as a single send does; the others are sent.
+    @Test("In a batch, a port of another process that closed its connection fails as gone; the others get their messages")
+    func closedPortFailsAlone() throws {
+        let open = try (0..<2).map { try ReadingPort("batchopen\($0)", last: 9) }
+        let closedName = NamedPortTests.uniqueName("batchclosed")
+        let closer = try RawPortServer(name: closedName) { _ in }
+        defer { for port in open { port.finish() } }
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            try loop.prepare()
+            let closed = try RemoteMessagePort(name: closedName)
+            let invalidated = Atomic<Bool>(false)
+            closed.setInvalidationCallback { _ in invalidated.store(true, ordering: .relaxed) }
+            let remotes = try open.map { try RemoteMessagePort(name: $0.name) }
+            closer.finish()
+            let failures = RemoteMessagePort.sendWithoutWaiting(
+                [(remotes[0], 1, [1]), (closed, 1, [1]), (remotes[1], 1, [1])])
+            #expect(failures[0] == nil && failures[2] == nil)
+            #expect(
+                failures[1] == .invalidated(closedName) || failures[1] == .becameInvalid(closedName),
+                "\(failures[1].map { "\($0)" } ?? "sent")")
+            let wasInvalidated = invalidated.load(ordering: .relaxed)
+            #expect(wasInvalidated)
+            #expect(!closed.isValid)
+            for remote in remotes { try remote.send(msgid: 9, data: []) }
+        }
+        for port in open {
+            port.finish()
+            #expect(port.messages.map(\.data) == [[1], []])
+        }
+    }
+
+    /// A batch whose submission the ring refuses fails for every port and leaves nothing:
+    /// the entries become no-ops, so the packets, gone once the call returns, are never sent
+    /// later. One taken by the kernel before its call failed waits for its completions and
+    /// succeeds. The next batch on the same ring goes through.
+    @Test(
+        "A batch whose submission the kernel refuses fails for every port and is never sent later; one taken before its call failed completes; the next goes through"
+    )
+    func refusedBatchLeavesNothing() throws {
+        let ports = try (0..<3).map { try ReadingPort("batchrefused\($0)", last: 4) }
+        do {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let remotes = try ports.map { try RemoteMessagePort(name: $0.name) }
+                guard let core = loop.waitCore() else {
+                    Issue.record("no ring")
+                    return
+                }
+                func batch(_ msgid: Int32) -> [MessagePortError?] {
+                    RemoteMessagePort.sendWithoutWaiting(remotes.map { ($0, msgid, [UInt8(msgid)]) })
+                }
+                let faults = RingFaults()
+                core.ring.faults = faults
+                faults.fail(.submit, with: EIO)
+                let refused = batch(1)
+                #expect(faults.injectedCount == 1)
+                #expect(refused.allSatisfy { if case .transportError? = $0 { true } else { false } }, "\(refused)")
+                faults.fail(.submitAfterTaking, with: EIO)
+                #expect(batch(2).allSatisfy { $0 == nil })
+                #expect(faults.injectedCount == 2)
+                core.ring.faults = nil
+                // A pass of the loop submits and harvests whatever is left queued.
+                loop.run(mode: .default, for: .milliseconds(10), returnAfterSourceHandled: false)
+                #expect(batch(3).allSatisfy { $0 == nil })
+                #expect(batch(4).allSatisfy { $0 == nil })
+            }
+        } catch {
+            for port in ports { port.finish() }
+            throw error
+        }
+        for port in ports {
+            port.finish()
+            #expect(port.messages.map(\.msgid) == [2, 3, 4])
+            #expect(port.messages.map(\.data) == [[2], [3], [4]])
+        }
+    }
+
+    /// The wait core's batch on its own, with no-ops: when the submission queue has no
+    /// room for an entry mid-batch, those before it have been handed to the kernel (the
+    /// ring submits a full queue) and complete; that one and the rest fail with the ring's
+    /// error, and nothing of theirs is left queued.
+    @Test("A batch the submission queue refuses midway: the entries handed over complete, the rest fail and leave nothing queued")
+    func batchRefusedMidway() throws {
+        try onFreshLoopThreadThrowing {
+            let loop = RingRunLoop.current
+            try loop.prepare()
+            guard let core = loop.waitCore() else {
+                Issue.record("no ring")
+                return
+            }
+            let faults = RingFaults()
+            core.ring.faults = faults
+            let results = core.performAllAtOnce(4, until: .now.advanced(by: .seconds(5))) { index, sqe in
+                io_uring_prep_nop(sqe)
+                // The third entry finds the queue full, and full again once it is submitted.
+                if index == 1 { faults.fail(.getSubmission, with: EBUSY, count: 2) }
+            }
+            core.ring.faults = nil
+            #expect(results.count == 4)
+            #expect(results[0] == .success(0) && results[1] == .success(0))
+            #expect(results[2...].allSatisfy { if case .failure = $0 { true } else { false } }, "\(results)")
+            #expect(!core.ring.hasQueuedSubmissions)
+            // The next batch goes through, in one call into the kernel.
+            let enters = loop.enterCount
+            let next = core.performAllAtOnce(3, until: .now.advanced(by: .seconds(5))) { _, sqe in io_uring_prep_nop(sqe) }
+            #expect(next == [.success(0), .success(0), .success(0)])
+            #expect(loop.enterCount - enters == 1)
+        }
+    }
+}
