@@ -5,6 +5,12 @@ extension HIDEventServer {
     /// Routes one event that no handler of the server consumed (server loop).
     func route(_ event: HIDEvent) {
         offered.apply(event)
+        // A new frame: the clients' frames of the one before go out first, together (a
+        // client's own frame change would send each on its own).
+        if routedFrame?.device != event.device || routedFrame?.timestamp != event.timestamp {
+            routedFrame = (event.device, event.timestamp)
+            sendFrames()
+        }
         let clients = order
         switch event.kind {
         case .deviceAdded:
@@ -37,6 +43,12 @@ extension HIDEventServer {
     /// as soon as the first. A client whose port is full lags, as with a send of its own;
     /// one whose port is gone is detached.
     func flushAll() {
+        sendFrames()
+        armWatch()
+    }
+
+    /// Sends the frames the clients gathered, all in one call into the kernel.
+    private func sendFrames() {
         var sending: [ServedClient] = []
         var batches: [(port: RemoteMessagePort, msgid: Int32, data: [UInt8])] = []
         for client in order where !client.gone {
@@ -50,7 +62,6 @@ extension HIDEventServer {
                 clientWentAway(client)
             }
         }
-        armWatch()
     }
 
     /// What of `event` a client that has seen `seen` of its device may get: no release of

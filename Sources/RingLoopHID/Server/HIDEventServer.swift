@@ -184,6 +184,8 @@ public final class HIDEventServer {
     var offered = VisibleStates()
     /// Devices whose addition reached the clients' stage, with their descriptions.
     var liveDevices: [HIDDeviceID: HIDDeviceInfo] = [:]
+    /// The device and timestamp of the last event routed (the frame the clients gather).
+    var routedFrame: (device: HIDDeviceID, timestamp: MonotonicInstant)?
     var observers: [(HIDServerClientEvent) -> Void] = []
     var watchTimer: LoopTimer?
     /// Lines about what a client's process did (a refusal, a message dropped): a process
