@@ -162,8 +162,8 @@ extension PortOnTheRingTests {
             #expect(
                 failures[1] == .invalidated(closedName) || failures[1] == .becameInvalid(closedName),
                 "\(failures[1].map { "\($0)" } ?? "sent")")
-            let wasInvalidated = invalidated.load(ordering: .relaxed)
-            #expect(wasInvalidated)
+            // (Called here, or on the port thread if it saw the end first.)
+            #expect(waitUntil { invalidated.load(ordering: .relaxed) })
             #expect(!closed.isValid)
             for remote in remotes { try remote.send(msgid: 9, data: []) }
         }
