@@ -31,7 +31,8 @@ extension ProcessPortConnection {
     /// batch, in order, through the one-message path. Each connection's sending lock is
     /// held from the numbering of its message to the end of its send, as for one message,
     /// so no other thread's packets come between; the locks are taken in the order of the
-    /// connections' addresses, so two batches cannot wait on each other.
+    /// connections' addresses, so two batches cannot wait on each other; the sends go in
+    /// the order given.
     static func sendWithoutWaiting(
         _ messages: [(connection: ProcessPortConnection, msgid: Int32, data: [UInt8])]
     ) -> [Result<UInt64, MessagePortError>] {
@@ -53,11 +54,14 @@ extension ProcessPortConnection {
             member.connection.readAvailable()
         }
         if let core = RingRunLoop.current.waitCore() {
-            members.sort { ObjectIdentifier($0.connection) < ObjectIdentifier($1.connection) }
             var start = 0
             while start < members.count {
+                // Sent in the callers' order, locked in the connections' (one chunk's locks at a time).
                 var chunk = Array(members[start..<min(members.count, start + batchLimit)])
-                numberingUnderLocks(&chunk, from: 0) { members in send(&members, on: core, until: deadline) }
+                let lockOrder = chunk.indices.sorted {
+                    ObjectIdentifier(chunk[$0].connection) < ObjectIdentifier(chunk[$1].connection)
+                }
+                numberingUnderLocks(&chunk, lockOrder[...]) { members in send(&members, on: core, until: deadline) }
                 for member in chunk { results[member.position] = member.outcome }
                 start += batchLimit
             }
@@ -76,13 +80,13 @@ extension ProcessPortConnection {
         return results.map { $0! }
     }
 
-    /// Takes the sending lock of `members[index]` and of every member after it, numbers
-    /// each member's message under its lock (or notes why it cannot go), then runs `body`
-    /// with every lock held.
+    /// Takes the sending locks of the members at `order`, in that order, numbers each
+    /// member's message under its lock (or notes why it cannot go), then runs `body` with
+    /// every lock held.
     private static func numberingUnderLocks(
-        _ members: inout [Member], from index: Int, _ body: (inout [Member]) -> Void
+        _ members: inout [Member], _ order: ArraySlice<Int>, _ body: (inout [Member]) -> Void
     ) {
-        guard index < members.count else { return body(&members) }
+        guard let index = order.first else { return body(&members) }
         let connection = members[index].connection
         connection.sending.withLock { sequence in
             let (ended, limit) = connection.state.withLock { ($0.ended, $0.limit) }
@@ -95,7 +99,7 @@ extension ProcessPortConnection {
                 sequence += 1
                 members[index].sequence = sequence
             }
-            numberingUnderLocks(&members, from: index + 1, body)
+            numberingUnderLocks(&members, order.dropFirst(), body)
         }
     }
 
