@@ -39,9 +39,8 @@ extension HIDEventServer {
 
     /// Sends every client's gathered frame (after the server's queue drained, and before
     /// its loop waits), all of them in one call into the kernel
-    /// (`RemoteMessagePort.sendWithoutWaiting`): the frame reaches the last client about
-    /// as soon as the first. A client whose port is full lags, as with a send of its own;
-    /// one whose port is gone is detached.
+    /// (`RemoteMessagePort.sendWithoutWaiting`), not one a client. A client whose port is
+    /// full lags, as with a send of its own; one whose port is gone is detached.
     func flushAll() {
         sendFrames()
         armWatch()
