@@ -11,7 +11,12 @@ import SystemPackage
 ///   stops at its own reply), and the requests it settles are settled once the lock is
 ///   let go. There is no reader role to hand over: a
 ///   thread that finds the lock held waits the few microseconds the holder takes to read
-///   what is queued, then finds nothing left.
+///   what is queued, then finds nothing left. The `recv` stays a plain call, on purpose:
+///   it never waits (the ring said the socket is readable, or the sender reads what
+///   came before its first send), and the same read as an `IORING_OP_RECV` submitted
+///   and completed at once (``WaitCore/performAtOnce(until:_:)``) is one call into the
+///   kernel all the same, with the ring's bookkeeping on top: +0.3–0.7 µs a round trip
+///   between processes (issue 47, ringloop-bench's `ports.named.roundtrip.process`).
 /// - A sender waiting for its reply watches the socket's readiness from its own loop's
 ///   ring: in the reply mode it gave, or (without one) in a private mode that holds
 ///   nothing else, so the thread waits as if blocked while its loop's other sources,
