@@ -127,13 +127,6 @@ package final class Ring {
     private(set) var enterCount: UInt64 = 0
     /// Submission entries handed to the kernel by those calls.
     private(set) var submittedEntryCount: UInt64 = 0
-    /// Entries queued since the last call whose completions the kernel posts as it takes
-    /// them (``WaitCore/expectCompletionAtSubmission()``): the next wait waits for that
-    /// many more completions than one, so it does not end for those alone. Back to zero
-    /// at every call into the kernel. It never counts more than the call posts: each such
-    /// entry posts its completion within the call that submits it, and a call that
-    /// submits only some of the queue does not wait.
-    var completionsAtSubmission: UInt32 = 0
 
     /// Creates a ring with `entries` submission entries (a power of two is used) and
     /// four times as many completion entries.
@@ -176,7 +169,7 @@ package final class Ring {
         var past = __kernel_timespec(tv_sec: 0, tv_nsec: 0)
         let probe =
             params.features & UInt32(IORING_FEAT_EXT_ARG) != 0
-            ? ringloop_submit_and_wait_until(ring, &past, registered ? 1 : 0, 1) : -EINVAL
+            ? ringloop_submit_and_wait_until(ring, &past, registered ? 1 : 0) : -EINVAL
         self.waitTakesAbsoluteDeadline = probe != -EINVAL
     }
 
@@ -215,7 +208,6 @@ package final class Ring {
     /// (`IORING_ENTER_GETEVENTS`) without waiting.
     package func submit() throws(RingError) {
         enterCount &+= 1
-        completionsAtSubmission = 0
         submittedEntryCount &+= UInt64(io_uring_sq_ready(ring))
         var result: Int32
         repeat {
@@ -254,8 +246,8 @@ package final class Ring {
             || ringloop_sq_flags(ring) & UInt32(IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW) != 0
     }
 
-    /// Submits what is queued and sleeps until at least one completion is ready (besides
-    /// those of ``completionsAtSubmission``) or `deadline` passes. Returns `false` when it returned because of the deadline.
+    /// Submits what is queued and sleeps until at least one completion is ready or
+    /// `deadline` passes. Returns `false` when it returned because of the deadline.
     ///
     /// The deadline travels in the enter call itself where the kernel supports it, so
     /// no timeout entry is spent per wait. A signal interrupting the wait counts as a
@@ -264,21 +256,19 @@ package final class Ring {
         enterCount &+= 1
         let submitting = UInt64(io_uring_sq_ready(ring))
         submittedEntryCount &+= submitting
-        let completions = 1 + completionsAtSubmission
-        completionsAtSubmission = 0
         var cqe: UnsafeMutablePointer<io_uring_cqe>?
         let result: Int32
         if let injected = faults?.take(.wait) {
             result = injected
         } else if deadline == .distantFuture {
-            result = io_uring_submit_and_wait(ring, completions)
+            result = io_uring_submit_and_wait(ring, 1)
         } else if waitTakesAbsoluteDeadline {
             // The kernel arms its timer for the deadline itself: no clock read here, and
             // the time spent entering the kernel does not push the wake-up back.
             var until = __kernel_timespec(
                 tv_sec: Int64(deadline.nanoseconds / 1_000_000_000),
                 tv_nsec: Int64(deadline.nanoseconds % 1_000_000_000))
-            result = ringloop_submit_and_wait_until(ring, &until, ringFileDescriptorRegistered ? 1 : 0, completions)
+            result = ringloop_submit_and_wait_until(ring, &until, ringFileDescriptorRegistered ? 1 : 0)
         } else {
             let now = MonotonicInstant.now
             let remaining = deadline.nanoseconds > now.nanoseconds ? deadline.nanoseconds - now.nanoseconds : 0
@@ -290,7 +280,7 @@ package final class Ring {
             }
             var timeout = __kernel_timespec(
                 tv_sec: Int64(remaining / 1_000_000_000), tv_nsec: Int64(remaining % 1_000_000_000))
-            result = io_uring_submit_and_wait_timeout(ring, &cqe, completions, &timeout, nil)
+            result = io_uring_submit_and_wait_timeout(ring, &cqe, 1, &timeout, nil)
         }
         if result >= 0 || result == -EINTR { return true }
         if result == -ETIME { return io_uring_cq_ready(ring) > 0 }
