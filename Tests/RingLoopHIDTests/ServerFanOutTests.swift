@@ -108,3 +108,118 @@ struct ServerFanOutTests {
         return nil
     }
 }
+
+/// A client port spoken by hand on a raw SOCK_SEQPACKET listener in this process: the
+/// server's RemoteMessagePort to it is a connection to another "process" (`.process`), so
+/// its frames go through the batch. Records every message (msgid, data) it receives.
+final class RawClientPort: @unchecked Sendable {
+    let listener: Int32
+    let connection = ThreadLock<Int32>(-1)
+    let received = ThreadLock<[(msgid: Int32, data: [UInt8])]>([])
+    private var thread: PosixThread?
+
+    init(name: String) throws {
+        let address = try SocketAddress.abstract(PortWire.namePrefix + name)
+        listener = try address.makeListeningSocket(type: .sequencedPacket).rawValue
+        let listener = listener
+        let connection = connection
+        let received = received
+        thread = PosixThread.start(name: "raw-client") {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { return }
+            connection.withLock { $0 = fd }
+            let hello = PortWire.packet(PortWire.Header(msgid: PortWire.version, kind: .hello, sequence: 0, total: 1 << 20))
+            _ = hello.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize)
+            while true {
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count <= 0 { return }
+                let packet = Array(buffer[..<count])
+                guard let header = try? packet.withUnsafeBytes({ try PortWire.header(of: $0) }) else { continue }
+                received.withLock { $0.append((header.msgid, Array(packet[PortWire.headerSize...]))) }
+            }
+        }
+    }
+
+    func batches() -> [ServerWire.Batch] {
+        received.withLock { $0 }.filter { $0.msgid == ServerWire.MessageID.batch.rawValue }.compactMap {
+            try? ServerWire.Batch(decoding: $0.data)
+        }
+    }
+
+    func stopReading() {
+        let fd = connection.withLock { $0 }
+        shutdown(fd, Int32(SHUT_RD))
+    }
+
+    func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        let fd = connection.withLock { $0 }
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        thread?.join()
+        Glibc.close(listener)
+        if fd >= 0 { Glibc.close(fd) }
+    }
+}
+
+/// A frame batch whose send finds the focused client gone (in process, with client ports
+/// spoken by hand on raw sockets, so the sends go through the batch).
+@Suite("The event server: a client found gone in a frame's batch")
+struct ServerBatchGoneTests {
+    /// Detaching a focused client moves the focus, which flushes the next client's frame:
+    /// the batch has sent that frame already, so it must not go again (under the same
+    /// sequence number). A review found it sent twice.
+    @Test("a focused client found gone in a batch: the next client gets the frame once, each batch numbered once")
+    func goneFocusedClientDoesNotResendOthersFrame() throws {
+        let name = ServerFocusTests.uniqueName("batchgone")
+        let server = try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()],
+            configure: {
+                $0.maximumOutstandingBatches = 100_000
+                $0.focusOnAttach = .none
+            })
+        defer { server.stop() }
+        let portA = try RawClientPort(name: name + ".a")
+        defer { portA.close() }
+        let portB = try RawClientPort(name: name + ".b")
+        defer { portB.close() }
+        let serverPort = try RemoteMessagePort(name: name)
+        for (suffix, classes, focus) in [("a", Set<HIDDeviceClass>(), false), ("b", [.keyboard], true)] {
+            let hello = ServerWire.Hello(
+                token: UInt64.random(in: 1...UInt64.max), port: name + "." + suffix, name: suffix, kinds: [],
+                deviceClasses: classes, wantsFocus: focus)
+            let reply = try serverPort.sendRequest(
+                msgid: ServerWire.MessageID.hello.rawValue, data: hello.encoded, replyTimeout: .seconds(10))
+            _ = try ServerWire.Welcome(decoding: reply)
+        }
+        // Focus history [b, a], order [a, b]: a is focused, b is next.
+        try server.sync { server in
+            let a = server.served.values.first { $0.hello.name == "a" }!
+            server.focus(a.id)
+        }
+        // a's end stops reading (the server's send fails with EPIPE; its watcher sees no
+        // end): a is found gone by the frame's batch.
+        portA.stopReading()
+        let before = portB.batches().count
+        server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
+        #expect(
+            waitUntil {
+                (try? server.sync { server in server.served.values.allSatisfy { $0.hello.name != "a" } }) ?? false
+            }, "client a was not detached")
+        // A last frame: once b has it, b has everything sent before it.
+        server.write([TestFrames.key(Evdev.KEY_B, down: true)], device: 0)
+        let keyCodes = { (batches: [ServerWire.Batch]) in
+            batches.flatMap(\.events).compactMap { event -> UInt16? in
+                if case .key(let key) = event.payload, key.state == .down { return key.code }
+                return nil
+            }
+        }
+        #expect(waitUntil { keyCodes(Array(portB.batches().dropFirst(before))).contains(Evdev.KEY_B) }, "b never got the last frame")
+        let downs = keyCodes(Array(portB.batches().dropFirst(before)))
+        let sequences = portB.batches().map(\.sequence)
+        #expect(
+            downs.filter { $0 == Evdev.KEY_A }.count == 1,
+            "client b got KEY_A down \(downs.filter { $0 == Evdev.KEY_A }.count) times; batch sequences \(sequences)")
+        #expect(Set(sequences).count == sequences.count, "batch sequence numbers repeat: \(sequences)")
+    }
+}

@@ -57,9 +57,12 @@ extension HIDEventServer {
         }
         if !batches.isEmpty {
             let failures = RemoteMessagePort.sendWithoutWaiting(batches)
-            for (client, failure) in zip(sending, failures) where client.frameWent(failure) == .gone {
-                clientWentAway(client)
-            }
+            // Every client's outcome is recorded before any client is detached: detaching
+            // a focused client moves the focus, which flushes the next client's frame, and
+            // that frame must already be marked sent (or it would go twice, under the same
+            // sequence number).
+            let gone = zip(sending, failures).filter { client, failure in client.frameWent(failure) == .gone }
+            for (client, _) in gone { clientWentAway(client) }
         }
     }
 
