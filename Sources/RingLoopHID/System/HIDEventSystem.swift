@@ -389,15 +389,16 @@ public final class HIDEventSystem {
     /// new ``start()``.
     public func stop() {
         loop.preconditionOnLoopThread("HIDEventSystem.stop")
+        // What waited for delivery is dropped: nothing is read any more.
+        deliveryObserver?.invalidate()
+        deliveryObserver = nil
+        deliveryWaiters = []
         if let feed {
             feed.stop()
             takeForwarded()  // what the thread forwarded last (nothing for a local feed)
             drainQueue()
         }
         pipeline.stop()
-        deliveryObserver?.invalidate()
-        deliveryObserver = nil
-        deliveryWaiters = []
         feed?.finish()
         feed = nil
         dispatchSource?.invalidate()
