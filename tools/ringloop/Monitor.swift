@@ -409,8 +409,10 @@ extension Monitor {
     ) {
         let hosted = Set(session.nodePaths)
         system.afterInputDelivered {
+            let attached = { [unowned system] in system.devices.contains { hosted.contains($0.path) } }
+            guard attached() else { return end() }
             system.addHandler(kinds: [.deviceRemoved]) { [unowned system] _ in
-                if !system.devices.contains(where: { hosted.contains($0.path) }) { system.afterInputDelivered(end) }
+                if !attached() { system.afterInputDelivered(end) }
                 return .pass
             }
             for device in session.devices.joined() { device.remove() }
