@@ -74,6 +74,25 @@ struct ReplaySessionTests {
         #expect(finished)
     }
 
+    @Test("After its settle time, a session on FUSE nodes waits for its readers to take the last frames before it finishes")
+    func settleWaitsForReaders() throws {
+        var configuration = sessionConfiguration()
+        configuration.settleTime = .milliseconds(20)
+        let session = try ReplaySession(files: [[mouseRecording(frames: 5)]], configuration: configuration)
+        defer { session.close() }
+        let reader = open(session.nodePaths[0], O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        let node = try #require(session.devices[0][0] as? FUSEEvdevNode)
+        let finished = Atomic<Bool>(false)
+        session.start(finished: { _ in finished.store(true, ordering: .releasing) })
+        #expect(waitUntil { node.unreadEventCounts == [10] }, "the frames never reached the node")
+        // Fifteen settle times with the frames unread: the session still holds the node.
+        #expect(!waitUntil(timeout: .milliseconds(300)) { finished.load(ordering: .acquiring) }, "finished with the frames unread")
+        #expect(readEvents(reader).count == 10)
+        #expect(waitUntil { finished.load(ordering: .acquiring) }, "the readers took everything and it did not finish")
+        #expect(session.wait().framesSent == 5)
+    }
+
     @Test("A reader counts from its first read or poll, not its open: one that sets its clock first loses no frame")
     func readerCountsFromItsFirstRead() throws {
         // What `ringloop record` does: open, set the clock (which flushes what was queued

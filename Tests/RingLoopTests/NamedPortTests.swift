@@ -210,14 +210,17 @@ struct NamedPortTests {
     @Test("While a request waits, the caller's loop runs in the reply mode: its timers fire, other modes' do not")
     func replyModeRunsTheCallersLoop() throws {
         let name = Self.uniqueName("replymode")
+        let fired = ThreadLock<[String]>([])
+        // The reply waits until the caller's reply-mode timer has fired (5 s at most, then
+        // the list below says it never did): a fixed pause let a caller descheduled for
+        // that long find the reply before the timer.
         let served = try PortOnItsOwnThread(name: name, threadName: "slow-port") { _, data in
-            usleep(200_000)
+            _ = waitUntil(timeout: .seconds(5)) { fired.withLock { !$0.isEmpty } }
             return data
         }
         defer { served.close() }
         try onFreshLoopThreadThrowing {
             let loop = RingRunLoop.current
-            let fired = ThreadLock<[String]>([])
             loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.withLock { $0.append("reply mode") } }, to: "waiting")
             loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.withLock { $0.append("default") } }, to: .default)
             let remote = try RemoteMessagePort(name: name)

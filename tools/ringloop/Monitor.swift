@@ -372,10 +372,8 @@ struct Monitor: ParsableCommand {
                     // On standard error, so standard output stays one event per line.
                     if !quiet { printError("ringloop monitor: replaying \(progress.framesSent)/\(progress.frameCount) frames") }
                 },
-                finished: { _ in
-                    // The last frames have arrived; removing the devices shows clients their removal.
-                    for device in session.devices.joined() { device.remove() }
-                    loop.perform(after: .milliseconds(300), inModes: [.common]) { end() }
+                finished: { [watched = LoopBound(onLoopThread: system, loop: loop)] _ in
+                    loop.perform(inModes: [.common]) { Self.endOnceRemoved(watched.value, hosted: session, loop: loop, end: end) }
                     loop.wakeUp()
                 })
         }
@@ -402,6 +400,26 @@ struct Monitor: ParsableCommand {
 }
 
 extension Monitor {
+    /// After a replay: once its last frames have reached the handlers (a removed device's
+    /// unread events are lost, as a kernel device's are), removes the hosted devices, and
+    /// calls `end` once their removals have reached the handlers too (at most 10 s later,
+    /// should one never come). Client loop thread.
+    static func endOnceRemoved(
+        _ system: HIDEventSystem, hosted session: ReplaySession, loop: RingRunLoop, end: @escaping @Sendable () -> Void
+    ) {
+        let hosted = Set(session.nodePaths)
+        system.afterInputDelivered {
+            let attached = { [unowned system] in system.devices.contains { hosted.contains($0.path) } }
+            guard attached() else { return end() }
+            system.addHandler(kinds: [.deviceRemoved]) { [unowned system] _ in
+                if !attached() { system.afterInputDelivered(end) }
+                return .pass
+            }
+            for device in session.devices.joined() { device.remove() }
+            loop.perform(after: .seconds(10), inModes: [.common]) { end() }
+        }
+    }
+
     /// `--raw`: one node, or one recording of one device hosted and replayed.
     func runRaw(kinds: [String: InputPath]) throws(Failure) {
         guard inputs.count == 1, let input = inputs.first, kinds[input] != .folder else {

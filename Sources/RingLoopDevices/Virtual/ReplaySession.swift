@@ -49,9 +49,12 @@ public final class ReplaySession: Sendable {
         public var readersTimeout: Duration?
         /// A pause before the first frame (after the readers, if any, are there).
         public var startDelay: Duration
-        /// How long the devices stay after the last frame before the session finishes, so
-        /// readers take the last frames before the devices go (a removed device's unread
-        /// events are lost, as a kernel device's are).
+        /// How long the devices stay at least after the last frame before the session
+        /// finishes, so readers take the last frames before the devices go (a removed
+        /// device's unread events are lost, as a kernel device's are). On FUSE nodes they
+        /// then stay until every open reader has taken every event (10 s at most: a reader
+        /// that stopped reading does not hold them longer), however slow the readers are.
+        /// Zero: the session finishes as soon as the last frame is written.
         public var settleTime: Duration
         /// The least time between two progress reports (at least a second).
         public var progressInterval: Duration
@@ -278,8 +281,26 @@ public final class ReplaySession: Sendable {
         }
         for thread in threads { thread.join() }
         failures += errors.withLock { $0 }
-        if !isCancelled, configuration.settleTime > .zero { _ = wakeUp.wait(until: .now + configuration.settleTime) }
+        if !isCancelled, configuration.settleTime > .zero {
+            _ = wakeUp.wait(until: .now + configuration.settleTime)
+            waitForReadersToTakeEverything()
+        }
         return outcome(failures)
+    }
+
+    /// The longest a session waits after its settle time for FUSE readers to take the last
+    /// frames (``Configuration/settleTime``).
+    static let readersCatchUpBound = Duration.seconds(10)
+
+    /// Waits until every open reader of the FUSE nodes has taken every event its node
+    /// holds for it, at most ``readersCatchUpBound`` (or until cancelled). Reads are not
+    /// announced: looks again every 10 ms, as ``waitForReaders(_:)`` does for opens.
+    private func waitForReadersToTakeEverything() {
+        let nodes = devices.joined().compactMap { $0 as? FUSEEvdevNode }
+        let limit = MonotonicInstant.now + Self.readersCatchUpBound
+        while !isCancelled, MonotonicInstant.now < limit, nodes.contains(where: { $0.unreadEventCounts.contains { $0 > 0 } }) {
+            _ = wakeUp.wait(until: min(limit, .now + .milliseconds(10)))
+        }
     }
 
     private var sent: Int { framesSent.load(ordering: .relaxed) }

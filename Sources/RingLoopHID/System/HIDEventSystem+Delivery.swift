@@ -171,3 +171,36 @@ struct DeliveryLedgers {
     var lifecycleBacklog: [HIDEvent] = []
     var forwardedDrops = 0
 }
+
+extension HIDEventSystem {
+    /// Runs `body` once the input on its way has been delivered: at the first
+    /// BeforeWaiting, after the stages' turn, where the queue is empty, no device holds input
+    /// its reader has not taken and nothing waits in the hand-off from the event-system
+    /// thread (``DeviceFeed/hasInputOnTheWay()``). Whatever is still on its way wakes the
+    /// loop again, and it looks again then. For input that has stopped coming (a replay
+    /// that has written its last frame): a device that keeps sending may never let it run.
+    /// Dropped at ``stop()``. Client loop thread, while started.
+    package func afterInputDelivered(_ body: @escaping () -> Void) {
+        loop.preconditionOnLoopThread("HIDEventSystem.afterInputDelivered")
+        guard feed != nil else { return }
+        deliveryWaiters.append(body)
+        guard deliveryObserver == nil else { return }
+        let system = UnownedLoopReference(self, loop: loop)
+        let observer = LoopObserver(
+            activities: [.beforeWaiting], order: HIDEventPipeline.observerOrder + 1, label: "HIDEventSystem input delivered"
+        ) { _, _ in system.value.runDeliveryWaiters() }
+        deliveryObserver = observer
+        loop.add(observer, to: .common)
+        loop.wakeUp()
+    }
+
+    /// BeforeWaiting: runs what waits for delivery once nothing is on its way.
+    private func runDeliveryWaiters() {
+        guard !deliveryWaiters.isEmpty, queue.isEmpty, let feed, !feed.hasInputOnTheWay() else { return }
+        let waiters = deliveryWaiters
+        deliveryWaiters = []
+        deliveryObserver?.invalidate()
+        deliveryObserver = nil
+        for body in waiters { body() }
+    }
+}

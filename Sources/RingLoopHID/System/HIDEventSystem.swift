@@ -231,6 +231,10 @@ public final class HIDEventSystem {
     var ledgers = DeliveryLedgers()
     /// Where devices are read (``Shape``), while started.
     var feed: (any DeviceFeed)?
+    /// What waits for the input on its way to have been delivered (``afterInputDelivered(_:)``).
+    var deliveryWaiters: [() -> Void] = []
+    /// Runs ``deliveryWaiters`` at BeforeWaiting, while any wait.
+    var deliveryObserver: LoopObserver?
 
     /// `read(2)` calls made to take events off devices so far: 0 on the ring path. Any thread.
     package var readSystemCalls: Int { readCalls.count.load(ordering: .relaxed) }
@@ -318,7 +322,7 @@ public final class HIDEventSystem {
             let inner = try makeFolderFeed(folder, sink: sink, onError: onError)
             return PlayerDeviceFeed(
                 inner: inner, player: player, table: deviceTable, attachPolicy: attachPolicy, loop: loop,
-                finished: finished, queueIsEmpty: { [unowned self] in self.queue.isEmpty })
+                finished: finished, afterInputDelivered: { [unowned self] body in self.afterInputDelivered(body) })
         }
         return try makeFolderFeed(folder, sink: sink, onError: onError)
     }
@@ -385,6 +389,10 @@ public final class HIDEventSystem {
     /// new ``start()``.
     public func stop() {
         loop.preconditionOnLoopThread("HIDEventSystem.stop")
+        // What waited for delivery is dropped: nothing is read any more.
+        deliveryObserver?.invalidate()
+        deliveryObserver = nil
+        deliveryWaiters = []
         if let feed {
             feed.stop()
             takeForwarded()  // what the thread forwarded last (nothing for a local feed)

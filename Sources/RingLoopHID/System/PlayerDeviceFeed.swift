@@ -8,9 +8,8 @@ import RingLoopEvdev
 ///
 /// The player ends when it has written its last frame (and waited its own settle time);
 /// the readers may not have taken that frame yet, nor the event-system thread handed it
-/// over. So `finished` waits, at the loop's BeforeWaiting after the stages' turn, until the
-/// player's nodes hold nothing the system has not read, nothing waits in the hand-off and
-/// the queue is empty: a test that stops its loop in `finished` has seen every event.
+/// over. So `finished` waits for ``HIDEventSystem/afterInputDelivered(_:)``: a test that
+/// stops its loop in `finished` has seen every event.
 final class PlayerDeviceFeed: DeviceFeed {
     private let inner: any DeviceFeed
     private let player: any EvdevNodePlayer
@@ -18,23 +17,20 @@ final class PlayerDeviceFeed: DeviceFeed {
     private let attachPolicy: DeviceAttachPolicy
     private let loop: RingRunLoop
     private let ending: LoopBound<PlayerEnding>
-    /// Whether the client's queue is empty (the system's own).
-    private let queueIsEmpty: () -> Bool
     private var started = false
-    /// Calls `finished` once the player has ended and its input has all been delivered.
-    private var observer: LoopObserver?
 
     init(
         inner: any DeviceFeed, player: any EvdevNodePlayer, table: DeviceTable, attachPolicy: DeviceAttachPolicy,
-        loop: RingRunLoop, finished: (@Sendable () -> Void)?, queueIsEmpty: @escaping () -> Bool
+        loop: RingRunLoop, finished: (@Sendable () -> Void)?,
+        afterInputDelivered: @escaping (@escaping () -> Void) -> Void
     ) {
         self.attachPolicy = attachPolicy
         self.inner = inner
         self.player = player
         self.table = table
         self.loop = loop
-        self.queueIsEmpty = queueIsEmpty
-        ending = LoopBound(onLoopThread: PlayerEnding(finished: finished), loop: loop)
+        ending = LoopBound(
+            onLoopThread: PlayerEnding(finished: finished, afterInputDelivered: afterInputDelivered), loop: loop)
     }
 
     func start() throws(HIDError) {
@@ -43,8 +39,6 @@ final class PlayerDeviceFeed: DeviceFeed {
     }
 
     func stop() {
-        observer?.invalidate()
-        observer = nil
         // Nothing is read any more: a player that has ended, or ends later, gets its
         // `finished` then, as the system no longer waits for its input.
         let ending = ending
@@ -79,34 +73,10 @@ final class PlayerDeviceFeed: DeviceFeed {
         started = true
         let loop = loop
         let ending = ending
-        if ending.value.finished != nil {
-            let feed = UnownedLoopReference(self, loop: loop)
-            let observer = LoopObserver(
-                activities: [.beforeWaiting], order: HIDEventPipeline.observerOrder + 1, label: "HIDEventSystem player finished"
-            ) { _, _ in feed.value.finishIfDelivered() }
-            self.observer = observer
-            loop.add(observer, to: .common)
-        }
         player.startPlaying {
-            loop.perform(inModes: [.common]) {
-                let state = ending.value
-                state.playerEnded = true
-                // Stopped, the system reads nothing more: as before, `finished` runs now.
-                if state.systemStopped { state.report() }
-            }
+            loop.perform(inModes: [.common]) { ending.value.playerHasEnded() }
             loop.wakeUp()
         }
-    }
-
-    /// BeforeWaiting, after the stages' turn: calls `finished` once the player has ended,
-    /// its nodes hold nothing unread, nothing waits in the hand-off and the queue is empty.
-    /// Whatever is still on its way wakes the loop again, and this looks again then.
-    private func finishIfDelivered() {
-        let state = ending.value
-        guard state.playerEnded, !state.reported, queueIsEmpty(), !inner.hasInputOnTheWay() else { return }
-        observer?.invalidate()
-        observer = nil
-        state.report()
     }
 
     private static func nodeName(of path: String) -> String {
@@ -117,13 +87,26 @@ final class PlayerDeviceFeed: DeviceFeed {
 /// Where a player's end stands (client loop thread only).
 final class PlayerEnding {
     let finished: (@Sendable () -> Void)?
+    /// ``HIDEventSystem/afterInputDelivered(_:)`` of the system.
+    private let afterInputDelivered: (@escaping () -> Void) -> Void
     /// The player has played everything (or was cancelled).
-    var playerEnded = false
+    private(set) var playerEnded = false
     /// The system has stopped: `finished` runs as soon as the player ends.
     var systemStopped = false
     private(set) var reported = false
 
-    init(finished: (@Sendable () -> Void)?) { self.finished = finished }
+    init(finished: (@Sendable () -> Void)?, afterInputDelivered: @escaping (@escaping () -> Void) -> Void) {
+        self.finished = finished
+        self.afterInputDelivered = afterInputDelivered
+    }
+
+    /// The player has ended: `finished` runs once what it sent has reached the handlers,
+    /// or now if the system has stopped (it reads nothing more).
+    func playerHasEnded() {
+        playerEnded = true
+        guard finished != nil else { return }
+        if systemStopped { report() } else { afterInputDelivered { [self] in report() } }
+    }
 
     /// Calls `finished`, once.
     func report() {
