@@ -117,3 +117,49 @@ extension ReplayInputTests {
         #expect(session.wait().framesSent == session.frameCount)
     }
 }
+
+extension ReplayInputTests {
+    /// With the event-system thread, `finished` waits while that thread finds a node
+    /// readable; what it then reads may decode to no event (MSC_SCAN-only frames, as a
+    /// keyboard sends with no key), so nothing is forwarded to wake the client's loop: the
+    /// loop looks again on its own, and `finished` runs.
+    @Test("finished runs although the player's last frames decode to no event (event-system thread)")
+    func finishedAfterSilentFrames() throws {
+        var text = try String(contentsOfFile: devicesFolder + "/keyboard.evemu", encoding: .utf8)
+        for index in 0..<1500 {
+            // 2.700000 s on, a microsecond apart: after the recording's last event.
+            let micros = 700_000 + index
+            let time = "2.\(String(repeating: "0", count: 6 - String(micros).count))\(micros)"
+            text += "E: \(time) 0004 0004 0028\nE: \(time) 0000 0000 0000\n"
+        }
+        let path = "/tmp/ringloop-silent-frames-\(getpid()).evemu"
+        let file = try #require(fopen(path, "w"))
+        fputs(text, file)
+        fclose(file)
+        defer { unlink(path) }
+        let keyboard = try Recording.load(contentsOf: path)
+        _ = MountLeakCheck.armed
+        let session = try ReplaySession(
+            files: [[keyboard]],
+            configuration: .init(
+                backend: .fuse, folderPath: "/tmp/ringloop-silent-finished-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                bufferSize: 8192, speed: .asFastAsPossible, settleTime: .zero))
+        defer { session.close() }
+        let ran = try onFreshThread { () throws -> Bool in
+            let loop = RingRunLoop.current
+            let done = LoopBound<Bool>(false, loop: loop)
+            let system = HIDEventSystem(
+                configuration: .init(
+                    replaying: session, shape: .dedicatedThread, queueCapacity: 1 << 16,
+                    finished: {
+                        done.value = true
+                        loop.stop()
+                    }), loop: loop)
+            try system.start()
+            let ran = runUntil(loop) { done.value }
+            system.stop()
+            return ran
+        }
+        #expect(ran, "finished never ran")
+    }
+}

@@ -194,9 +194,25 @@ extension HIDEventSystem {
         loop.wakeUp()
     }
 
+    /// How soon the loop looks again while input is on its way to the handlers.
+    static let deliveryRecheckInterval = Duration.milliseconds(5)
+
     /// BeforeWaiting: runs what waits for delivery once nothing is on its way.
     private func runDeliveryWaiters() {
-        guard !deliveryWaiters.isEmpty, queue.isEmpty, let feed, !feed.hasInputOnTheWay() else { return }
+        guard !deliveryWaiters.isEmpty, queue.isEmpty, let feed else { return }
+        if feed.hasInputOnTheWay() {
+            // What is on its way may forward nothing once read (frames that decode to no
+            // event, on the event-system thread): nothing would then wake this loop to look
+            // again, so a timer does, shortly.
+            guard deliveryRecheck == nil else { return }
+            let system = UnownedLoopReference(self, loop: loop)
+            let timer = LoopTimer(after: Self.deliveryRecheckInterval) { _ in system.value.deliveryRecheck = nil }
+            deliveryRecheck = timer
+            loop.add(timer, to: .common)
+            return
+        }
+        deliveryRecheck?.invalidate()
+        deliveryRecheck = nil
         let waiters = deliveryWaiters
         deliveryWaiters = []
         deliveryObserver?.invalidate()
