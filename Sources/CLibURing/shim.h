@@ -78,7 +78,7 @@ static inline unsigned ringloop_flush_submissions(struct io_uring *ring) {
 /// Returns what io_uring_enter returns, or -errno (-ETIME at the deadline, -EINVAL on
 /// kernels without ABS_TIMER).
 static inline int ringloop_submit_and_wait_until(struct io_uring *ring, const struct __kernel_timespec *deadline,
-                                                 int registered) {
+                                                 int registered, unsigned wait_nr) {
     unsigned submit = ringloop_flush_submissions(ring);
     struct io_uring_getevents_arg arg;
     arg.sigmask = 0;
@@ -91,7 +91,7 @@ static inline int ringloop_submit_and_wait_until(struct io_uring *ring, const st
         flags |= IORING_ENTER_REGISTERED_RING;
         fd = ring->enter_ring_fd;
     }
-    long r = syscall(__NR_io_uring_enter, fd, submit, 1, flags, &arg, sizeof(arg));
+    long r = syscall(__NR_io_uring_enter, fd, submit, wait_nr, flags, &arg, sizeof(arg));
     return r < 0 ? -errno : (int)r;
 }
 

@@ -10,13 +10,14 @@ extension LoopIOChannel {
     /// The entry goes to the kernel with the loop's next call into it — its wait, as a
     /// rule, so a reply made in a callout costs no call of its own — and the kernel
     /// finishes it as it takes it (a `MSG_DONTWAIT` send is neither waited on nor handed
-    /// to a worker), posting its completion then, which ends that wait: the completion
-    /// is performed at once, whether the send went or found no room (a wait that slept on
-    /// past a failed send would leave the packet unsent until something else came).
-    @discardableResult
+    /// to a worker). That wait does not end for its success alone, and ends for its
+    /// failure (``WaitCore/startOperationEndingWaitOnFailure(_:)``): a send that found no
+    /// room is performed at once. Returns the operation and the ticket that makes its
+    /// success end the wait after all (``WaitCore/needCompletion(of:)``), for a caller
+    /// that queues more behind it and so needs its completion at once.
     func sendAtOnce(
         _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, completion: Handler?
-    ) throws(IOFailure) -> IOOperation {
+    ) throws(IOFailure) -> (operation: IOOperation, ticket: WaitCore.SubmissionTicket?) {
         let count = header.count + fragment.count
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, count), alignment: 16)
         if let start = header.baseAddress, header.count > 0 {
@@ -26,8 +27,11 @@ extension LoopIOChannel {
             (buffer.baseAddress! + header.count).copyMemory(from: start, byteCount: fragment.count)
         }
         let descriptor = fileDescriptor.rawValue
-        return try start(.send, requested: count, buffer: buffer, completion: completion) { sqe in
+        var ticket: WaitCore.SubmissionTicket?
+        let operation = try start(.send, requested: count, buffer: buffer, completion: completion, endingWaitOnFailure: { ticket = $0 }) {
+            sqe in
             io_uring_prep_send(sqe, descriptor, buffer.baseAddress, count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
         }
+        return (operation, ticket)
     }
 }

@@ -306,10 +306,14 @@ public final class LoopIOChannel: @unchecked Sendable {
         return IOOperation(kind: kind, number: nextNumber)
     }
 
+    /// Starts an operation of `kind` on the loop's ring (`prepare` fills its entry); with
+    /// `endingWaitOnFailure`, one whose success does not end the loop's wait
+    /// (``WaitCore/startOperationEndingWaitOnFailure(_:)``), which is handed the ticket.
     func start(
         _ kind: IOOperation.Kind, requested: Int, buffer: UnsafeMutableRawBufferPointer? = nil,
         provided: ProvidedBuffers? = nil, lent: LentBuffer? = nil, completion: Handler?, received: ReceivedHandler? = nil,
-        acceptBackoff: Duration? = nil, prepare: (UnsafeMutablePointer<io_uring_sqe>) -> Void
+        acceptBackoff: Duration? = nil, endingWaitOnFailure: ((WaitCore.SubmissionTicket?) -> Void)? = nil,
+        prepare: (UnsafeMutablePointer<io_uring_sqe>) -> Void
     ) throws(IOFailure) -> IOOperation {
         loop.preconditionOnLoopThread("LoopIOChannel.\(kind)")
         guard !closing, !writeQueue.closeWhenWritten, source.isValid else {
@@ -326,7 +330,13 @@ public final class LoopIOChannel: @unchecked Sendable {
         record.bytesHandler = received
         record.acceptBackoff = acceptBackoff
         do {
-            record.port = try core.startOperation(prepare)
+            if let endingWaitOnFailure {
+                let (id, ticket) = try core.startOperationEndingWaitOnFailure(prepare)
+                record.port = id
+                endingWaitOnFailure(ticket)
+            } else {
+                record.port = try core.startOperation(prepare)
+            }
         } catch {
             throw IOFailure(error)  // the record frees the buffer
         }

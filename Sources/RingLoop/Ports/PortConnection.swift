@@ -13,9 +13,11 @@ import SystemPackage
 /// Writing: the hello and the replies are packets in one ordered queue, sent one at a
 /// time through the port's loop's ring; nothing is sent with a system call of its own. A
 /// packet with nothing ahead of it is sent at once (`IORING_OP_SEND`, `MSG_DONTWAIT`),
-/// handed to the kernel with the loop's next wait, which its completion ends. A peer
-/// without room fails it with `EAGAIN`: it goes again waiting for room in the kernel, and
-/// so does each packet queued until the queue is empty. The loop's thread never blocks on
+/// handed to the kernel with the loop's next wait — the reply to a request and the wait
+/// for the next are one call into the kernel — and that wait does not end for its
+/// success unless more packets wait behind it. A peer without room fails it with
+/// `EAGAIN`, which ends the wait: it goes again waiting for room in the kernel, and so
+/// does each packet queued until the queue is empty. The loop's thread never blocks on
 /// a peer. When the bytes a peer has not read pass
 /// ``LocalMessagePort/Limits/maximumUnreadReplyBytes`` the connection stops reading
 /// requests (its receive is cancelled) until the queue is down to half of that: a peer
@@ -37,6 +39,9 @@ final class PortConnection: @unchecked Sendable {
     private var sendInFlight = false
     /// A send found no room: packets wait for room in the kernel until the queue is empty.
     private var waitingForRoom = false
+    /// The at-once send in flight, while the loop's wait need not end for its success
+    /// (nothing is queued behind it).
+    private var atOnceTicket: WaitCore.SubmissionTicket?
     /// The receive while it runs; `nil` while reading is paused (or has ended).
     private var receiving: IOOperation?
     /// A paused receive whose final completion has not come yet.
@@ -155,7 +160,14 @@ final class PortConnection: @unchecked Sendable {
         guard !dropped, !writingFailed else { return }
         outgoing.append(packet)
         outgoingBytes += packet.count
-        if !sendInFlight { sendNext() }
+        if !sendInFlight {
+            sendNext()
+        } else if let ticket = atOnceTicket {
+            // A packet waits behind the send in flight: the loop must hear of that send's
+            // completion as soon as the kernel posts it, to send this one.
+            atOnceTicket = nil
+            core.loop.waitCore()?.needCompletion(of: ticket)
+        }
         if outgoingBytes > core.limits.maximumUnreadReplyBytes, let receiving, !receiveEnding {
             // The peer is not reading its replies: stop reading its requests.
             receiveEnding = true
@@ -181,8 +193,13 @@ final class PortConnection: @unchecked Sendable {
             if waitingForRoom {
                 try channel.send(packet, completion: completion)
             } else {
-                _ = try packet.withUnsafeBytes { bytes throws(IOFailure) in
-                    try channel.sendAtOnce(bytes, UnsafeRawBufferPointer(start: nil, count: 0), completion: completion)
+                let ticket = try packet.withUnsafeBytes { bytes throws(IOFailure) in
+                    try channel.sendAtOnce(bytes, UnsafeRawBufferPointer(start: nil, count: 0), completion: completion).ticket
+                }
+                if outgoing.count > 1, let ticket {
+                    core.loop.waitCore()?.needCompletion(of: ticket)
+                } else {
+                    atOnceTicket = ticket
                 }
             }
         } catch {
@@ -195,6 +212,7 @@ final class PortConnection: @unchecked Sendable {
 
     /// The first packet queued went to the kernel (its `count` bytes), or did not.
     private func sent(_ count: Int, _ completion: IOCompletion) {
+        atOnceTicket = nil
         switch completion.outcome {
         case .transferred(let transferred) where transferred == count:
             guard !writingFailed, !dropped else { return }
@@ -225,6 +243,7 @@ final class PortConnection: @unchecked Sendable {
         outgoing.removeAll()
         outgoingBytes = 0
         sendInFlight = false
+        atOnceTicket = nil
         resumeIfDrained()
     }
 

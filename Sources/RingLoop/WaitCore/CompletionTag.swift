@@ -26,6 +26,10 @@ package struct CompletionTag: Hashable, Sendable, CustomStringConvertible {
         /// A descriptor's close handed to the ring (`IORING_OP_CLOSE`); carries nothing to
         /// deliver.
         case close = 6
+        /// A no-op linked behind an operation that ends the wait only when it fails
+        /// (`IOSQE_CQE_SKIP_SUCCESS`: its only completion is `-ECANCELED`, when the
+        /// operation failed); carries nothing to deliver.
+        case failureNotice = 7
     }
 
     static let generationMask: UInt32 = 0x00FF_FFFF

@@ -128,6 +128,15 @@ package final class Ring {
     /// Submission entries handed to the kernel by those calls.
     private(set) var submittedEntryCount: UInt64 = 0
 
+    /// Completions the next wait does not end for: those of operations queued since the
+    /// last call into the kernel whose success the kernel posts as it takes them, while
+    /// their failure posts a second completion (``WaitCore/startOperationEndingWaitOnFailure(_:)``).
+    /// The wait waits for that many more completions than one. Back to zero at every call
+    /// into the kernel. It never counts more than the call posts: each such operation
+    /// posts its completion within the call that submits it, and a call that submits only
+    /// some of the queue does not wait.
+    var completionsAtSubmission: UInt32 = 0
+
     /// Creates a ring with `entries` submission entries (a power of two is used) and
     /// four times as many completion entries.
     package init(entries: UInt32 = 256) throws(RingError) {
@@ -169,7 +178,7 @@ package final class Ring {
         var past = __kernel_timespec(tv_sec: 0, tv_nsec: 0)
         let probe =
             params.features & UInt32(IORING_FEAT_EXT_ARG) != 0
-            ? ringloop_submit_and_wait_until(ring, &past, registered ? 1 : 0) : -EINVAL
+            ? ringloop_submit_and_wait_until(ring, &past, registered ? 1 : 0, 1) : -EINVAL
         self.waitTakesAbsoluteDeadline = probe != -EINVAL
     }
 
@@ -208,6 +217,7 @@ package final class Ring {
     /// (`IORING_ENTER_GETEVENTS`) without waiting.
     package func submit() throws(RingError) {
         enterCount &+= 1
+        completionsAtSubmission = 0
         submittedEntryCount &+= UInt64(io_uring_sq_ready(ring))
         var result: Int32
         repeat {
@@ -235,6 +245,9 @@ package final class Ring {
     /// Whether submissions wait in the queue, not yet handed to the kernel.
     var hasQueuedSubmissions: Bool { io_uring_sq_ready(ring) > 0 }
 
+    /// Submission entries free in the queue.
+    var freeSubmissionCount: Int { Int(io_uring_sq_space_left(ring)) }
+
     /// Submissions waiting in the queue, not yet handed to the kernel.
     var queuedSubmissionCount: Int { Int(io_uring_sq_ready(ring)) }
 
@@ -246,8 +259,9 @@ package final class Ring {
             || ringloop_sq_flags(ring) & UInt32(IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW) != 0
     }
 
-    /// Submits what is queued and sleeps until at least one completion is ready or
-    /// `deadline` passes. Returns `false` when it returned because of the deadline.
+    /// Submits what is queued and sleeps until at least one completion is ready (besides
+    /// those of ``completionsAtSubmission``) or `deadline` passes. Returns `false` when it
+    /// returned because of the deadline.
     ///
     /// The deadline travels in the enter call itself where the kernel supports it, so
     /// no timeout entry is spent per wait. A signal interrupting the wait counts as a
@@ -256,19 +270,21 @@ package final class Ring {
         enterCount &+= 1
         let submitting = UInt64(io_uring_sq_ready(ring))
         submittedEntryCount &+= submitting
+        let completions = 1 + completionsAtSubmission
+        completionsAtSubmission = 0
         var cqe: UnsafeMutablePointer<io_uring_cqe>?
         let result: Int32
         if let injected = faults?.take(.wait) {
             result = injected
         } else if deadline == .distantFuture {
-            result = io_uring_submit_and_wait(ring, 1)
+            result = io_uring_submit_and_wait(ring, completions)
         } else if waitTakesAbsoluteDeadline {
             // The kernel arms its timer for the deadline itself: no clock read here, and
             // the time spent entering the kernel does not push the wake-up back.
             var until = __kernel_timespec(
                 tv_sec: Int64(deadline.nanoseconds / 1_000_000_000),
                 tv_nsec: Int64(deadline.nanoseconds % 1_000_000_000))
-            result = ringloop_submit_and_wait_until(ring, &until, ringFileDescriptorRegistered ? 1 : 0)
+            result = ringloop_submit_and_wait_until(ring, &until, ringFileDescriptorRegistered ? 1 : 0, completions)
         } else {
             let now = MonotonicInstant.now
             let remaining = deadline.nanoseconds > now.nanoseconds ? deadline.nanoseconds - now.nanoseconds : 0
@@ -280,7 +296,7 @@ package final class Ring {
             }
             var timeout = __kernel_timespec(
                 tv_sec: Int64(remaining / 1_000_000_000), tv_nsec: Int64(remaining % 1_000_000_000))
-            result = io_uring_submit_and_wait_timeout(ring, &cqe, 1, &timeout, nil)
+            result = io_uring_submit_and_wait_timeout(ring, &cqe, completions, &timeout, nil)
         }
         if result >= 0 || result == -EINTR { return true }
         if result == -ETIME { return io_uring_cq_ready(ring) > 0 }

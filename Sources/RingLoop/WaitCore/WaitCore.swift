@@ -370,7 +370,7 @@ package final class WaitCore {
             guard isCurrent(id), case .operation = slots[Int(id.slot)].state else { return }
             events.append(.completion(id, result: completion.result, flags: completion.flags))
             if !completion.hasMore { releaseSlot(id.slot) }
-        case .messageSent, .close, nil:
+        case .messageSent, .close, .failureNotice, nil:
             return
         }
     }
