@@ -8,6 +8,19 @@ import Testing
 @testable import RingLoopDevices
 @testable import RingLoopHID
 
+extension ServerOnThread {
+    /// A server of one keyboard whose clients' window of unacknowledged batches never fills
+    /// (a socket fills long before: a client's lag is its port's), focus given by hand.
+    static func keyboardWithoutWindow(name: String) throws -> ServerOnThread {
+        try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()],
+            configure: {
+                $0.maximumOutstandingBatches = 100_000
+                $0.focusOnAttach = .none
+            })
+    }
+}
+
 /// The server's fan-out to clients in another process (an exit test: the clients run in a
 /// child process of their own, so their ports are sockets and a frame's sends go to all of
 /// them together).
@@ -21,13 +34,7 @@ struct ServerFanOutTests {
     )
     func neverReadingClientLagsAlone() async throws {
         let name = ServerFocusTests.uniqueName("fanout")
-        let server = try ServerOnThread(
-            name: name, devices: [try ServerTestDevices.keyboard()],
-            configure: {
-                // The socket fills long before the window: the lag is the port's.
-                $0.maximumOutstandingBatches = 100_000
-                $0.focusOnAttach = .none
-            })
+        let server = try ServerOnThread.keyboardWithoutWindow(name: name)
         defer { server.stop() }
         let failure = ThreadLock<String?>(nil)
         let writer = PosixThread.start(name: "fanout-writer") {
@@ -172,12 +179,7 @@ struct ServerBatchGoneTests {
     @Test("a focused client found gone in a batch: the next client gets the frame once, each batch numbered once")
     func goneFocusedClientDoesNotResendOthersFrame() throws {
         let name = ServerFocusTests.uniqueName("batchgone")
-        let server = try ServerOnThread(
-            name: name, devices: [try ServerTestDevices.keyboard()],
-            configure: {
-                $0.maximumOutstandingBatches = 100_000
-                $0.focusOnAttach = .none
-            })
+        let server = try ServerOnThread.keyboardWithoutWindow(name: name)
         defer { server.stop() }
         let portA = try RawClientPort(name: name + ".a")
         defer { portA.close() }

@@ -9,7 +9,7 @@ import Testing
 /// A port's end that reads every packet of one connection with plain `recv` and puts the
 /// messages together with the wire's assembler, until `finish()`, a message with msgid
 /// `last`, or the peer's end.
-private final class ReadingPort: Sendable {
+final class ReadingPort: Sendable {
     let name: String
     let server: RawPortServer
     let arrived = ThreadLock<[PortWire.Message]>([])

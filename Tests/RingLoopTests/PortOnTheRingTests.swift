@@ -302,23 +302,8 @@ extension PortOnTheRingTests {
         "A send whose submission the kernel refuses fails and is never sent later; one taken before its call failed completes; the next send goes through"
     )
     func refusedSubmissionLeavesNothing() throws {
-        let name = NamedPortTests.uniqueName("refused")
-        let arrived = ThreadLock<[PortWire.Message]>([])
-        let server = try RawPortServer(name: name) { connection in
-            var assembler = PortWire.Assembler(limit: 1 << 20)
-            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize)
-            while true {
-                var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
-                guard poll(&entry, 1, 20_000) == 1 else { return }
-                let count = recv(connection, &buffer, buffer.count, 0)
-                guard count > 0 else { return }
-                let output = buffer.withUnsafeBytes { try? assembler.take(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-                if case .message(let message)? = output {
-                    arrived.withLock { $0.append(message) }
-                    if message.msgid == 4 { return }
-                }
-            }
-        }
+        let port = try ReadingPort("refused", last: 4)
+        let name = port.name
         do {
             try onFreshLoopThreadThrowing {
                 let loop = RingRunLoop.current
@@ -345,11 +330,11 @@ extension PortOnTheRingTests {
                 try remote.send(msgid: 4, data: [4])
             }
         } catch {
-            server.finish()
+            port.finish()
             throw error
         }
-        server.finish()
-        let messages = arrived.withLock { $0 }
+        port.finish()
+        let messages = port.messages
         #expect(messages.map(\.msgid) == [2, 3, 4])
         #expect(messages.map(\.data) == [[2, 2], [3], [4]])
     }
