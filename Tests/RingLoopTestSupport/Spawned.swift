@@ -30,6 +30,17 @@ public final class Spawned: @unchecked Sendable {
     }
     private static let spawnLock = SpawnLock()
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Swift's Glibc
+    /// module does not import: found at run time.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static func closeFrom(_ lowest: Int32, in actions: inout posix_spawn_file_actions_t) {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            preconditionFailure("glibc 2.34 or later is needed: posix_spawn_file_actions_addclosefrom_np")
+        }
+        let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
+        precondition(addCloseFrom(&actions, lowest) == 0, "posix_spawn_file_actions_addclosefrom_np: \(errno)")
+    }
+
     final class SpawnLock: @unchecked Sendable {
         // @unchecked: a pthread mutex, allocated once and never freed or moved.
         private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
@@ -58,6 +69,10 @@ public final class Spawned: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        // Nothing else of this process's: descriptors a test harness or another test left
+        // without close-on-exec would count against the child's limits (`ulimit -n`) and
+        // keep this process's sockets open in it.
+        Self.closeFrom(3, in: &actions)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
