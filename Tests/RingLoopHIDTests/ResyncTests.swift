@@ -80,22 +80,22 @@ struct ResyncTests {
         }
     }
 
-    /// Runs `loop` until the system has taken in every event the nodes gave out (on the
-    /// event thread too: a block it performs runs after the read it handles), then until
-    /// nothing waits in the hand-off and `settled` holds, then until a pass of the loop
-    /// handles nothing more: what the handlers saw by then is what they see afterwards (a
-    /// view that matched mid-burst could still change).
+    /// Runs `loop` until the nodes have given out every event, then until the system has
+    /// delivered all of it (``HIDEventSystem/afterInputDelivered(_:)``: on the event thread
+    /// too, whose notice comes once it has read and pushed everything) and `settled`
+    /// holds, then until a pass of the loop handles nothing more: what the handlers saw by
+    /// then is what they see afterwards (a view that matched mid-burst could still change).
+    /// By then the system has counted every event the nodes gave out.
     static func settle(_ loop: RingRunLoop, _ system: HIDEventSystem, _ nodes: [FUSEEvdevNode], _ settled: () -> Bool) -> Bool {
-        let read = runUntil(loop) {
-            guard nodes.allSatisfy({ $0.unreadEventCounts.allSatisfy { $0 == 0 } }) else { return false }
-            _ = system.feed?.readPaths()
-            return system.rawEventsRead == nodes.reduce(0) { $0 + $1.eventsTaken }
-        }
-        let forwarder = (system.feed as? ThreadedDeviceFeed)?.forwarder
-        let handedOver = runUntil(loop) { !(forwarder?.hasWaiting ?? false) && settled() }
+        let given = runUntil(loop) { nodes.allSatisfy { $0.unreadEventCounts.allSatisfy { $0 == 0 } } }
+        var delivered = false
+        system.afterInputDelivered { delivered = true }
+        let handedOver = runUntil(loop) { delivered && settled() }
         let limit = MonotonicInstant.now + TestWait.bound
         while loop.run(mode: .default, for: .zero, returnAfterSourceHandled: true) == .handledSource, MonotonicInstant.now < limit {}
-        return read && handedOver
+        let taken = nodes.reduce(0) { $0 + $1.eventsTaken }
+        #expect(system.rawEventsRead == taken, "the system counted \(system.rawEventsRead) of the \(taken) events the nodes gave out")
+        return given && handedOver
     }
 
     @Test(

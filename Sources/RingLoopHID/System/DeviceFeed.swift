@@ -28,9 +28,16 @@ protocol DeviceFeed: AnyObject {
     func attachStream(fd: Int32, description: HIDDeviceInfo) throws(HIDError) -> HIDDeviceID
     /// How each device is read.
     func readPaths() -> [HIDDeviceID: DeviceReadPath]
+    /// Someone waits for the input on its way to reach the client's queue
+    /// (``HIDEventSystem/afterInputDelivered(_:)``): a feed whose devices are read on
+    /// another thread has that thread wake the client's loop once it has read what its
+    /// devices hold (a feed that reads on the client's loop does nothing: a readable
+    /// device wakes that loop itself). Client loop thread.
+    func expectDeliveryCheck()
     /// Whether input is still on its way to the client's queue: in a device, not yet read
-    /// (``DeviceReader/hasUnreadInput``), or read on the event-system thread and not yet
-    /// taken from the hand-off. Client loop thread; a threaded feed waits for its thread.
+    /// (``DeviceReader/hasUnreadInput``), or, on the event-system thread, not yet read
+    /// since the last ``expectDeliveryCheck()`` or read and not yet taken from the
+    /// hand-off. Client loop thread; never waits for another thread.
     func hasInputOnTheWay() -> Bool
     /// Called each time the client's queue has been drained (a server's client
     /// acknowledges the batches its handlers took).
@@ -73,6 +80,7 @@ enum FeedAnswer {
 
 extension DeviceFeed {
     func drained() {}
+    func expectDeliveryCheck() {}
     func hasInputOnTheWay() -> Bool { false }
     func finish() {}
     func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { nil }
@@ -145,7 +153,8 @@ final class LocalDeviceFeed: DeviceFeed {
 /// never makes the kernel drop events. A full hand-off is a loss like any other.
 final class ThreadedDeviceFeed: DeviceFeed {
     let forwarder: Forwarder
-    private let thread: LoopThread
+    /// The event-system thread (internal for tests that hold it up).
+    let thread: LoopThread
     private let source: LoopPortSource
     private let settings: DeviceMonitor.Settings
     private let table: DeviceTable
@@ -187,6 +196,13 @@ final class ThreadedDeviceFeed: DeviceFeed {
                 sink: { forwarder.push($0) },
                 onError: { forwarder.pushProblem($0) },
                 onDevicesChanged: { table.replace($0) })
+            // After each pass of the thread's loop: a client waiting for delivery is told
+            // once nothing is left unread (what was read is pushed by then).
+            let answering = LoopObserver(activities: [.beforeWaiting], label: "hid-events delivery notice") { _, _ in
+                forwarder.answerDeliveryRequest()
+            }
+            forwarder.deliveryObserver = answering
+            RingRunLoop.current.add(answering, to: .common)
             do throws(HIDError) {
                 try monitor.start()
                 forwarder.monitor = monitor
@@ -206,6 +222,8 @@ final class ThreadedDeviceFeed: DeviceFeed {
         thread.perform {
             forwarder.monitor?.stop()
             forwarder.monitor = nil
+            forwarder.deliveryObserver?.invalidate()
+            forwarder.deliveryObserver = nil
             forwarder.flush()
         }
         thread.stopAndJoin()
@@ -235,28 +253,24 @@ final class ThreadedDeviceFeed: DeviceFeed {
         let answered = DispatchSemaphore(value: 0)
         thread.perform {
             answer.withLock { $0 = forwarder.monitor?.readPaths ?? [:] }
-            // A block on the thread runs after the read it may be handling: the count is
-            // then every event that read's events were pushed for.
-            forwarder.noteEventsRead()
             answered.signal()
         }
         answered.wait()
         return answer.withLock { $0 }
     }
 
-    func hasInputOnTheWay() -> Bool {
+    /// Asks the thread to ring the client's port once nothing is left unread, and wakes
+    /// it to look (it may be asleep with nothing to read); it looks again after each pass
+    /// of its loop until it can answer. No waiting for the thread.
+    func expectDeliveryCheck() {
         let forwarder = forwarder
-        let unread = ThreadLock(false)
-        let answered = DispatchSemaphore(value: 0)
-        thread.perform {
-            // A block on the thread runs after the read it may be handling: what that read
-            // took is in the hand-off by now.
-            unread.withLock { $0 = forwarder.monitor?.hasUnreadInput ?? false }
-            answered.signal()
-        }
-        answered.wait()
-        return unread.withLock { $0 } || forwarder.hasWaiting
+        forwarder.askForDeliveryNotice()
+        thread.perform { forwarder.answerDeliveryRequest() }
     }
+
+    /// From what the thread published: the request of ``expectDeliveryCheck()`` not yet
+    /// answered, or events it pushed not yet taken.
+    func hasInputOnTheWay() -> Bool { forwarder.isDeliveryNoticePending || forwarder.hasWaiting }
 
     func reconsiderDevices() {
         let forwarder = forwarder
@@ -276,7 +290,9 @@ final class ThreadedDeviceFeed: DeviceFeed {
         return try controlOwnNodes(request, rumbles: rumbles)
     }
 
-    var eventsRead: Int { forwarder.eventsRead }
+    /// Counted by the readers as they read, on the thread (exact on the client's loop once
+    /// a delivery notice it asked for is answered: ``expectDeliveryCheck()``).
+    var eventsRead: Int { settings.readCalls.events.load(ordering: .relaxed) }
 
     /// The CPUs the thread may run on. Waits for the thread to answer.
     func allowedCPUs() -> [Int] {

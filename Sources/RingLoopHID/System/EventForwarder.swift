@@ -12,8 +12,8 @@ import Glibc
 /// that lost events, the state after its newest event (lost or not) is kept, so the
 /// client can bring its handlers' view up to it.
 final class Forwarder: @unchecked Sendable {
-    // @unchecked: `monitor` and `read` are touched on the reading thread only; the
-    // rest is locked.
+    // @unchecked: `monitor`, `deliveryObserver` and `read` are touched on the reading
+    // thread only; the rest is locked or atomic.
     struct Taken {
         var dropped = 0
         var lifecycle: [HIDEvent] = []
@@ -31,11 +31,15 @@ final class Forwarder: @unchecked Sendable {
     private let capacity: Int
     private let port: LoopDoorbell
     var monitor: DeviceMonitor?
+    /// Answers delivery requests after each pass of the reading thread's loop.
+    var deliveryObserver: LoopObserver?
     /// What every event pushed says about its device (reading thread only).
     private var read = VisibleStates()
-    /// Raw events the reading thread has read (for tests).
-    var eventsRead: Int { readCount.load(ordering: .acquiring) }
-    let readCount = Atomic<Int>(0)
+    /// The client's requests to be told when what was on its way has been handed over
+    /// (``askForDeliveryNotice()``): the client counts them up, the reading thread stores
+    /// the newest one it answered. Equal: nothing asked is left unanswered.
+    private let deliveryAsked = Atomic<Int>(0)
+    private let deliveryAnswered = Atomic<Int>(0)
 
     init(capacity: Int, port: LoopDoorbell) {
         self.capacity = capacity
@@ -45,7 +49,6 @@ final class Forwarder: @unchecked Sendable {
     /// Reading thread: buffers an event (when the client lags: drops and counts it, or
     /// keeps it aside if it is a lifecycle event, and keeps the device's state).
     func push(_ event: HIDEvent) {
-        if let monitor { readCount.store(monitor.totalEventsRead, ordering: .releasing) }
         read.apply(event)
         let ring = state.withLock { shared -> Bool in
             if shared.events.count < capacity {
@@ -70,18 +73,43 @@ final class Forwarder: @unchecked Sendable {
         port.send(2)
     }
 
-    func flush() {
-        noteEventsRead()
-        port.send(0)
-    }
+    func flush() { port.send(0) }
 
-    /// Reading thread: publishes how many raw events the monitor has read (``eventsRead``).
-    func noteEventsRead() {
-        readCount.store(monitor?.totalEventsRead ?? readCount.load(ordering: .relaxed), ordering: .releasing)
-    }
-
-    /// Whether events wait for the client's loop to take them (for tests).
+    /// Whether events wait for the client's loop to take them.
     var hasWaiting: Bool { state.withLock { $0.pending || !$0.events.isEmpty } }
+
+    // MARK: Delivery notices
+
+    /// Client loop: asks the reading thread to ring the client's port once every device
+    /// it reads has nothing unread left, the events of what it read pushed (or found to
+    /// decode to none). The reading thread must then be woken to look
+    /// (``answerDeliveryRequest()``): its loop may be asleep with nothing to read.
+    func askForDeliveryNotice() {
+        deliveryAsked.add(1, ordering: .releasing)
+    }
+
+    /// Client loop: whether a request of ``askForDeliveryNotice()`` is not answered yet.
+    /// Once it is, everything the reading thread read before answering was pushed
+    /// (``hasWaiting`` tells whether the client has taken it), and every raw event it read
+    /// is counted. Does not wait for the reading thread.
+    var isDeliveryNoticePending: Bool {
+        // The answer first (acquiring what the reading thread did before it); the client
+        // is the only writer of the request.
+        deliveryAnswered.load(ordering: .acquiring) != deliveryAsked.load(ordering: .relaxed)
+    }
+
+    /// Reading thread, after each pass of its loop and when woken for a request: answers
+    /// the newest request once no device holds input its reader has not taken, and rings
+    /// the client's port. Input still unread wakes this thread's loop to read it, and it
+    /// looks again after that pass. Costs one atomic load while nothing is asked.
+    func answerDeliveryRequest() {
+        let asked = deliveryAsked.load(ordering: .acquiring)
+        guard asked != deliveryAnswered.load(ordering: .relaxed) else { return }
+        if let monitor, monitor.hasUnreadInput { return }
+        // Releasing: the client that sees the answer sees every push and count before it.
+        deliveryAnswered.store(asked, ordering: .releasing)
+        port.send(3)
+    }
 
     /// Client loop: hands every buffered event to `body`, in order, and returns what was
     /// lost since the last call.

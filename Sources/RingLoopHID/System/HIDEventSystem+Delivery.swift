@@ -177,13 +177,18 @@ extension HIDEventSystem {
     /// BeforeWaiting, after the stages' turn, where the queue is empty, no device holds input
     /// its reader has not taken and nothing waits in the hand-off from the event-system
     /// thread (``DeviceFeed/hasInputOnTheWay()``). Whatever is still on its way wakes the
-    /// loop again, and it looks again then. For input that has stopped coming (a replay
-    /// that has written its last frame): a device that keeps sending may never let it run.
-    /// Dropped at ``stop()``. Client loop thread, while started.
+    /// loop again, and it looks again then: a readable device on this loop, a batch the
+    /// event-system thread forwards, or that thread's notice that it has read everything
+    /// its devices held (``DeviceFeed/expectDeliveryCheck()``: also when what it read
+    /// decodes to no event). For input that has stopped coming (a replay that has written
+    /// its last frame): a device that keeps sending may never let it run. Dropped at
+    /// ``stop()``. Client loop thread, while started.
     package func afterInputDelivered(_ body: @escaping () -> Void) {
         loop.preconditionOnLoopThread("HIDEventSystem.afterInputDelivered")
-        guard feed != nil else { return }
+        guard let feed else { return }
         deliveryWaiters.append(body)
+        // Asked for each waiter: the answer comes from a look after this call.
+        feed.expectDeliveryCheck()
         guard deliveryObserver == nil else { return }
         let system = UnownedLoopReference(self, loop: loop)
         let observer = LoopObserver(
@@ -194,25 +199,9 @@ extension HIDEventSystem {
         loop.wakeUp()
     }
 
-    /// How soon the loop looks again while input is on its way to the handlers.
-    static let deliveryRecheckInterval = Duration.milliseconds(5)
-
     /// BeforeWaiting: runs what waits for delivery once nothing is on its way.
     private func runDeliveryWaiters() {
-        guard !deliveryWaiters.isEmpty, queue.isEmpty, let feed else { return }
-        if feed.hasInputOnTheWay() {
-            // What is on its way may forward nothing once read (frames that decode to no
-            // event, on the event-system thread): nothing would then wake this loop to look
-            // again, so a timer does, shortly.
-            guard deliveryRecheck == nil else { return }
-            let system = UnownedLoopReference(self, loop: loop)
-            let timer = LoopTimer(after: Self.deliveryRecheckInterval) { _ in system.value.deliveryRecheck = nil }
-            deliveryRecheck = timer
-            loop.add(timer, to: .common)
-            return
-        }
-        deliveryRecheck?.invalidate()
-        deliveryRecheck = nil
+        guard !deliveryWaiters.isEmpty, queue.isEmpty, let feed, !feed.hasInputOnTheWay() else { return }
         let waiters = deliveryWaiters
         deliveryWaiters = []
         deliveryObserver?.invalidate()

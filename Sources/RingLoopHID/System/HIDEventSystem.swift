@@ -235,8 +235,6 @@ public final class HIDEventSystem {
     var deliveryWaiters: [() -> Void] = []
     /// Runs ``deliveryWaiters`` at BeforeWaiting, while any wait.
     var deliveryObserver: LoopObserver?
-    /// Wakes the loop to look again while input is on its way (``afterInputDelivered(_:)``).
-    var deliveryRecheck: LoopTimer?
 
     /// `read(2)` calls made to take events off devices so far: 0 on the ring path. Any thread.
     package var readSystemCalls: Int { readCalls.count.load(ordering: .relaxed) }
@@ -394,8 +392,6 @@ public final class HIDEventSystem {
         // What waited for delivery is dropped: nothing is read any more.
         deliveryObserver?.invalidate()
         deliveryObserver = nil
-        deliveryRecheck?.invalidate()
-        deliveryRecheck = nil
         deliveryWaiters = []
         if let feed {
             feed.stop()

@@ -52,6 +52,7 @@ final class PlayerDeviceFeed: DeviceFeed {
         try inner.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { inner.readPaths() }
+    func expectDeliveryCheck() { inner.expectDeliveryCheck() }
     func hasInputOnTheWay() -> Bool { inner.hasInputOnTheWay() }
     func takeForwarded(_ enqueue: (HIDEvent) -> Void) -> Forwarder.Taken? { inner.takeForwarded(enqueue) }
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try inner.control(request) }
