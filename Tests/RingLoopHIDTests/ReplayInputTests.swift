@@ -122,7 +122,7 @@ extension ReplayInputTests {
     /// With the event-system thread, `finished` waits while that thread finds a node
     /// readable; what it then reads may decode to no event (MSC_SCAN-only frames, as a
     /// keyboard sends with no key), so nothing is forwarded to wake the client's loop: the
-    /// loop looks again on its own, and `finished` runs.
+    /// thread rings it once it has read them, and `finished` runs.
     @Test("finished runs although the player's last frames decode to no event (event-system thread)")
     func finishedAfterSilentFrames() throws {
         var text = try String(contentsOfFile: devicesFolder + "/keyboard.evemu", encoding: .utf8)
