@@ -66,6 +66,52 @@ struct StreamDeviceTests {
     }
 
     @Test(
+        "records a writer splits between two writes are read whole and counted once, by either shape",
+        arguments: HIDEventSystem.Shape.allCases)
+    func splitRecordsCounted(shape: HIDEventSystem.Shape) throws {
+        let recording = try loadRecording("keyboard")
+        let expected = decodedEvents(of: recording)
+        let bytes = recording.events.flatMap { event in withUnsafeBytes(of: event.kernelEvent) { Array($0) } }
+        let recordSize = MemoryLayout.size(ofValue: recording.events[0].kernelEvent)
+        let (events, counted) = try onFreshThread { () throws -> ([HIDEvent], Int) in
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(configuration: .init(deviceDirectory: "/tmp", shape: shape, nodeNames: []), loop: loop)
+            var events: [HIDEvent] = []
+            system.addHandler { event in
+                if event.kind != .deviceAdded && event.kind != .deviceRemoved { events.append(event) }
+                return .pass
+            }
+            try system.start()
+            defer { system.stop() }
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer { close(ends[1]) }
+            try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: deviceInfo(of: recording))
+            // Pieces of one and a half records: every other piece ends inside a record. Each
+            // goes once the reader has taken the one before (the pipe is empty), so the
+            // reader sees the split.
+            let piece = recordSize * 3 / 2
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(offset + piece, bytes.count)
+                let written = bytes[offset..<end].withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
+                #expect(written == end - offset)
+                offset = end
+                #expect(
+                    runUntil(loop) {
+                        var waiting: Int32 = 0
+                        return ioctl(ends[0], UInt(FIONREAD), &waiting) == 0 && waiting == 0
+                    }, "the reader left bytes in the pipe")
+            }
+            #expect(runUntil(loop) { system.rawEventsRead >= recording.events.count })
+            #expect(runUntil(loop) { events.count >= expected.count })
+            return (events, system.rawEventsRead)
+        }
+        #expect(counted == recording.events.count, "\(shape): counted \(counted) of \(recording.events.count) records")
+        #expect(events.map(summary) == expected.map(summary))
+    }
+
+    @Test(
         "through the ring a frame costs no read(2) and one io_uring_enter (the wait); by poll, a read each",
         arguments: DeviceReadPath.allCases)
     func systemCallsPerFrame(path: DeviceReadPath) throws {

@@ -209,8 +209,10 @@ final class DeviceReader {
         }
         let records = (bytes.count - offset) / Self.recordSize
         for index in 0..<records { take(InputEvent(bytes: base + offset + index * Self.recordSize)) }
-        eventsRead += records
-        readCalls.events.add(records + (offset > 0 ? 1 : 0), ordering: .relaxed)
+        // The record completed from the last read's carry counts too (`offset > 0`).
+        let completed = records + (offset > 0 ? 1 : 0)
+        eventsRead += completed
+        readCalls.events.add(completed, ordering: .relaxed)
         let rest = offset + records * Self.recordSize
         if rest < bytes.count { carry.append(contentsOf: UnsafeRawBufferPointer(start: base + rest, count: bytes.count - rest)) }
         flushOutput()
