@@ -66,7 +66,7 @@ struct Bench: ParsableCommand {
         "screen", "pointer", "touchpad", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
         "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
-        "server.fanout",
+        "server.fanout", "server.fanout.own_loops",
     ]
 
     @Option(help: "Run only the benchmarks whose name starts with this (\(Bench.all.joined(separator: ", "))).")
@@ -136,7 +136,9 @@ struct Bench: ParsableCommand {
         if selected("ports.named") { emit(try IOBench.ports(quick: quick, rounds: rounds)) }
         if selected("ports.flood") { emit(try PortFloodBench.run(quick: quick)) }
         if (only ?? "").hasPrefix("server.fanout") {
-            emit(try ServerBench.fanoutResults(quick: quick, rounds: rounds))
+            emit(
+                try ServerBench.fanoutResults(
+                    quick: quick, rounds: rounds, ownLoopsOnly: (only ?? "").hasPrefix("server.fanout.own_loops")))
         } else if selected("server") {
             emit(try ServerBench.results(quick: quick, rounds: rounds))
         }

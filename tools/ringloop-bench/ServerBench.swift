@@ -11,7 +11,9 @@ import SystemPackage
 /// (`HIDEventSystem(configuration: .init(server:))`) on one loop of this process: device →
 /// server → client handler latency beside the in-process event-thread shape and the
 /// futex floor of the same run; the server's CPU per event per client for 1, 16 and 64
-/// clients; the clients' p99 while one more client never acknowledges.
+/// clients; the clients' p99 while one more client never acknowledges. The fan-out rows
+/// (`--only server.fanout`) run the clients on one loop and, as apps run, on a loop thread
+/// each.
 enum ServerBench {
     /// The bench mouse every measurement moves.
     static let mouse = HIDDeviceInfo.describing(
@@ -68,6 +70,10 @@ enum ServerBench {
         /// the last's (µs): what the fan-out adds to the frame, with the path every client
         /// shares (the device's read, the server's wake-up and chain) taken out.
         var spreads: [Double] = []
+        /// For each frame every client took, the first client's latency (µs): the path every
+        /// client shares (the device's read, the server's turn, one client's wake-up), which
+        /// the spread follows.
+        var firsts: [Double] = []
         /// Each client's median latency, by the order the clients attached (µs).
         var medianByClient: [Double] = []
 
@@ -87,14 +93,28 @@ enum ServerBench {
                 let seen = frames[sample.frame] ?? (0, .infinity, -.infinity)
                 frames[sample.frame] = (seen.count + 1, min(seen.first, sample.latency), max(seen.last, sample.latency))
             }
-            spreads = frames.values.filter { $0.count == clients }.map { $0.last - $0.first }
+            let complete = frames.values.filter { $0.count == clients }
+            spreads = complete.map { $0.last - $0.first }
+            firsts = complete.map(\.first)
             medianByClient = byClient.map { median($0) }
         }
     }
 
+    /// Where the bench's clients run.
+    enum Placement: String {
+        /// Every client on one loop, of one thread of the bench's process: a frame's 16th
+        /// client's handler runs after the 15 others' (the `server.fanout.N` rows).
+        case oneLoop
+        /// Every client on a loop thread of its own, as apps are (each its own process and
+        /// loop): the clients wake together and share the machine's CPUs, not one thread
+        /// (the `server.fanout.own_loops.N` rows).
+        case ownLoops
+    }
+
     /// `clients` clients (all observing the mouse), and `silent` more that say hello and
     /// never acknowledge; `frames` frames 1 ms apart.
-    static func run(clients: Int, silent: Int = 0, frames: Int) throws -> Run {
+    static func run(clients: Int, silent: Int = 0, frames: Int, placement: Placement = .oneLoop) throws -> Run {
+        if placement == .ownLoops { return try runOnOwnLoops(clients: clients, frames: frames) }
         let name = "bench.hid.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let server = try ServerProcess(name: name)
         defer { server.stop() }
@@ -151,6 +171,94 @@ enum ServerBench {
             return Run(
                 samples: samples, clients: clients, nanosecondsPerEventPerClient: cpu / Double(max(1, samples.count)))
         }
+    }
+
+    /// What the clients on loops of their own share with the thread that starts them.
+    private final class OwnLoopsShared: Sendable {
+        /// Clients that saw the mouse added.
+        let attached = Atomic<Int>(0)
+        /// Clients that failed to start.
+        let failed = Atomic<Int>(0)
+        /// Set when the frames are written and the stragglers' grace is over.
+        let stop = Atomic<Bool>(false)
+        /// Every client's samples `(client, frame's timestamp, latency)`, handed in at its end.
+        let samples = Mutex<[(client: Int, frame: UInt64, latency: Double)]>([])
+    }
+
+    /// `clients` clients, each on a loop thread of its own (``Placement/ownLoops``); each
+    /// handler's latency is taken on its own thread, from the frame's timestamp (the
+    /// device write) as in ``run(clients:silent:frames:placement:)``. Threads, not
+    /// processes: each client's path is an app's (its own port, its own loop's ring and
+    /// wait, woken by the server's send), and the samples stay in one address space to
+    /// gather the spread across clients without a transport of their own.
+    private static func runOnOwnLoops(clients: Int, frames: Int) throws -> Run {
+        let name = "bench.hid.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let server = try ServerProcess(name: name)
+        defer { server.stop() }
+        let writeEnd = open(server.fifo, O_WRONLY | O_CLOEXEC)
+        guard writeEnd >= 0 else { throw IOBench.ServerProcess.Failure.notReady("hid (its FIFO)") }
+        defer { close(writeEnd) }
+        let shared = OwnLoopsShared()
+        let group = DispatchGroup()
+        for index in 0..<clients {
+            group.enter()
+            let client = Thread {
+                defer { group.leave() }
+                let loop = RingRunLoop.current
+                var samples: [(client: Int, frame: UInt64, latency: Double)] = []
+                samples.reserveCapacity(frames)
+                let system = HIDEventSystem(
+                    configuration: .init(server: name, clientName: "bench \(index)", subscribedDeviceClasses: [.pointer]),
+                    loop: loop)
+                system.addHandler { event in
+                    switch event.kind {
+                    case .deviceAdded: shared.attached.add(1, ordering: .relaxed)
+                    case .pointerMotion:
+                        let latency = Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000
+                        samples.append((index, event.timestamp.nanoseconds, latency))
+                    default: break
+                    }
+                    return .pass
+                }
+                guard (try? system.start()) != nil else {
+                    shared.failed.add(1, ordering: .relaxed)
+                    return
+                }
+                let end = MonotonicInstant.now + .seconds(80)
+                while samples.count < frames, !shared.stop.load(ordering: .relaxed), MonotonicInstant.now < end {
+                    loop.run(mode: .default, for: .milliseconds(50))
+                }
+                system.stop()
+                shared.samples.withLock { $0 += samples }
+            }
+            client.stackSize = 8 << 20
+            client.start()
+        }
+        let limit = MonotonicInstant.now + .seconds(20)
+        while shared.attached.load(ordering: .relaxed) + shared.failed.load(ordering: .relaxed) < clients,
+            MonotonicInstant.now < limit
+        {
+            usleep(2000)
+        }
+        guard shared.failed.load(ordering: .relaxed) == 0, shared.attached.load(ordering: .relaxed) == clients else {
+            shared.stop.store(true, ordering: .relaxed)
+            group.wait()
+            return Run(latencies: [], nanosecondsPerEventPerClient: .nan)
+        }
+        let cpuBefore = server.cpuNanoseconds()
+        let frame = UnsafeMutableRawPointer.allocate(byteCount: 2 * InputEvent.size, alignment: 8)
+        defer { frame.deallocate() }
+        for index in 0..<frames {
+            ScaleBench.writeMotion(to: writeEnd, value: index % 2 == 0 ? 1 : -1, through: frame)
+            usleep(1000)
+        }
+        // Every client has its frames, or a second more has passed.
+        _ = group.wait(timeout: .now() + .seconds(1))
+        let cpu = server.cpuNanoseconds() - cpuBefore
+        shared.stop.store(true, ordering: .relaxed)
+        group.wait()
+        let samples = shared.samples.withLock { $0 }
+        return Run(samples: samples, clients: clients, nanosecondsPerEventPerClient: cpu / Double(max(1, samples.count)))
     }
 
     /// A client that says hello and never acknowledges (nor reads: its port's source is in
@@ -225,40 +333,65 @@ enum ServerBench {
         return results
     }
 
-    /// The fan-out alone (`--only server.fanout`): 1, 16 and 64 clients, each round in
-    /// another order (1 16 64, 16 64 1, 64 1 16…), so that what the machine's neighbours do
-    /// falls on every count alike; a round's 16-client p99 is set against the 1-client p99
-    /// of the same round (the two runs next to each other in time). Each p99 is the median
-    /// over rounds, with the lowest and highest; beside them the futex floor of the same
-    /// rounds (one thread waking another, a frame a millisecond: what the machine's own
-    /// wake-ups cost at p99 while the rounds ran) and the machine's load average at the
-    /// start and at the end.
-    static func fanoutResults(quick: Bool, rounds: Int) throws -> [BenchResult] {
+    /// One shape of the fan-out: how many clients, and where they run.
+    struct FanoutShape: Hashable {
+        var clients: Int
+        var placement: Placement
+        /// The rows' name: `server.fanout.16` for one loop (the rows' old name, kept),
+        /// `server.fanout.own_loops.16` for loops of their own.
+        var name: String { prefix + "\(clients)" }
+        /// The name of its ratio to one client's: `server.fanout.16_over_1`.
+        var ratioName: String { prefix + "\(clients)_over_1" }
+        private var prefix: String { placement == .oneLoop ? "server.fanout." : "server.fanout.own_loops." }
+    }
+
+    /// The fan-out alone (`--only server.fanout`): 1, 16 and 64 clients on one loop, and
+    /// 16 clients on loops of their own (`--only server.fanout.own_loops`: 1 and those 16
+    /// only), each round in another order (1 16 64, 16 64 1, 64 1 16…), so that what the
+    /// machine's neighbours do falls on every shape alike; a round's 16-client p99 is set
+    /// against the 1-client p99 of the same round (the runs next to each other in time).
+    /// One client is the same shape either way (one client on a loop thread of its own):
+    /// its run is the baseline of both ratios. Each p99 is the median over rounds, with the
+    /// lowest and highest; beside them the futex floor of the same rounds (one thread
+    /// waking another, a frame a millisecond: what the machine's own wake-ups cost at p99
+    /// while the rounds ran) and the machine's load average at the start and at the end.
+    static func fanoutResults(quick: Bool, rounds: Int, ownLoopsOnly: Bool = false) throws -> [BenchResult] {
         let frames = BenchSize.of(quick ? 300 : 2000)
-        let counts = [1, 16, 64]
+        let one = FanoutShape(clients: 1, placement: .oneLoop)
+        let ownSixteen = FanoutShape(clients: 16, placement: .ownLoops)
+        let shapes =
+            ownLoopsOnly
+            ? [one, ownSixteen]
+            : [one, FanoutShape(clients: 16, placement: .oneLoop), ownSixteen, FanoutShape(clients: 64, placement: .oneLoop)]
         var loadBefore = [0.0, 0.0, 0.0]
         _ = getloadavg(&loadBefore, 3)
-        var runs: [Int: [Run]] = [:]
+        var runs: [FanoutShape: [Run]] = [:]
+        // Each round's runs, to set a 16-client run against the 1-client run of its round.
+        var rounded: [[FanoutShape: Run]] = []
         var floor: [Double] = []
         for round in 0..<(quick ? 1 : rounds) {
             let futex = try WakeUpBenchmark.run(.futex, samples: frames, gap: .milliseconds(1))
             floor.append(percentile(futex.latencies, 0.99))
-            for step in 0..<counts.count {
-                let count = counts[(round + step) % counts.count]
-                let measured = try run(clients: count, frames: frames / (count == 64 ? 2 : 1))
+            var thisRound: [FanoutShape: Run] = [:]
+            for step in 0..<shapes.count {
+                let shape = shapes[(round + step) % shapes.count]
+                let measured = try run(
+                    clients: shape.clients, frames: frames / (shape.clients == 64 ? 2 : 1), placement: shape.placement)
                 guard !measured.latencies.isEmpty else { continue }
-                runs[count, default: []].append(measured)
+                runs[shape, default: []].append(measured)
+                thisRound[shape] = measured
             }
+            rounded.append(thisRound)
         }
         var loadAfter = [0.0, 0.0, 0.0]
         _ = getloadavg(&loadAfter, 3)
         var results: [BenchResult] = []
-        for count in counts {
-            guard let measured = runs[count], !measured.isEmpty else { continue }
+        for shape in shapes {
+            guard let measured = runs[shape], !measured.isEmpty else { continue }
             let p99s = measured.map { percentile($0.latencies, 0.99) }
             results.append(
                 BenchResult(
-                    "server.fanout.\(count).p99_us", "µs", ours: median(p99s),
+                    "\(shape.name).p99_us", "µs", ours: median(p99s),
                     peers: [
                         "lowest": p99s.min(), "highest": p99s.max(), "p50": median(measured.map { percentile($0.latencies, 0.5) }),
                         "p95": median(measured.map { percentile($0.latencies, 0.95) }), "futex_floor": median(floor),
@@ -269,27 +402,36 @@ enum ServerBench {
                     ]))
             results.append(
                 BenchResult(
-                    "server.fanout.\(count).ns_per_event_per_client", "ns", ours: median(measured.map(\.nanosecondsPerEventPerClient))))
-            if count > 1 {
+                    "\(shape.name).ns_per_event_per_client", "ns", ours: median(measured.map(\.nanosecondsPerEventPerClient))))
+            if shape.clients > 1 {
                 let spreads = measured.map { (p50: percentile($0.spreads, 0.5), p99: percentile($0.spreads, 0.99)) }
                 results.append(
                     BenchResult(
-                        "server.fanout.\(count).spread_p99_us", "µs", ours: median(spreads.map(\.p99)),
-                        peers: ["p50": median(spreads.map(\.p50))]))
+                        "\(shape.name).spread_p99_us", "µs", ours: median(spreads.map(\.p99)),
+                        peers: [
+                            "p50": median(spreads.map(\.p50)),
+                            // The frame's first client: the shared path's p99, which the spread follows.
+                            "first_of_frame_p99": median(measured.map { percentile($0.firsts, 0.99) }),
+                        ]))
                 let first = median(measured.map { $0.medianByClient.first ?? .nan })
                 let last = median(measured.map { $0.medianByClient.last ?? .nan })
                 results.append(
-                    BenchResult("server.fanout.\(count).last_client_p50_us", "µs", ours: last, peers: ["first_client": first]))
+                    BenchResult("\(shape.name).last_client_p50_us", "µs", ours: last, peers: ["first_client": first]))
             }
         }
-        if let one = runs[1], let many = runs[16] {
-            let ratios = zip(one, many).map { percentile($1.latencies, 0.99) / percentile($0.latencies, 0.99) }
+        for many in shapes where many.clients == 16 {
+            let ratios = rounded.compactMap { round -> Double? in
+                guard let single = round[one], let sixteen = round[many] else { return nil }
+                return percentile(sixteen.latencies, 0.99) / percentile(single.latencies, 0.99)
+            }
+            guard !ratios.isEmpty else { continue }
             results.append(
                 BenchResult(
-                    "server.fanout.16_over_1.p99_ratio", "×", ours: median(ratios),
+                    "\(many.ratioName).p99_ratio", "×", ours: median(ratios),
                     peers: [
-                        "lowest": ratios.min(), "highest": ratios.max(), "load_1min_before": loadBefore[0],
-                        "load_1min_after": loadAfter[0],
+                        "lowest": ratios.min(), "highest": ratios.max(),
+                        "at_most_2x_rounds": Double(ratios.count { $0 <= 2 }), "rounds": Double(ratios.count),
+                        "load_1min_before": loadBefore[0], "load_1min_after": loadAfter[0],
                     ]))
         }
         return results
