@@ -162,8 +162,10 @@ struct Bench: ParsableCommand {
     static func row(_ result: BenchResult) -> String {
         let foundation = result.foundation.map { format($0) } ?? "—"
         let ratio = result.ratio.map { format($0, digits: 2) } ?? ""
+        // A name past the column keeps one space before its unit.
+        let nameColumn = result.name.padding(46) + (result.name.count >= 46 ? " " : "")
         var row =
-            result.name.padding(46) + result.unit.padding(8) + format(result.ours).padding(12, left: true)
+            nameColumn + result.unit.padding(8) + format(result.ours).padding(12, left: true)
             + foundation.padding(13, left: true) + ratio.padding(9, left: true)
         for (name, figure) in (result.peers ?? [:]).sorted(by: { $0.key < $1.key }) {
             row += "   \(name) " + (figure.map { format($0) } ?? "not built")

@@ -74,6 +74,9 @@ enum ServerBench {
         /// client shares (the device's read, the server's turn, one client's wake-up), which
         /// the spread follows.
         var firsts: [Double] = []
+        /// The clients' own CPU time a frame and client (µs): the client loops' threads'
+        /// CPU time (`CLOCK_THREAD_CPUTIME_ID`) while the frames came, over the samples.
+        var clientMicrosecondsPerFrame = Double.nan
         /// Each client's median latency, by the order the clients attached (µs).
         var medianByClient: [Double] = []
 
@@ -152,6 +155,7 @@ enum ServerBench {
             let limit = MonotonicInstant.now + .seconds(20)
             while attached < clients, MonotonicInstant.now < limit { loop.run(mode: .default, for: .milliseconds(10)) }
             let cpuBefore = server.cpuNanoseconds()
+            let clientCPUBefore = threadCPUNanoseconds()
             let sender = Thread {
                 let frame = UnsafeMutableRawPointer.allocate(byteCount: 2 * InputEvent.size, alignment: 8)
                 defer { frame.deallocate() }
@@ -165,11 +169,14 @@ enum ServerBench {
             while samples.count < frames * clients, MonotonicInstant.now < end {
                 loop.run(mode: .default, for: .milliseconds(50))
             }
+            let clientCPU = threadCPUNanoseconds() - clientCPUBefore
             let cpu = server.cpuNanoseconds() - cpuBefore
             for system in systems { system.stop() }
             for (port, _) in silentPorts { port.invalidate() }
-            return Run(
+            var measured = Run(
                 samples: samples, clients: clients, nanosecondsPerEventPerClient: cpu / Double(max(1, samples.count)))
+            measured.clientMicrosecondsPerFrame = clientCPU / 1000 / Double(max(1, samples.count))
+            return measured
         }
     }
 
@@ -181,6 +188,8 @@ enum ServerBench {
         let failed = Atomic<Int>(0)
         /// Set when the frames are written and the stragglers' grace is over.
         let stop = Atomic<Bool>(false)
+        /// The clients' threads' CPU time from their attachment to their end (ns).
+        let clientCPU = Atomic<Int>(0)
         /// Every client's samples `(client, frame's timestamp, latency)`, handed in at its end.
         let samples = Mutex<[(client: Int, frame: UInt64, latency: Double)]>([])
     }
@@ -207,12 +216,15 @@ enum ServerBench {
                 let loop = RingRunLoop.current
                 var samples: [(client: Int, frame: UInt64, latency: Double)] = []
                 samples.reserveCapacity(frames)
+                var cpuAtAttach = 0.0
                 let system = HIDEventSystem(
                     configuration: .init(server: name, clientName: "bench \(index)", subscribedDeviceClasses: [.pointer]),
                     loop: loop)
                 system.addHandler { event in
                     switch event.kind {
-                    case .deviceAdded: shared.attached.add(1, ordering: .relaxed)
+                    case .deviceAdded:
+                        cpuAtAttach = threadCPUNanoseconds()
+                        shared.attached.add(1, ordering: .relaxed)
                     case .pointerMotion:
                         let latency = Double((MonotonicInstant.now - event.timestamp).nanosecondsValue) / 1000
                         samples.append((index, event.timestamp.nanoseconds, latency))
@@ -228,6 +240,7 @@ enum ServerBench {
                 while samples.count < frames, !shared.stop.load(ordering: .relaxed), MonotonicInstant.now < end {
                     loop.run(mode: .default, for: .milliseconds(50))
                 }
+                shared.clientCPU.add(Int(threadCPUNanoseconds() - cpuAtAttach), ordering: .relaxed)
                 system.stop()
                 shared.samples.withLock { $0 += samples }
             }
@@ -258,7 +271,18 @@ enum ServerBench {
         shared.stop.store(true, ordering: .relaxed)
         group.wait()
         let samples = shared.samples.withLock { $0 }
-        return Run(samples: samples, clients: clients, nanosecondsPerEventPerClient: cpu / Double(max(1, samples.count)))
+        var measured = Run(
+            samples: samples, clients: clients, nanosecondsPerEventPerClient: cpu / Double(max(1, samples.count)))
+        measured.clientMicrosecondsPerFrame =
+            Double(shared.clientCPU.load(ordering: .relaxed)) / 1000 / Double(max(1, samples.count))
+        return measured
+    }
+
+    /// This thread's CPU time so far (ns).
+    static func threadCPUNanoseconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
     }
 
     /// A client that says hello and never acknowledges (nor reads: its port's source is in
@@ -402,7 +426,10 @@ enum ServerBench {
                     ]))
             results.append(
                 BenchResult(
-                    "\(shape.name).ns_per_event_per_client", "ns", ours: median(measured.map(\.nanosecondsPerEventPerClient))))
+                    "\(shape.name).ns_per_event_per_client", "ns", ours: median(measured.map(\.nanosecondsPerEventPerClient)),
+                    // The clients' side of the same frames: their loops' CPU time a frame
+                    // and client.
+                    peers: ["client_us": median(measured.map(\.clientMicrosecondsPerFrame))]))
             if shape.clients > 1 {
                 let spreads = measured.map { (p50: percentile($0.spreads, 0.5), p99: percentile($0.spreads, 0.99)) }
                 results.append(
