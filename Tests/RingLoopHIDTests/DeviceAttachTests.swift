@@ -3,6 +3,7 @@ import RingLoop
 import RingLoopEvdev
 import RingLoopTestSupport
 import Synchronization
+import SystemPackage
 import Testing
 
 @testable import RingLoopDevices
@@ -54,6 +55,65 @@ struct DeviceAttachTests {
             return
         }
         #expect(panel.deviceClass == .touchscreen && panel.roles == [.touchscreen])
+    }
+
+    @Test(
+        "an attach reads udev once: the screen mapping and the pointer take the calibration and the resolution of that one read, also after new settings",
+        arguments: HIDEventSystem.Shape.allCases)
+    func oneUdevReadPerAttach(shape: HIDEventSystem.Shape) throws {
+        let screen = deviceInfo(of: try Self.recording("touchscreen-multitouch.evemu"))
+        let mouse = deviceInfo(of: try Self.recording("mouse-hires-wheel.evemu"))
+        #expect(screen.deviceClass == .touchscreen && mouse.deviceClass == .pointer)
+        let calibration = "0 -1 1 1 0 0"
+        // What udev's database says of a node the first time it is asked, and then (the
+        // database changed) nothing: a second read would undo what the first gave.
+        let reads = Mutex<[String: Int]>([:])
+        let policy = DeviceAttachPolicy(udev: { path in
+            let count = reads.withLock { reads in
+                reads[path, default: 0] += 1
+                return reads[path]!
+            }
+            guard count == 1 else { return [:] }
+            return [DeviceIdentity.calibrationProperty: calibration, PointerSettings.mouseDPIProperty: "1600@125"]
+        })
+        let (mapped, dotsPerInch, remapped, readCounts) = try onFreshThread {
+            () throws -> (CalibrationMatrix?, Int?, CalibrationMatrix?, [String: Int]) in
+            let loop = RingRunLoop.current
+            var configuration = HIDEventSystem.Configuration(deviceDirectory: "/tmp", shape: shape, nodeNames: [])
+            configuration.pointer = PointerSettings()
+            let system = HIDEventSystem(configuration: configuration, loop: loop, attachPolicy: policy)
+            system.setScreens(DeviceSettingsResolver(screens: [try ScreenDescription(parsing: "1920x1080")]))
+            var added: [HIDDeviceID] = []
+            system.addHandler(kinds: [.deviceAdded]) { event in
+                added.append(event.device)
+                return .pass
+            }
+            try system.start()
+            var ids: [HIDDeviceID] = []
+            // The write ends stay open: the devices stay attached until the stop.
+            var writeEnds: [Int32] = []
+            defer { for fd in writeEnds { close(fd) } }
+            for info in [screen, mouse] {
+                var ends: [Int32] = [0, 0]
+                #expect(pipe(&ends) == 0)
+                writeEnds.append(ends[1])
+                ids.append(try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: info))
+            }
+            #expect(runUntil(loop) { Set(added) == Set(ids) })
+            let mapped = system.screenMapping(for: ids[0])?.calibration
+            let dotsPerInch = system.pointerSettings(for: ids[1])?.dotsPerInch
+            // New settings: both stages work their devices out again from the same read.
+            system.setScreens(DeviceSettingsResolver(screens: [try ScreenDescription(parsing: "1080x1920")]))
+            let remapped = system.screenMapping(for: ids[0])?.calibration
+            #expect(system.pointerSettings(for: ids[1])?.dotsPerInch == 1600)
+            system.stop()
+            return (mapped, dotsPerInch, remapped, reads.withLock { $0 })
+        }
+        #expect(readCounts.count == 2 && readCounts.values.allSatisfy { $0 == 1 }, "one udev read per attach: \(readCounts)")
+        let expected = try CalibrationMatrix(parsing: calibration)
+        #expect(mapped == expected, "the screen stage maps by udev's LIBINPUT_CALIBRATION_MATRIX from the attach's read")
+        #expect(remapped == expected)
+        #expect(dotsPerInch == 1600, "the pointer stage takes udev's MOUSE_DPI from the attach's read")
     }
 
     static let settings = DeviceSettingsFile(

@@ -89,6 +89,11 @@ public final class HIDStageContext {
     /// The attached device with `id`, if any.
     public func device(_ id: HIDDeviceID) -> HIDDeviceInfo? { system.device(id) }
 
+    /// What `device`'s attach read and resolved: its udev properties, read once, and its
+    /// settings by the settings in force (``HIDEventSystem/setScreens(_:)``). Every stage
+    /// that configures a device takes them here, so all see the same answer.
+    func attachment(of device: HIDDeviceInfo) -> DeviceAttachment { system.attachPolicy.attachment(of: device) }
+
     /// Hands `event` to the stages after `stage`, as if `stage` had emitted it now (a key
     /// repeat from a timer, a gesture's cancellations). Does nothing when `stage` is not
     /// one of the system's stages any more.

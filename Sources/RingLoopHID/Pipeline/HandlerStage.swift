@@ -64,7 +64,10 @@ final class HandlerStage: HIDEventStage {
             dispatching = false
             if entries.contains(where: { !$0.active }) { entries.removeAll { !$0.active } }
             // The removal is the device's last event: its roles are no longer needed.
-            if event.kind == .deviceRemoved { table.forget(event.device) }
+            if event.kind == .deviceRemoved {
+                table.forget(event.device)
+                system.attachPolicy.forget(event.device)
+            }
         }
         let count = entries.count
         var index = 0

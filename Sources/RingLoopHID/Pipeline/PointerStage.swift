@@ -106,9 +106,8 @@ final class PointerStage: HIDEventStage {
     func settings(of device: HIDDeviceID) -> PointerSettings { processor.settings(of: device) }
 
     private func configure(_ device: HIDDeviceInfo) {
-        let properties = UdevProperties.of(node: device.path)
-        let own = context?.system.screens?.settings(for: DeviceIdentity(device, properties: properties)) ?? DeviceSettings()
-        let (settings, problems) = defaults.applying(own, udevProperties: properties)
+        guard let attachment = context?.attachment(of: device) else { return }
+        let (settings, problems) = defaults.applying(attachment.settings, udevProperties: attachment.identity.properties)
         for problem in problems { Self.logger.warning("\(device.name): \(problem)") }
         processor.setDevice(device.id, settings: settings, isTouchpad: device.deviceClass == .touchpad)
     }

@@ -104,7 +104,8 @@ final class ScreenMappingStage: HIDEventStage {
 
     @discardableResult
     private func map(_ device: HIDDeviceInfo) -> ScreenMappingReport? {
-        let report = ScreenMappingReport(device: device, screens: screens)
+        guard let attachment = context?.attachment(of: device) else { return nil }
+        let report = ScreenMappingReport(device: device, screens: screens, attachment: attachment)
         mapper.setMapping(report.mapping, for: device.id)
         mountMatrices[device.id] = report.settings.mountMatrix
         return report.mapping != nil || ScreenMapper.mapsToScreen(device) ? report : nil
@@ -128,7 +129,14 @@ public struct ScreenMappingReport: Sendable {
         self.device = device
         let identity = DeviceIdentity(device, properties: UdevProperties.of(node: device.path))
         settings = screens.settings(for: identity)
-        (mapping, reason) = screens.mapping(for: device, identity: identity)
+        (mapping, reason) = screens.mapping(for: device, identity: identity, settings: settings)
+    }
+
+    /// Where `device` maps by `screens`, by what its attach read and resolved.
+    init(device: HIDDeviceInfo, screens: DeviceSettingsResolver, attachment: DeviceAttachment) {
+        self.device = device
+        settings = attachment.settings
+        (mapping, reason) = screens.mapping(for: device, identity: attachment.identity, settings: attachment.settings)
     }
 
     /// One line: `NAME → 1080x1920@90 (HDMI-A-1): screen from …`.

@@ -103,7 +103,13 @@ public struct DeviceSettingsResolver: Sendable {
     /// ``ScreenAssignment``'s rules), its calibration and rotation composed; `nil` with the
     /// reason when it maps to none (ignored, not an absolute device, no screen chosen).
     public func mapping(for info: HIDDeviceInfo, identity: DeviceIdentity) -> (mapping: ScreenMapping?, reason: String) {
-        let settings = settings(for: identity)
+        mapping(for: info, identity: identity, settings: settings(for: identity))
+    }
+
+    /// Where `info` maps to by `settings`, `identity`'s as resolved before.
+    func mapping(
+        for info: HIDDeviceInfo, identity: DeviceIdentity, settings: DeviceSettings
+    ) -> (mapping: ScreenMapping?, reason: String) {
         if settings.ignore { return (nil, "ignored (from \(settings.source(of: .ignore)))") }
         guard ScreenMapper.mapsToScreen(info, as: settings.deviceClass) else {
             return (nil, "a \(settings.deviceClass ?? info.deviceClass) does not map to a screen")

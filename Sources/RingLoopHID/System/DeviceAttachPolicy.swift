@@ -1,5 +1,21 @@
 import RingLoop
 
+/// What a device's attach read and resolved, once: its identity with the udev properties
+/// read for its node, and its settings by the resolver in force. The attach policy
+/// decides by it, and every stage that configures the device (the screen mapping, the
+/// pointer) takes it from the policy (``HIDStageContext``) instead of reading udev and
+/// resolving again, so they all see the same answer even when the udev database or a
+/// settings file changes in between.
+struct DeviceAttachment: Sendable {
+    /// The node the properties were read for.
+    var path: String
+    /// The device as the settings match it (its class the one it was attached as), with
+    /// its udev properties.
+    var identity: DeviceIdentity
+    /// Its settings, each value with its source.
+    var settings: DeviceSettings
+}
+
 /// Decides, as a device attaches, whether it is attached at all and as what class: the
 /// per-device settings' `ignore` and `class` (``DeviceSettingsResolver``: udev's
 /// `LIBINPUT_IGNORE_DEVICE` and `ID_INPUT_*` tags, then the settings files, then the
@@ -9,8 +25,13 @@ import RingLoop
 /// description (``HIDDeviceInfo/treated(as:)``) before its decoder is made, so every stage
 /// sees the device as that class.
 ///
-/// Shared by the event system (which sets the settings) and its device monitor (which
-/// asks, on the client's loop or on the event-system thread). Any thread.
+/// The node's udev properties are read once per attach; what they and the settings gave
+/// is kept, by device id, as the device's ``DeviceAttachment`` until its removal
+/// (``forget(_:)``), and resolved again from the same properties when the settings change.
+///
+/// Shared by the event system (which sets the settings), its device monitor (which
+/// asks, on the client's loop or on the event-system thread) and its stages (which take
+/// the attachments). Any thread.
 final class DeviceAttachPolicy: Sendable {
     /// What to do with a device that appeared.
     enum Decision: Equatable {
@@ -20,7 +41,13 @@ final class DeviceAttachPolicy: Sendable {
         case ignore(String)
     }
 
-    private let state = ThreadLock<(resolver: DeviceSettingsResolver, ignored: [String: String])>((DeviceSettingsResolver(), [:]))
+    private struct State {
+        var resolver = DeviceSettingsResolver()
+        var ignored: [String: String] = [:]
+        var attachments: [HIDDeviceID: DeviceAttachment] = [:]
+    }
+
+    private let state = ThreadLock<State>(State())
     /// Reads a node's udev properties (``UdevProperties/of(node:)``; tests give their own).
     private let udev: @Sendable (String) -> [String: String]
 
@@ -28,20 +55,63 @@ final class DeviceAttachPolicy: Sendable {
     /// through `udev`.
     init(udev: @escaping @Sendable (String) -> [String: String] = { UdevProperties.of(node: $0) }) { self.udev = udev }
 
-    /// The settings decisions are made by from now on.
-    func update(_ resolver: DeviceSettingsResolver) { state.withLock { $0.resolver = resolver } }
-
-    /// Whether `info` (as its capabilities describe it) is attached, and as what.
-    func decide(_ info: HIDDeviceInfo) -> Decision {
-        let resolver = state.withLock { $0.resolver }
-        let identity = DeviceIdentity(info, properties: udev(info.path))
-        let settings = resolver.settings(for: identity)
-        if settings.ignore { return .ignore("ignored (from \(settings.source(of: .ignore)))") }
-        guard let deviceClass = settings.deviceClass, deviceClass != info.deviceClass || info.roles != [deviceClass] else {
-            return .attach(info)
+    /// The settings decisions are made by from now on; every kept attachment's settings
+    /// are resolved again from the properties read at its attach.
+    func update(_ resolver: DeviceSettingsResolver) {
+        state.withLock { state in
+            state.resolver = resolver
+            for (id, attachment) in state.attachments {
+                state.attachments[id]?.settings = resolver.settings(for: attachment.identity)
+            }
         }
-        return .attach(info.treated(as: deviceClass))
     }
+
+    /// Whether `info` (as its capabilities describe it), attaching now, is attached, and
+    /// as what: reads its node's udev properties (once) and keeps what they and the
+    /// settings gave as its attachment.
+    func decide(_ info: HIDDeviceInfo) -> Decision { decide(info, properties: udev(info.path)) }
+
+    /// Whether the attached `info` (as its capabilities describe it) stays attached, and
+    /// as what, by the settings now in force and the udev properties read at its attach.
+    func decideAgain(_ info: HIDDeviceInfo) -> Decision {
+        let kept = state.withLock { $0.attachments[info.id] }
+        return decide(info, properties: kept.flatMap { $0.path == info.path ? $0.identity.properties : nil } ?? udev(info.path))
+    }
+
+    private func decide(_ info: HIDDeviceInfo, properties: [String: String]) -> Decision {
+        state.withLock { state in
+            var identity = DeviceIdentity(info, properties: properties)
+            var settings = state.resolver.settings(for: identity)
+            if settings.ignore {
+                return .ignore("ignored (from \(settings.source(of: .ignore)))")
+            }
+            var attached = info
+            if let deviceClass = settings.deviceClass, deviceClass != info.deviceClass || info.roles != [deviceClass] {
+                attached = info.treated(as: deviceClass)
+                // Sections matching by class match the class the device is attached as.
+                identity = DeviceIdentity(attached, properties: properties)
+                settings = state.resolver.settings(for: identity)
+            }
+            state.attachments[info.id] = DeviceAttachment(path: info.path, identity: identity, settings: settings)
+            return .attach(attached)
+        }
+    }
+
+    /// What `device`'s attach read and resolved. A device attached elsewhere (an event
+    /// server's, seen by its client) has its properties read and settings resolved at the
+    /// first ask, and kept for the next.
+    func attachment(of device: HIDDeviceInfo) -> DeviceAttachment {
+        if let kept = state.withLock({ $0.attachments[device.id] }), kept.path == device.path { return kept }
+        let identity = DeviceIdentity(device, properties: udev(device.path))
+        return state.withLock { state in
+            let attachment = DeviceAttachment(path: device.path, identity: identity, settings: state.resolver.settings(for: identity))
+            state.attachments[device.id] = attachment
+            return attachment
+        }
+    }
+
+    /// Drops the attachment of a device that was removed.
+    func forget(_ id: HIDDeviceID) { state.withLock { $0.attachments[id] = nil } }
 
     /// Notes that the node at `path` was left alone, and why (``ignoredNodes``).
     func noteIgnored(_ path: String, reason: String?) { state.withLock { $0.ignored[path] = reason } }

@@ -205,7 +205,7 @@ final class DeviceMonitor {
     func reconsider() {
         for (name, original) in described.sorted(by: { $0.key < $1.key }) {
             guard let reader = readers[name] else { continue }
-            switch settings.attachPolicy.decide(original) {
+            switch settings.attachPolicy.decideAgain(original) {
             case .attach(let decided) where decided.deviceClass == reader.info.deviceClass && decided.roles == reader.info.roles:
                 continue
             case .attach, .ignore:

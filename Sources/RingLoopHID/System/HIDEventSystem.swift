@@ -222,8 +222,8 @@ public final class HIDEventSystem {
     var streamFinishers: [() -> Void] = []
     let deviceTable = DeviceTable()
     /// Whether each device is attached and as what class (the settings of ``setScreens(_:)``
-    /// and udev's properties).
-    let attachPolicy = DeviceAttachPolicy()
+    /// and udev's properties), and what each device's attach read and resolved.
+    let attachPolicy: DeviceAttachPolicy
     /// The readers' `read(2)` calls (the ring path makes none), on any thread.
     let readCalls = ReadCallCounter()
     /// What the chain knows of each device at its boundaries, and what was lost since the
@@ -244,9 +244,16 @@ public final class HIDEventSystem {
     static let logger = Logger(label: "RingLoop.HID")
 
     /// Creates an event system whose handlers run on `loop` (the current thread's).
-    public init(configuration: Configuration = Configuration(), loop: RingRunLoop = .current) {
+    public convenience init(configuration: Configuration = Configuration(), loop: RingRunLoop = .current) {
+        self.init(configuration: configuration, loop: loop, attachPolicy: DeviceAttachPolicy())
+    }
+
+    /// A system whose devices' attaches go through `attachPolicy` (tests give one reading
+    /// udev their own way).
+    init(configuration: Configuration, loop: RingRunLoop, attachPolicy: DeviceAttachPolicy) {
         self.configuration = configuration
         self.loop = loop
+        self.attachPolicy = attachPolicy
         self.queue = HIDEventQueue(capacity: configuration.queueCapacity)
         pipeline = HIDEventPipeline(handlers: HandlerStage(system: self))
     }
