@@ -113,6 +113,9 @@ final class DeviceAttachPolicy: Sendable {
     /// Drops the attachment of a device that was removed.
     func forget(_ id: HIDDeviceID) { state.withLock { $0.attachments[id] = nil } }
 
+    /// Drops every attachment (the system stopped: its device ids are used again).
+    func forgetAttachments() { state.withLock { $0.attachments.removeAll() } }
+
     /// Notes that the node at `path` was left alone, and why (``ignoredNodes``).
     func noteIgnored(_ path: String, reason: String?) { state.withLock { $0.ignored[path] = reason } }
 

@@ -408,6 +408,8 @@ public final class HIDEventSystem {
         pipeline.stop()
         feed?.finish()
         feed = nil
+        // The next start numbers its devices from 1 again.
+        attachPolicy.forgetAttachments()
         dispatchSource?.invalidate()
         dispatchSource = nil
         let finishers = streamFinishers
