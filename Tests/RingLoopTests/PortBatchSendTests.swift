@@ -142,7 +142,7 @@ extension PortOnTheRingTests {
     func batchMixesPortsOfThisProcess() throws {
         let ports = try (0..<3).map { try ReadingPort("batchmixed\($0)", last: 9) }
         let small = (0..<10).map { UInt8($0) }
-        let large = (0..<2000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let large = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         let localName = NamedPortTests.uniqueName("batchlocal")
         let tinyName = NamedPortTests.uniqueName("batchtiny")
         let received = ThreadLock<[(msgid: Int32, data: [UInt8])]>([])

@@ -127,9 +127,10 @@ extension ProcessPortConnection {
             case EINTR:
                 // Interrupted before it sent: once more on its own (the lock still held).
                 let sequence = members[index].sequence
-                let (header, body) = packets.parts(slot)
                 members[index].outcome = Result { () throws(MessagePortError) in
-                    try connection.write(header, body, deadline: deadline)
+                    try packets.withParts(slot) { header, body throws(MessagePortError) in
+                        try connection.write(header, body, deadline: deadline)
+                    }
                     return sequence
                 }
             case EAGAIN, ECANCELED:
@@ -155,15 +156,20 @@ extension ProcessPortConnection {
 /// A batch's packets, in memory it owns until it is dropped (after every send's
 /// completion: ``WaitCore/performAllAtOnce(_:until:_:)`` returns only then). Each packet
 /// is the wire's header, the message's lead and its body. One of at most
-/// ``copiedPacketLimit`` bytes is copied whole into one stretch, for an `IORING_OP_SEND`;
+/// ``copiedPacketLimit`` bytes (every event server frame) is copied whole into one
+/// stretch, for an `IORING_OP_SEND`;
 /// a larger one is gathered from two stretches, its own (header and lead) and its body's,
 /// by an `IORING_OP_SENDMSG` with two vectors, and a body that several messages share
 /// (one array) is copied once for all of them.
 private struct BatchPackets: ~Copyable {
-    /// Packets up to this size are copied whole; larger ones are gathered. Measured with
-    /// `ringloop-bench --only server.fanout` (frames of under 1 KiB to 16 clients): see
-    /// PERFORMANCE.md.
-    static let copiedPacketLimit = PortWire.copiedPacketLimit
+    /// Packets up to this size are copied whole; larger ones are gathered. Measured on
+    /// this 2-core machine (16 sends of one shared body, each with its own 32 bytes,
+    /// submitted together, alternated): gathering cost 11 % more a batch with a 200-byte
+    /// body, 9 % at 1 KiB, 5 % at 4 KiB, 1 % at 8 KiB, and saved 6 % at 16 KiB; the
+    /// kernel's reading of a message header and its vectors costs more than the copy it
+    /// saves until then. `ringloop-bench --only server.fanout` (frames under 1 KiB) told
+    /// the two apart by nothing beyond its noise.
+    static let copiedPacketLimit = 8 * 1024
 
     /// Where one packet lies in `bytes`: its own stretch (the header and the lead; the
     /// body follows at once when the packet is copied whole), its body's, and its message
@@ -251,14 +257,16 @@ private struct BatchPackets: ~Copyable {
     /// The packet's size in bytes.
     func count(_ slot: Int) -> Int { places[slot].ownCount + places[slot].bodyCount }
 
-    /// The packet's two parts: its own (the header and the lead) and its body.
-    func parts(_ slot: Int) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer) {
+    /// Calls `body` with the packet's two parts: its own (the header and the lead) and its
+    /// body.
+    func withParts<Failure: Error>(
+        _ slot: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) {
         let place = places[slot]
         let start = UnsafeRawPointer(bytes.baseAddress!)
-        return (
+        try body(
             UnsafeRawBufferPointer(start: start + place.own, count: place.ownCount),
-            UnsafeRawBufferPointer(start: start + place.body, count: place.bodyCount)
-        )
+            UnsafeRawBufferPointer(start: start + place.body, count: place.bodyCount))
     }
 
     /// Fills in the entry that sends the packet on `socket`.
