@@ -154,9 +154,13 @@ final class RawClientPort: @unchecked Sendable {
         }
     }
 
-    func stopReading() {
-        let fd = connection.withLock { $0 }
-        shutdown(fd, Int32(SHUT_RD))
+    /// Stops reading the server's connection, once it is accepted (the server's connect
+    /// completes on the listener's backlog, before this port's thread may have run its
+    /// `accept`); whether there was one to stop.
+    func stopReading() -> Bool {
+        guard waitUntil({ connection.withLock { $0 } >= 0 }) else { return false }
+        shutdown(connection.withLock { $0 }, Int32(SHUT_RD))
+        return true
     }
 
     func close() {
@@ -201,7 +205,7 @@ struct ServerBatchGoneTests {
         }
         // a's end stops reading (the server's send fails with EPIPE; its watcher sees no
         // end): a is found gone by the frame's batch.
-        portA.stopReading()
+        #expect(portA.stopReading(), "the server never connected to client a's port")
         let before = portB.batches().count
         server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
         #expect(

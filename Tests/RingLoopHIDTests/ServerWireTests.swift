@@ -100,7 +100,7 @@ struct ServerWireTests {
     }
 
     @Test(
-        "a frame sent to several clients is encoded once: each client's batch, its own sequence number in it, is byte for byte the batch encoded for it alone, on every recording's frames"
+        "a frame sent to several clients is encoded once: each client's batch, its own sequence number in it, is byte for byte the batch encoded for it alone, whole or as its number and a body every client shares, on every recording's frames"
     )
     func sharedBatchEncoding() throws {
         let shared = SharedBatchEncoding()
@@ -110,11 +110,17 @@ struct ServerWireTests {
             forEachDecodedFrame(of: recording) { frame in
                 guard !frame.isEmpty, frame.count <= ServerWire.maximumBatchEvents else { return }
                 // Three clients in one pass, each at its own place in its sequence.
+                var bodies: [UInt] = []
                 for client in 0..<3 {
                     let number = sequence + UInt64(client) * 1_000_003
                     let alone = ServerWire.Batch(sequence: number, events: frame).encoded
                     #expect(shared.batch(sequence: number, events: frame) == alone, "\(name): client \(client)'s batch")
+                    let parts = shared.parts(sequence: number, events: frame)
+                    #expect(parts.lead + parts.body == alone, "\(name): client \(client)'s batch in two parts")
+                    bodies.append(parts.body.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) })
                 }
+                // One body for the three: the same storage, not a copy each.
+                #expect(Set(bodies).count == 1, "\(name): the clients' bodies are copies")
                 sequence += 1
                 frames += 1
             }

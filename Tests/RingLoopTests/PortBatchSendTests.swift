@@ -99,6 +99,94 @@ extension PortOnTheRingTests {
         }
     }
 
+    /// The batch holds every connection's sending lock at once, taken in a loop (no stack
+    /// frame a lock, so no chunks of 64 connections): a batch to more ports than that is
+    /// still one call into the kernel, each port getting its message whole.
+    @Test("A batch to 80 ports of other processes is one call into the kernel; each port gets its message")
+    func batchBeyondSixtyFourPorts() throws {
+        let ports = try (0..<80).map { try ReadingPort("batchwide\($0)", last: 1) }
+        do {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let remotes = try ports.map { try RemoteMessagePort(name: $0.name) }
+                let enters = loop.enterCount
+                let submitted = loop.submittedEntryCount
+                let failures = RemoteMessagePort.sendWithoutWaiting(
+                    remotes.enumerated().map { index, remote in (remote, 1, [UInt8(index)]) })
+                #expect(failures.allSatisfy { $0 == nil }, "\(failures)")
+                #expect(loop.enterCount - enters == 1, "\(loop.enterCount - enters) calls into the kernel")
+                #expect(loop.submittedEntryCount - submitted == UInt64(remotes.count))
+            }
+        } catch {
+            for port in ports { port.finish() }
+            throw error
+        }
+        for (index, port) in ports.enumerated() {
+            #expect(waitUntil { port.messages.count == 1 }, "port \(index)")
+            port.finish()
+            #expect(port.messages.map(\.data) == [[UInt8(index)]], "port \(index)")
+            #expect(port.messages.map(\.sequence) == [1], "port \(index)")
+        }
+    }
+
+    /// Ports of this process and of other processes in one batch, messages in two parts
+    /// (a lead of their own, a body shared: one under the size copied whole, one over it,
+    /// gathered by `SENDMSG`): each port gets each message as its lead then its body, its
+    /// messages in the order given (a second one to a port of another process goes after
+    /// the batch, through the single send), each error at its message's place (a message
+    /// over a port of this process's limit fails alone).
+    @Test(
+        "A batch to ports of this process and of others, messages as a lead and a shared body: each port gets its messages whole and in order, each error at its place"
+    )
+    func batchMixesPortsOfThisProcess() throws {
+        let ports = try (0..<3).map { try ReadingPort("batchmixed\($0)", last: 9) }
+        let small = (0..<10).map { UInt8($0) }
+        let large = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let localName = NamedPortTests.uniqueName("batchlocal")
+        let tinyName = NamedPortTests.uniqueName("batchtiny")
+        let received = ThreadLock<[(msgid: Int32, data: [UInt8])]>([])
+        do {
+            try onFreshLoopThreadThrowing {
+                let loop = RingRunLoop.current
+                try loop.prepare()
+                let local = try LocalMessagePort(name: localName, loop: loop) { msgid, data in
+                    received.withLock { $0.append((msgid, data)) }
+                    return nil
+                }
+                let tiny = try LocalMessagePort(name: tinyName, loop: loop, maximumMessageSize: 4) { _, _ in nil }
+                defer {
+                    local.invalidate()
+                    tiny.invalidate()
+                }
+                loop.add(local.source, to: .default)
+                let remotes = try ports.map { try RemoteMessagePort(name: $0.name) }
+                let toLocal = try RemoteMessagePort(name: localName)
+                let toTiny = try RemoteMessagePort(name: tinyName)
+                let failures = RemoteMessagePort.sendWithoutWaiting([
+                    (remotes[0], 1, [0], large), (toLocal, 1, [1], small), (remotes[1], 1, [2], large),
+                    (toTiny, 1, [], small), (remotes[2], 1, [3], small), (toLocal, 2, [4], large),
+                    (remotes[0], 2, [5], small), (remotes[1], 2, [], large),
+                ])
+                #expect(failures == [nil, nil, nil, .tooLarge(size: small.count, limit: 4), nil, nil, nil, nil])
+                #expect(runUntil(loop) { received.withLock { $0.count } == 2 })
+                for remote in remotes { try remote.send(msgid: 9, data: []) }
+            }
+        } catch {
+            for port in ports { port.finish() }
+            throw error
+        }
+        let local = received.withLock { $0 }
+        #expect(local.map(\.msgid) == [1, 2])
+        #expect(local.map(\.data) == [[1] + small, [4] + large])
+        let expected: [[[UInt8]]] = [[[0] + large, [5] + small, []], [[2] + large, large, []], [[3] + small, []]]
+        for (index, port) in ports.enumerated() {
+            port.finish()
+            #expect(port.messages.map(\.data) == expected[index], "port \(index)")
+            #expect(port.messages.map(\.sequence) == Array(1...UInt64(expected[index].count)), "port \(index)")
+        }
+    }
+
     /// The slow-client bound of the server's fan-out: in a batch, a port without room fails
     /// alone, at once, with `sendTimeout`; the other ports get theirs in the same call.
     @Test("In a batch, a port of another process without room fails alone with sendTimeout; the others get their messages")

@@ -22,7 +22,8 @@ import SystemPackage
 /// Threading: sends are serialized by `sending` (one message's packets are never
 /// interleaved with another's); reads by `reading`; `state` guards what readers and
 /// senders share. Lock order: `sending`, then `reading`, then `state`; the sending locks of
-/// several connections (a batch, ProcessPortConnection+Batch) in the order of their addresses.
+/// several connections (a batch, ProcessPortConnection+Batch) taken together by
+/// `ThreadLock.withLocks`, in the order of their addresses.
 final class ProcessPortConnection: Sendable {
     let name: String
     let socket: Int32
@@ -323,11 +324,7 @@ final class ProcessPortConnection: Sendable {
         if state.withLock({ $0.limit == nil }) { readAvailable() }
         let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
             do throws(MessagePortError) {
-                let (ended, limit) = state.withLock { ($0.ended, $0.limit) }
-                if let ended { throw Self.beforeSending(ended, name: name) }
-                if let limit, data.count > limit { throw .tooLarge(size: data.count, limit: limit) }
-                sequence += 1
-                let number = sequence
+                let number = try number(ofSize: data.count, after: &sequence)
                 if let request { state.withLock { $0.waiting[number] = (request, data.count) } }
                 do throws(MessagePortError) {
                     let kind: PortWire.Kind = request == nil ? .message : .request
@@ -359,6 +356,19 @@ final class ProcessPortConnection: Sendable {
                 state.waiting.removeValue(forKey: entry.key)
             }
         }
+    }
+
+    /// Numbers a message of `size` bytes, the connection's sending lock held (`sequence`
+    /// is what it guards): the connection's next sequence number, or why the message
+    /// cannot go (what ended the connection, as ``beforeSending(_:name:)`` says it, or its
+    /// size over the port's limit). A single send and a batch's
+    /// (ProcessPortConnection+Batch) number through it alike.
+    func number(ofSize size: Int, after sequence: inout UInt64) throws(MessagePortError) -> UInt64 {
+        let (ended, limit) = state.withLock { ($0.ended, $0.limit) }
+        if let ended { throw Self.beforeSending(ended, name: name) }
+        if let limit, size > limit { throw .tooLarge(size: size, limit: limit) }
+        sequence += 1
+        return sequence
     }
 
     /// The error a send reports for a connection that ended before it: what ended it, as

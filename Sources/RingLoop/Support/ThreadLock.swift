@@ -49,6 +49,25 @@ package final class ThreadLock<State>: @unchecked Sendable {
         return try body(&state)
     }
 
+    /// Takes every lock of `locks`, one after the other in the order of their addresses
+    /// (the one order in which every caller takes several of these locks, so two callers
+    /// cannot wait on each other), runs `body` with their states, in the order of `locks`,
+    /// then stores the states back and lets the locks go. A plain loop: no stack frame a
+    /// lock, however many. Each lock is listed once.
+    package static func withLocks<Result>(
+        _ locks: [ThreadLock<State>], _ body: (inout [State]) throws -> Result
+    ) rethrows -> Result {
+        let order = locks.indices.sorted { ObjectIdentifier(locks[$0]) < ObjectIdentifier(locks[$1]) }
+        for (index, next) in zip(order, order.dropFirst()) {
+            precondition(locks[index] !== locks[next], "a lock listed twice")
+        }
+        for index in order { pthread_mutex_lock(locks[index].mutex) }
+        defer { for index in order.reversed() { pthread_mutex_unlock(locks[index].mutex) } }
+        var states = locks.map(\.state)
+        defer { for (lock, state) in zip(locks, states) { lock.state = state } }
+        return try body(&states)
+    }
+
     /// Takes the lock, waits on `condition` while `blocked` holds and `deadline` has not
     /// passed (the lock released while waiting), then runs `body` under the lock with
     /// whether the wait ended at the deadline.

@@ -46,14 +46,15 @@ extension HIDEventServer {
         armWatch()
     }
 
-    /// Sends the frames the clients gathered, all in one call into the kernel.
+    /// Sends the frames the clients gathered, all in one call into the kernel (clients sent
+    /// the same frame share its encoding's body; each has its own sequence number).
     private func sendFrames() {
         var sending: [ServedClient] = []
-        var batches: [(port: RemoteMessagePort, msgid: Int32, data: [UInt8])] = []
+        var batches: [(port: RemoteMessagePort, msgid: Int32, lead: [UInt8], body: [UInt8])] = []
         for client in order where !client.gone {
             guard let batch = client.frameToSend() else { continue }
             sending.append(client)
-            batches.append((client.port, ServerWire.MessageID.batch.rawValue, batch))
+            batches.append((client.port, ServerWire.MessageID.batch.rawValue, batch.lead, batch.body))
         }
         if !batches.isEmpty {
             let failures = RemoteMessagePort.sendWithoutWaiting(batches)

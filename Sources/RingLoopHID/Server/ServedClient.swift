@@ -171,7 +171,7 @@ final class ServedClient {
     func flush() -> Outcome {
         guard let batch = frameToSend() else { return .done }
         do {
-            try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch, timeout: .zero)
+            try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch.lead + batch.body, timeout: .zero)
             return frameWent(nil)
         } catch {
             return frameWent(error)
@@ -179,17 +179,19 @@ final class ServedClient {
     }
 
     /// The frame gathered, encoded as the client's next batch, for a send that goes with
-    /// the other clients' (``frameWent(_:)`` takes what became of it): `nil` when there is
+    /// the other clients' (``frameWent(_:)`` takes what became of it): the batch's
+    /// sequence number (`lead`), then the rest of its encoding (`body`: the same array for
+    /// every client sent the same frame, see ``SharedBatchEncoding``); `nil` when there is
     /// nothing to send, or when the client's window is full, which makes it lag (the
     /// frame's events count as dropped; additions and removals wait).
-    func frameToSend() -> [UInt8]? {
+    func frameToSend() -> (lead: [UInt8], body: [UInt8])? {
         guard !pending.isEmpty else { return nil }
         guard !gone, outstanding.count < window else {
             let events = takePending()
             if !gone { startLagging(withUnsent: events, reason: "its window of \(outstanding.count) batches is full") }
             return nil
         }
-        return encoding.batch(sequence: nextSequence, events: pending)
+        return encoding.parts(sequence: nextSequence, events: pending)
     }
 
     /// What became of the batch ``frameToSend()`` encoded (`failure`: `nil` when it went):
@@ -369,27 +371,45 @@ final class ServedClient {
 
 /// The events of the last batch a server encoded, and their encoding: in a pass that sends
 /// its clients the same frame (every observer of a mouse gets its motion), the frame is
-/// encoded once, and each client's batch is a copy of that encoding with the client's own
-/// sequence number. Events compare by value (`HIDEvent`'s `==`), so a frame equal to the
-/// last one is sent as the last one was encoded (a `-0.0` delta may go as `0.0`: equal
-/// values). Confined to the server's loop thread.
+/// encoded once, and each client's batch is the client's own sequence number followed by
+/// that encoding's rest, one array all the clients share (``parts(sequence:events:)``),
+/// or a copy of the whole with the client's number (``batch(sequence:events:)``). Events
+/// compare by value (`HIDEvent`'s `==`), so a frame equal to the last one is sent as the
+/// last one was encoded (a `-0.0` delta may go as `0.0`: equal values). Confined to the
+/// server's loop thread.
 final class SharedBatchEncoding {
     private var events: [HIDEvent] = []
     /// A batch of `events` with sequence number 0 (empty until the first batch).
     private var encoded: [UInt8] = []
+    /// `encoded` after its sequence number: what every client's batch of `events` shares.
+    private var body: [UInt8] = []
 
     /// A batch of `events` numbered `sequence`, in the wire's format
     /// (``ServerWire/Batch/encoded``).
     func batch(sequence: UInt64, events: [HIDEvent]) -> [UInt8] {
-        if encoded.isEmpty || events != self.events {
-            // Copied into the cache's own buffer: the client's frame keeps its buffer.
-            self.events.removeAll(keepingCapacity: true)
-            self.events.append(contentsOf: events)
-            encoded = ServerWire.Batch(sequence: 0, events: events).encoded
-        }
+        encode(events)
         var batch = encoded
         // The sequence number is the batch's first field, little-endian.
         batch.withUnsafeMutableBytes { $0.storeBytes(of: sequence.littleEndian, toByteOffset: 0, as: UInt64.self) }
         return batch
+    }
+
+    /// A batch of `events` numbered `sequence`, in two parts: its sequence number (the
+    /// batch's first field, little-endian: 8 bytes of the client's own) and the rest of
+    /// its encoding, the same array for every client sent the same events (a batch send,
+    /// `RemoteMessagePort.sendWithoutWaiting`, gathering packets copies it once for all).
+    func parts(sequence: UInt64, events: [HIDEvent]) -> (lead: [UInt8], body: [UInt8]) {
+        encode(events)
+        return (withUnsafeBytes(of: sequence.littleEndian) { Array($0) }, body)
+    }
+
+    /// Encodes `events` unless they are the last batch's.
+    private func encode(_ events: [HIDEvent]) {
+        guard encoded.isEmpty || events != self.events else { return }
+        // Copied into the cache's own buffer: the client's frame keeps its buffer.
+        self.events.removeAll(keepingCapacity: true)
+        self.events.append(contentsOf: events)
+        encoded = ServerWire.Batch(sequence: 0, events: events).encoded
+        body = Array(encoded[MemoryLayout<UInt64>.size...])
     }
 }
