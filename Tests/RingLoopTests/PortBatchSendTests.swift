@@ -1,4 +1,5 @@
 import CLibURing
+import Dispatch
 import Glibc
 import RingLoopTestSupport
 import Synchronization
@@ -339,5 +340,82 @@ extension PortOnTheRingTests {
             #expect(next == [.success(0), .success(0), .success(0)])
             #expect(loop.enterCount - enters == 1)
         }
+    }
+}
+
+extension PortOnTheRingTests {
+    /// A send that finds the connection closed reads why once it has let go of the
+    /// connection's sending lock: reading the end runs the invalidation callback, and a
+    /// callback that sends to the same port (to say goodbye, say) must get its error, not
+    /// wait forever for the lock its own thread holds. The process's port thread, which
+    /// would otherwise notice the end first and run the callback itself, is held up, so
+    /// the send is what finds it.
+    @Test("A send that finds the port gone runs the invalidation callback with no lock held: the callback may send to the same port")
+    func invalidationCallbackMaySend() throws {
+        let name = NamedPortTests.uniqueName("sendgone")
+        let hello = PortWire.packet(PortWire.Header(msgid: PortWire.version, kind: .hello, sequence: 0, total: .max))
+        // Says hello, reads one message, closes.
+        let server = try RawPortServer(name: name) { connection in
+            RawPortServer.send(connection, hello)
+            var buffer = [UInt8](repeating: 0, count: PortWire.packetSize)
+            var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 20_000) == 1 else { return }
+            _ = recv(connection, &buffer, buffer.count, 0)
+        }
+        defer { server.finish() }
+        let holdPortThread = DispatchSemaphore(value: 0)
+        let portThreadHeld = Atomic<Bool>(false)
+        PortClientThread.loop.perform(inModes: [.default]) {
+            portThreadHeld.store(true, ordering: .releasing)
+            holdPortThread.wait()
+        }
+        PortClientThread.loop.wakeUp()
+        defer { holdPortThread.signal() }
+        let held = MonotonicInstant.now + .seconds(10)
+        while !portThreadHeld.load(ordering: .acquiring), MonotonicInstant.now < held { usleep(1000) }
+        let isHeld = portThreadHeld.load(ordering: .acquiring)
+        try #require(isHeld, "the port thread did not take the block")
+
+        let returned = Atomic<Bool>(false)
+        let callbackSend = ThreadLock<String?>(nil)
+        let lastSend = ThreadLock<String?>(nil)
+        let sender = PosixThread.start(name: "sendgone") {
+            defer { returned.store(true, ordering: .releasing) }
+            guard let remote = try? RemoteMessagePort(name: name) else { return }
+            remote.setInvalidationCallback { port in
+                do throws(MessagePortError) {
+                    try port.send(msgid: 99, data: [1], timeout: .zero)
+                    callbackSend.withLock { $0 = "sent" }
+                } catch {
+                    callbackSend.withLock { $0 = "\(error)" }
+                }
+            }
+            // The first message goes; the server reads it and closes; a later send finds
+            // the connection closed (bounded: a send before the close still goes).
+            let limit = MonotonicInstant.now + .seconds(10)
+            var msgid: Int32 = 1
+            while MonotonicInstant.now < limit {
+                do throws(MessagePortError) {
+                    try remote.send(msgid: msgid, data: [2], timeout: .seconds(1))
+                } catch {
+                    lastSend.withLock { $0 = "\(error)" }
+                    return
+                }
+                msgid += 1
+                usleep(1000)
+            }
+        }
+        let limit = MonotonicInstant.now + .seconds(20)
+        while !returned.load(ordering: .acquiring), MonotonicInstant.now < limit { usleep(1000) }
+        let didReturn = returned.load(ordering: .acquiring)
+        #expect(
+            didReturn, "the send that found the port gone never returned (its callback's send waits for the lock)"
+        )
+        guard didReturn else { return }  // the thread is stuck: leave it
+        sender.join()
+        #expect(lastSend.withLock { $0 } != nil, "no send found the port gone")
+        #expect(
+            callbackSend.withLock { $0 }?.contains("invalid") == true,
+            "the callback's own send: \(callbackSend.withLock { $0 } ?? "not run")")
     }
 }

@@ -127,11 +127,15 @@ extension ProcessPortConnection {
             case EINTR:
                 // Interrupted before it sent: once more on its own (the lock still held).
                 let sequence = members[index].sequence
-                members[index].outcome = Result { () throws(MessagePortError) in
+                let written = Result { () throws(MessagePortError) in
                     try packets.withParts(slot) { header, body throws(MessagePortError) in
                         try connection.write(header, body, deadline: deadline)
                     }
-                    return sequence
+                }
+                switch written {
+                case .success(.sent): members[index].outcome = .success(sequence)
+                case .success(.foundClosed): members[index].foundClosed = true
+                case .failure(let error): members[index].outcome = .failure(error)
                 }
             case EAGAIN, ECANCELED:
                 members[index].outcome = .failure(.sendTimeout(connection.name))
@@ -257,14 +261,14 @@ private struct BatchPackets: ~Copyable {
     /// The packet's size in bytes.
     func count(_ slot: Int) -> Int { places[slot].ownCount + places[slot].bodyCount }
 
-    /// Calls `body` with the packet's two parts: its own (the header and the lead) and its
-    /// body.
-    func withParts<Failure: Error>(
-        _ slot: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(Failure) -> Void
-    ) throws(Failure) {
+    /// Calls `body` with the packet's two parts, its own (the header and the lead) and its
+    /// body, and returns what it returns.
+    func withParts<Value, Failure: Error>(
+        _ slot: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(Failure) -> Value
+    ) throws(Failure) -> Value {
         let place = places[slot]
         let start = UnsafeRawPointer(bytes.baseAddress!)
-        try body(
+        return try body(
             UnsafeRawBufferPointer(start: start + place.own, count: place.ownCount),
             UnsafeRawBufferPointer(start: start + place.body, count: place.bodyCount))
     }

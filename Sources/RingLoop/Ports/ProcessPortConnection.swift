@@ -322,6 +322,10 @@ final class ProcessPortConnection: Sendable {
         // the socket readable at once, and a thread's kept reader has their readiness
         // pending; either drains them, in order, before the next reply.)
         if state.withLock({ $0.limit == nil }) { readAvailable() }
+        // Set when a packet's write found the connection closed: why is read once the
+        // sending lock is let go (reading the end runs the invalidation callback, which
+        // may send to this port).
+        var foundClosed = false
         let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
             do throws(MessagePortError) {
                 let number = try number(ofSize: data.count, after: &sequence)
@@ -333,7 +337,10 @@ final class ProcessPortConnection: Sendable {
                         Result { () throws(MessagePortError) in
                             try PortWire.forEachPacket(msgid: msgid, kind: kind, sequence: number, data: bytes) {
                                 header, fragment throws(MessagePortError) in
-                                try write(header, fragment, deadline: deadline)
+                                if try write(header, fragment, deadline: deadline) == .foundClosed {
+                                    foundClosed = true
+                                    throw .becameInvalid(name)  // replaced by the reason below
+                                }
                             }
                         }
                     }.get()
@@ -346,6 +353,7 @@ final class ProcessPortConnection: Sendable {
                 return .failure(error)
             }
         }
+        if foundClosed { throw endedBySend() }
         return try result.get()
     }
 
@@ -383,9 +391,11 @@ final class ProcessPortConnection: Sendable {
     /// `IORING_OP_SEND`, a larger one gathered by an `IORING_OP_SENDMSG`), submitted and
     /// completed in one call into the kernel. It says `MSG_DONTWAIT`: a port without room
     /// answers at once, and the wait for room is the loop's (``waitForRoom(until:)``).
+    /// Returns ``WriteOutcome/foundClosed`` when the port had closed the connection: the
+    /// caller, once it has let go of the sending lock, reads why (``endedBySend()``).
     func write(
         _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, deadline: MonotonicInstant
-    ) throws(MessagePortError) {
+    ) throws(MessagePortError) -> WriteOutcome {
         guard let core = RingRunLoop.current.waitCore() else {
             throw .transportError(name, reason: "the sending thread's loop has no io_uring")
         }
@@ -398,7 +408,7 @@ final class ProcessPortConnection: Sendable {
             case .success(let result): sent = result
             case .failure(let error): throw .transportError(name, reason: "the ring refused a send: \(error)")
             }
-            if Int(sent) == header.count + fragment.count { return }
+            if Int(sent) == header.count + fragment.count { return .sent }
             switch sent < 0 ? -sent : EMSGSIZE {
             case EINTR:
                 continue
@@ -406,8 +416,16 @@ final class ProcessPortConnection: Sendable {
                 try waitForRoom(until: deadline)
             default:
                 // The port closed the connection.
-                throw endedBySend()
+                return .foundClosed
             }
         }
+    }
+
+    /// What a packet's ``write(_:_:deadline:)`` found.
+    enum WriteOutcome {
+        /// The packet went whole.
+        case sent
+        /// The port had closed the connection; nothing went.
+        case foundClosed
     }
 }
