@@ -19,7 +19,7 @@ import RingLoopEvdev
 /// and stuck) leaves the app's timers and handlers running. After a drain of the queue it
 /// acknowledges the last batch its handlers took (in the same pass, after the pass's
 /// sources0, past a quarter of the server's window or 10 ms after the last; otherwise
-/// within 10 ms). When the server goes, every device is
+/// 20 ms after the last, from a timer that a steady stream never needs). When the server goes, every device is
 /// released and removed (key-ups, touches cancelled, `deviceRemoved`), and the feed attaches
 /// again, with back-off, when a server of that name comes back.
 ///
@@ -520,10 +520,11 @@ final class ServerDeviceFeed: DeviceFeed {
 
     /// After the queue drained: tells the server the last batch the handlers took — at
     /// once when a quarter of the server's window is unacknowledged or the last
-    /// acknowledgement went ``acknowledgementDelay`` ago or more, else when that delay is
-    /// up (one message for a burst of frames, not one per frame: each acknowledgement wakes
-    /// the server). Under a steady stream the acknowledgement rides on a frame's wake-up
-    /// instead of a timer's of its own, and reaches the server just after it sent.
+    /// acknowledgement went ``acknowledgementDelay`` ago or more, else from a timer at
+    /// ``acknowledgementTailDelay`` after the last (one message for a burst of frames, not
+    /// one per frame: each acknowledgement wakes the server). Under a steady stream the
+    /// acknowledgement rides on a frame's wake-up instead of a timer's of its own, and
+    /// reaches the server just after it sent.
     ///
     /// An acknowledgement due goes from a block of the loop's, which runs after every
     /// source0 of the pass: the handlers of the other clients on this loop are not held
@@ -544,16 +545,26 @@ final class ServerDeviceFeed: DeviceFeed {
             }
             return
         }
-        if ackTimer == nil { armAcknowledgementTimer() }
+        if ackTimer == nil { armAcknowledgementTimer(at: lastAcknowledgementSent.map { $0 + Self.acknowledgementTailDelay }) }
     }
 
     /// How long an acknowledgement may wait for more frames to cover.
     static let acknowledgementDelay: Duration = .milliseconds(10)
 
-    /// Sends the acknowledgement ``acknowledgementDelay`` from now.
-    private func armAcknowledgementTimer() {
+    /// When the timer sends an acknowledgement that no frame carried: two
+    /// ``acknowledgementDelay`` after the last one went. A frame that arrives between one
+    /// delay and two carries it instead (in its own pass, the wake-up already paid), so
+    /// under a steady stream of frames less than a delay apart the timer never fires: at one
+    /// delay it raced the frame due at about the same time (a frame a millisecond in the
+    /// fan-out bench, `server.fanout.own_loops`: about 4 acknowledgements in 10 went from
+    /// the timer, each a wake-up of the client's loop of its own). The last frames of a
+    /// burst are acknowledged within two delays.
+    static let acknowledgementTailDelay: Duration = acknowledgementDelay * 2
+
+    /// Sends the acknowledgement at `date` (`nil`: ``acknowledgementDelay`` from now).
+    private func armAcknowledgementTimer(at date: MonotonicInstant? = nil) {
         let handle = handle
-        let timer = LoopTimer(after: Self.acknowledgementDelay) { _ in
+        let timer = LoopTimer(fireDate: date ?? .now + Self.acknowledgementDelay) { _ in
             handle.feed?.ackTimer = nil
             handle.feed?.sendAcknowledgement()
         }
