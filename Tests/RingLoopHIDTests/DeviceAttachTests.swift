@@ -103,7 +103,9 @@ struct DeviceAttachTests {
             let mapped = system.screenMapping(for: ids[0])?.calibration
             let dotsPerInch = system.pointerSettings(for: ids[1])?.dotsPerInch
             // New settings: both stages work their devices out again from the same read.
-            system.setScreens(DeviceSettingsResolver(screens: [try ScreenDescription(parsing: "1080x1920")]))
+            let portrait = try ScreenDescription(parsing: "1080x1920")
+            system.setScreens(DeviceSettingsResolver(screens: [portrait]))
+            #expect(system.screenMapping(for: ids[0])?.screen == portrait, "the panel maps to the new settings' screen")
             let remapped = system.screenMapping(for: ids[0])?.calibration
             #expect(system.pointerSettings(for: ids[1])?.dotsPerInch == 1600)
             system.stop()
@@ -114,6 +116,126 @@ struct DeviceAttachTests {
         #expect(mapped == expected, "the screen stage maps by udev's LIBINPUT_CALIBRATION_MATRIX from the attach's read")
         #expect(remapped == expected)
         #expect(dotsPerInch == 1600, "the pointer stage takes udev's MOUSE_DPI from the attach's read")
+    }
+
+    /// A handler that restarts the system on a device's removal: the old device's removal
+    /// finishes its dispatch after the new run attached a device with the same id, and
+    /// must not drop the new device's attachment (before the fix it did: the stages read
+    /// udev again, `["stream:1": 3]`, and the panel mapped with the identity calibration).
+    @Test(
+        "a restart from a deviceRemoved handler: the new device 1 keeps its attach's udev read",
+        arguments: HIDEventSystem.Shape.allCases)
+    func restartInRemovalHandler(shape: HIDEventSystem.Shape) throws {
+        let screen = deviceInfo(of: try Self.recording("touchscreen-multitouch.evemu"))
+        let calibration = "0 -1 1 1 0 0"
+        // udev's database gives the calibration until the new device attached, then nothing.
+        let changed = Mutex(false)
+        let reads = Mutex<[String: Int]>([:])
+        let policy = DeviceAttachPolicy(udev: { path in
+            reads.withLock { $0[path, default: 0] += 1 }
+            return changed.withLock { $0 } ? [:] : [DeviceIdentity.calibrationProperty: calibration]
+        })
+        let (mapped, secondID, readCounts) = try onFreshThread {
+            () throws -> (CalibrationMatrix?, HIDDeviceID?, [String: Int]) in
+            let loop = RingRunLoop.current
+            let configuration = HIDEventSystem.Configuration(deviceDirectory: "/tmp", shape: shape, nodeNames: [])
+            let system = HIDEventSystem(configuration: configuration, loop: loop, attachPolicy: policy)
+            system.setScreens(DeviceSettingsResolver(screens: [try ScreenDescription(parsing: "1920x1080")]))
+            try system.start()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            let first = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: screen)
+            #expect(runUntil(loop) { system.screenMapping(for: first) != nil })
+            var second: HIDDeviceID?
+            var writeEnd: Int32 = -1
+            system.addHandler(kinds: [.deviceRemoved]) { event in
+                guard event.device == first, second == nil else { return .pass }
+                system.stop()
+                try? system.start()
+                var more: [Int32] = [0, 0]
+                guard pipe(&more) == 0 else { return .pass }
+                writeEnd = more[1]
+                second = try? system.attachStream(fileDescriptor: FileDescriptor(rawValue: more[0]), description: screen)
+                changed.withLock { $0 = true }
+                return .pass
+            }
+            close(ends[1])
+            #expect(runUntil(loop) { second != nil })
+            // The new device's deviceAdded goes through the stages.
+            #expect(runUntil(loop) { second.map { system.screenMapping(for: $0) != nil } ?? false })
+            let mapped = second.flatMap { system.screenMapping(for: $0)?.calibration }
+            system.stop()
+            if writeEnd >= 0 { close(writeEnd) }
+            return (mapped, second, reads.withLock { $0 })
+        }
+        #expect(secondID == HIDDeviceID(rawValue: 1), "the new run numbers from 1 again")
+        #expect(mapped == (try CalibrationMatrix(parsing: calibration)), "the new device maps by its attach's read: \(readCounts)")
+        #expect(readCounts["stream:1"] == 2, "one read per attach (two attaches): \(readCounts)")
+    }
+
+    /// ``DeviceAttachPolicy/update(_:)`` resolves every kept attachment again: a file's
+    /// `dpi` read after the attach wins over the attach's udev `MOUSE_DPI`.
+    @Test(
+        "new settings re-resolve a kept attachment: a file's dpi after the attach wins over udev's MOUSE_DPI",
+        arguments: HIDEventSystem.Shape.allCases)
+    func newSettingsReResolve(shape: HIDEventSystem.Shape) throws {
+        let mouse = deviceInfo(of: try Self.recording("mouse-hires-wheel.evemu"))
+        let reads = Mutex(0)
+        let policy = DeviceAttachPolicy(udev: { _ in
+            reads.withLock { $0 += 1 }
+            return [PointerSettings.mouseDPIProperty: "1600@125"]
+        })
+        let (before, after, readCount) = try onFreshThread { () throws -> (Int?, Int?, Int) in
+            let loop = RingRunLoop.current
+            var configuration = HIDEventSystem.Configuration(deviceDirectory: "/tmp", shape: shape, nodeNames: [])
+            configuration.pointer = PointerSettings()
+            let system = HIDEventSystem(configuration: configuration, loop: loop, attachPolicy: policy)
+            try system.start()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer { close(ends[1]) }
+            let id = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: mouse)
+            #expect(runUntil(loop) { system.pointerSettings(for: id)?.dotsPerInch == 1600 })
+            let before = system.pointerSettings(for: id)?.dotsPerInch
+            let file = DeviceSettingsFile(text: "version = 1\n[match class=pointer]\ndpi = 800\n", path: "d.conf")
+            #expect(file.problems.isEmpty, "\(file.problems)")
+            system.setScreens(DeviceSettingsResolver(files: [file]))
+            let after = system.pointerSettings(for: id)?.dotsPerInch
+            system.stop()
+            return (before, after, reads.withLock { $0 })
+        }
+        #expect(before == 1600, "udev's MOUSE_DPI from the attach's read")
+        #expect(after == 800, "the file's dpi, resolved again for the kept attachment")
+        #expect(readCount == 1, "the new settings did not read udev again")
+    }
+
+    /// A stream the settings ignore is attached anyway (a caller's stream is never left
+    /// alone); its attach's read is kept like any other, so its stages read udev no more.
+    @Test("an ignored stream is attached with its attach's read: udev is read once for it", arguments: HIDEventSystem.Shape.allCases)
+    func ignoredStreamOneRead(shape: HIDEventSystem.Shape) throws {
+        let mouse = deviceInfo(of: try Self.recording("mouse-hires-wheel.evemu"))
+        let reads = Mutex<[String: Int]>([:])
+        let policy = DeviceAttachPolicy(udev: { path in
+            reads.withLock { $0[path, default: 0] += 1 }
+            return ["LIBINPUT_IGNORE_DEVICE": "1", PointerSettings.mouseDPIProperty: "1600@125"]
+        })
+        let (dotsPerInch, readCounts) = try onFreshThread { () throws -> (Int?, [String: Int]) in
+            let loop = RingRunLoop.current
+            var configuration = HIDEventSystem.Configuration(deviceDirectory: "/tmp", shape: shape, nodeNames: [])
+            configuration.pointer = PointerSettings()
+            let system = HIDEventSystem(configuration: configuration, loop: loop, attachPolicy: policy)
+            try system.start()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer { close(ends[1]) }
+            let id = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: mouse)
+            #expect(runUntil(loop) { system.pointerSettings(for: id)?.dotsPerInch == 1600 })
+            let dotsPerInch = system.pointerSettings(for: id)?.dotsPerInch
+            system.stop()
+            return (dotsPerInch, reads.withLock { $0 })
+        }
+        #expect(dotsPerInch == 1600)
+        #expect(readCounts == ["stream:1": 1], "one udev read for the ignored stream: \(readCounts)")
     }
 
     static let settings = DeviceSettingsFile(

@@ -63,10 +63,12 @@ final class HandlerStage: HIDEventStage {
         defer {
             dispatching = false
             if entries.contains(where: { !$0.active }) { entries.removeAll { !$0.active } }
-            // The removal is the device's last event: its roles are no longer needed.
+            // The removal is the device's last event: its roles and attachment are no longer
+            // needed, unless a handler restarted the system and a new device took the id
+            // (ids start at 1 again), as the table's own forget checks.
             if event.kind == .deviceRemoved {
                 table.forget(event.device)
-                system.attachPolicy.forget(event.device)
+                if system.device(event.device) == nil { system.attachPolicy.forget(event.device) }
             }
         }
         let count = entries.count

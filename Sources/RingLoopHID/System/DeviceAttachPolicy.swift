@@ -68,32 +68,51 @@ final class DeviceAttachPolicy: Sendable {
 
     /// Whether `info` (as its capabilities describe it), attaching now, is attached, and
     /// as what: reads its node's udev properties (once) and keeps what they and the
-    /// settings gave as its attachment.
-    func decide(_ info: HIDDeviceInfo) -> Decision { decide(info, properties: udev(info.path)) }
+    /// settings gave as its attachment. With `keepingIgnored` (a stream, attached even
+    /// when the settings ignore it) the attachment is kept also for an ignored device, so
+    /// its stages take this read instead of reading udev again.
+    func decide(_ info: HIDDeviceInfo, keepingIgnored: Bool = false) -> Decision {
+        decide(info, properties: udev(info.path), keeping: keepingIgnored ? .always : .whenAttached)
+    }
 
     /// Whether the attached `info` (as its capabilities describe it) stays attached, and
     /// as what, by the settings now in force and the udev properties read at its attach.
+    /// Keeps nothing: a device that stays keeps its attachment (``update(_:)`` resolved it
+    /// again), one that goes is attached again under a new id, its own read then.
     func decideAgain(_ info: HIDDeviceInfo) -> Decision {
         let kept = state.withLock { $0.attachments[info.id] }
-        return decide(info, properties: kept.flatMap { $0.path == info.path ? $0.identity.properties : nil } ?? udev(info.path))
+        let properties = kept.flatMap { $0.path == info.path ? $0.identity.properties : nil } ?? udev(info.path)
+        return decide(info, properties: properties, keeping: .never)
     }
 
-    private func decide(_ info: HIDDeviceInfo, properties: [String: String]) -> Decision {
+    /// Which decisions keep their attachment.
+    private enum Keeping { case whenAttached, always, never }
+
+    private func decide(_ info: HIDDeviceInfo, properties: [String: String], keeping: Keeping) -> Decision {
         state.withLock { state in
             var identity = DeviceIdentity(info, properties: properties)
             var settings = state.resolver.settings(for: identity)
+            let decision: Decision
             if settings.ignore {
-                return .ignore("ignored (from \(settings.source(of: .ignore)))")
+                decision = .ignore("ignored (from \(settings.source(of: .ignore)))")
+            } else {
+                var attached = info
+                if let deviceClass = settings.deviceClass, deviceClass != info.deviceClass || info.roles != [deviceClass] {
+                    attached = info.treated(as: deviceClass)
+                    // Sections matching by class match the class the device is attached as.
+                    identity = DeviceIdentity(attached, properties: properties)
+                    settings = state.resolver.settings(for: identity)
+                }
+                decision = .attach(attached)
             }
-            var attached = info
-            if let deviceClass = settings.deviceClass, deviceClass != info.deviceClass || info.roles != [deviceClass] {
-                attached = info.treated(as: deviceClass)
-                // Sections matching by class match the class the device is attached as.
-                identity = DeviceIdentity(attached, properties: properties)
-                settings = state.resolver.settings(for: identity)
-            }
-            state.attachments[info.id] = DeviceAttachment(path: info.path, identity: identity, settings: settings)
-            return .attach(attached)
+            let keeps =
+                switch keeping {
+                case .always: true
+                case .whenAttached: !settings.ignore
+                case .never: false
+                }
+            if keeps { state.attachments[info.id] = DeviceAttachment(path: info.path, identity: identity, settings: settings) }
+            return decision
         }
     }
 

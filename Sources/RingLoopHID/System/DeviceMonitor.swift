@@ -236,7 +236,7 @@ final class DeviceMonitor {
         info.id = id
         info.path = "stream:\(id.rawValue)"
         let name = "stream \(id.rawValue)"
-        if case .attach(let decided) = settings.attachPolicy.decide(info) { info = decided }
+        if case .attach(let decided) = settings.attachPolicy.decide(info, keepingIgnored: true) { info = decided }
         let flags = fcntl(fd, F_GETFL)
         if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
         let reader = DeviceReader(info: info, fd: fd, readCalls: settings.readCalls, sink: sink) { [unowned self] reader in
