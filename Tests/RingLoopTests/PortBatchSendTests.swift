@@ -419,3 +419,87 @@ extension PortOnTheRingTests {
             "the callback's own send: \(callbackSend.withLock { $0 } ?? "not run")")
     }
 }
+
+extension PortOnTheRingTests {
+    /// A send waiting for room runs its loop in a private mode that also holds the
+    /// thread's kept readers of other connections (those of its blocking requests); one
+    /// of them may find its port gone meanwhile, while the send holds its own connection's
+    /// sending lock. The invalidation callback then runs on the process's port thread, not
+    /// there: a callback that sends to the port being waited on gets its turn when the wait
+    /// ends, rather than waiting forever for a lock its own thread holds.
+    @Test(
+        "A port found gone while a send waits for room runs its invalidation callback elsewhere: the callback may send to the port being waited on"
+    )
+    func invalidationDuringWaitForRoom() throws {
+        let fullName = NamedPortTests.uniqueName("roomfull")
+        let goneName = NamedPortTests.uniqueName("roomgone")
+        let release = Atomic<Bool>(false)
+        let releaseGone = Atomic<Bool>(false)
+        // Never reads: its connection fills.
+        let full = try RawPortServer(name: fullName) { _ in
+            while !release.load(ordering: .acquiring) { usleep(1000) }
+        }
+        // Never answers; closes its connection when let go.
+        let gone = try RawPortServer(name: goneName) { _ in
+            while !releaseGone.load(ordering: .acquiring), !release.load(ordering: .acquiring) { usleep(1000) }
+        }
+        defer {
+            release.store(true, ordering: .releasing)
+            full.finish()
+            gone.finish()
+        }
+        let returned = Atomic<Bool>(false)
+        let callbackRan = Atomic<Bool>(false)
+        let waited = ThreadLock<String?>(nil)
+        let sender = PosixThread.start(name: "roomwait") {
+            defer { returned.store(true, ordering: .releasing) }
+            do {
+                try RingRunLoop.current.prepare()
+                let toFull = try RemoteMessagePort(name: fullName)
+                let toGone = try RemoteMessagePort(name: goneName)
+                // A blocking request, unanswered: the thread keeps a reader of its connection.
+                _ = try? toGone.sendRequest(msgid: 1, data: [1], replyTimeout: .milliseconds(50))
+                toGone.setInvalidationCallback { _ in
+                    try? toFull.send(msgid: 7, data: [7], timeout: .zero)
+                    callbackRan.store(true, ordering: .releasing)
+                }
+                var filled = false
+                for _ in 0..<100_000 {
+                    do throws(MessagePortError) {
+                        try toFull.send(msgid: 2, data: [UInt8](repeating: 2, count: 1000), timeout: .zero)
+                    } catch {
+                        filled = true
+                        break
+                    }
+                }
+                guard filled else { return }
+                // The other port goes while this send waits for room.
+                let closer = PosixThread.start(name: "roomgone") {
+                    usleep(100_000)
+                    releaseGone.store(true, ordering: .releasing)
+                }
+                do throws(MessagePortError) {
+                    try toFull.send(msgid: 3, data: [3], timeout: .seconds(1))
+                    waited.withLock { $0 = "sent" }
+                } catch {
+                    if case .sendTimeout = error { waited.withLock { $0 = "sendTimeout" } } else { waited.withLock { $0 = "\(error)" } }
+                }
+                closer.join()
+            } catch {
+                waited.withLock { $0 = "setup failed: \(error)" }
+            }
+        }
+        let limit = MonotonicInstant.now + .seconds(20)
+        while !(returned.load(ordering: .acquiring) && callbackRan.load(ordering: .acquiring)), MonotonicInstant.now < limit {
+            usleep(1000)
+        }
+        let didReturn = returned.load(ordering: .acquiring)
+        #expect(didReturn, "the send waiting for room never returned (the callback waits for the lock its thread holds)")
+        guard didReturn else { return }  // the thread is stuck: leave it
+        sender.join()
+        // The port never reads: the send waits its whole second for room.
+        #expect(waited.withLock { $0 } == "sendTimeout", "the send waiting for room: \(waited.withLock { $0 } ?? "nil")")
+        let ran = callbackRan.load(ordering: .acquiring)
+        #expect(ran, "the invalidation callback never ran")
+    }
+}

@@ -255,8 +255,11 @@ final class ProcessPortConnection: Sendable {
     }
 
     /// The connection ended (a reader, or a sender that found it closed): requests
-    /// waiting fail with `error` (or with what ended it first), the invalidation callback
-    /// runs.
+    /// waiting fail with `error` (or with what ended it first), and the invalidation
+    /// callback runs on the process's port thread. Never inline on another thread: a
+    /// sender reads ends while it holds a connection's sending lock (a send waiting for
+    /// room runs its loop, whose kept readers may find another port's end), and a callback
+    /// that sent to that connection would wait for that lock forever.
     func end(_ error: MessagePortError) {
         let (waiting, remote, first, reason) = state.withLock { state in
             if state.ended == nil { state.ended = error }
@@ -268,7 +271,14 @@ final class ProcessPortConnection: Sendable {
         for entry in waiting.values { entry.slot.fail(reason) }
         if first {
             watcher.invalidate()
-            remote?.port?.portWentAway()
+            if let port = remote?.port {
+                if PortClientThread.loop.isOnLoopThread {
+                    port.portWentAway()
+                } else {
+                    PortClientThread.loop.perform(inModes: [.default]) { port.portWentAway() }
+                    PortClientThread.loop.wakeUp()
+                }
+            }
         }
     }
 

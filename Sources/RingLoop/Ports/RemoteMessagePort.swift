@@ -76,8 +76,10 @@ public final class RemoteMessagePort: Sendable {
     }
 
     /// Calls `body` once when the local port goes (at once if it is gone already): on the
-    /// thread that invalidates it, for a port of this process; on the process's port
-    /// thread (`ringloop-ports`) when the process of the port ends or invalidates it.
+    /// thread that invalidates it, for a port of this process. For a port of another
+    /// process, on the process's port thread (`ringloop-ports`) when that process ends or
+    /// invalidates it, or on a sending thread whose send or request finds the port gone,
+    /// before that call throws (with no lock of the port's held).
     public func setInvalidationCallback(_ body: @escaping @Sendable (RemoteMessagePort) -> Void) {
         invalidation.withLock { $0 = body }
         if !isValid { portWentAway() }
