@@ -264,9 +264,9 @@ struct RealRecordingsChainTests {
                 player.stopAndJoin()
                 #expect(failure.withLock { $0 } == nil)
                 let expectedRead = hosted.reduce(0) { $0 + RecordedExpectations($1.recording).eventsPassed }
-                // Counted by the readers themselves: the event thread publishes its count only
-                // with the events it forwards, and frames that make no HID event (a motion
-                // sensor at rest: MSC_TIMESTAMP alone) forward nothing.
+                // Counted by the readers themselves as they read, from any thread: frames that
+                // make no HID event (a motion sensor at rest: MSC_TIMESTAMP alone) forward
+                // nothing, so no event tells the client they were read.
                 #expect(
                     runUntil(loop, timeout: .seconds(30)) { system.rawEventsReadAnyThread >= expectedRead },
                     "read \(system.rawEventsReadAnyThread) of \(expectedRead)")

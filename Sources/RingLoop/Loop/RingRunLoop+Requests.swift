@@ -53,6 +53,17 @@ extension RingRunLoop {
         if waitCore() == nil, let coreError { throw coreError }
     }
 
+    /// Whether the kernel has posted completions (or flagged completion work) that this
+    /// loop has not yet routed to their sources and run: a descriptor that `poll(2)` finds
+    /// empty may have had its bytes taken by a ring read whose completion is among them
+    /// (a submission with `GETEVENTS`, made in a callout, runs a `DEFER_TASKRUN` ring's
+    /// pending reads). The next wait returns at once for them. Loop thread.
+    package var hasUnhandledCompletions: Bool {
+        preconditionOnLoopThread("hasUnhandledCompletions")
+        guard let core else { return false }
+        return core.ring.hasPendingCompletions || !core.events.isEmpty || !pendingPortEvents.isEmpty
+    }
+
     /// A description of the loop's wait core (ring flags, wake-up mechanism), or why
     /// it has none; loop thread.
     public var waitCoreDescription: String {

@@ -35,9 +35,12 @@ protocol DeviceFeed: AnyObject {
     /// device wakes that loop itself). Client loop thread.
     func expectDeliveryCheck()
     /// Whether input is still on its way to the client's queue: in a device, not yet read
-    /// (``DeviceReader/hasUnreadInput``), or, on the event-system thread, not yet read
-    /// since the last ``expectDeliveryCheck()`` or read and not yet taken from the
-    /// hand-off. Client loop thread; never waits for another thread.
+    /// (``DeviceReader/hasUnreadInput``), or read by a ring read whose completion the
+    /// loop has not handled yet (``DeviceMonitor/hasInputNotYetDecoded``), or, on the
+    /// event-system thread, not yet read since the last ``expectDeliveryCheck()`` or read
+    /// and not yet taken from the hand-off. Client loop thread. Waits for no thread of
+    /// this process; the feed that reads on the client's loop asks its devices with
+    /// `poll(2)`, which for a FUSE node waits for the node's server to answer.
     func hasInputOnTheWay() -> Bool
     /// Called each time the client's queue has been drained (a server's client
     /// acknowledges the batches its handlers took).
@@ -143,7 +146,7 @@ final class LocalDeviceFeed: DeviceFeed {
         monitor.attachStream(fd: fd, description: description)
     }
     func readPaths() -> [HIDDeviceID: DeviceReadPath] { monitor.readPaths }
-    func hasInputOnTheWay() -> Bool { monitor.hasUnreadInput }
+    func hasInputOnTheWay() -> Bool { monitor.hasInputNotYetDecoded }
     func reconsiderDevices() { monitor.reconsider() }
     func control(_ request: FeedRequest) throws(HIDError) -> FeedAnswer { try controlOwnNodes(request, rumbles: rumbles) }
 }

@@ -106,8 +106,13 @@ final class DeviceMonitor {
     var totalEventsRead: Int { detachedEventsRead + readers.values.reduce(0) { $0 + $1.eventsRead } }
     private var detachedEventsRead = 0
 
-    /// Whether a device holds input its reader has not taken yet (``DeviceReader/hasUnreadInput``).
-    var hasUnreadInput: Bool { readers.values.contains { $0.hasUnreadInput } }
+    /// Whether input read or readable has not yet reached the sink: a completion of the
+    /// loop not yet handled (a ring read may hold a device's bytes there, which `poll(2)`
+    /// then finds gone: ``RingRunLoop/hasUnhandledCompletions``), or a device that holds
+    /// input its reader has not taken (``DeviceReader/hasUnreadInput``). The loop's thread.
+    var hasInputNotYetDecoded: Bool {
+        loop.hasUnhandledCompletions || readers.values.contains { $0.hasUnreadInput }
+    }
 
     var devices: [HIDDeviceInfo] { readers.values.map(\.info).sorted { $0.id.rawValue < $1.id.rawValue } }
 

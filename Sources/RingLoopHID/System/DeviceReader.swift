@@ -78,8 +78,12 @@ final class DeviceReader {
 
     /// Whether the device holds input this reader has not taken yet, or an end it has not
     /// seen: `poll(2)` without waiting finds it readable, hung up or failed. Between the
-    /// loop's callouts a read by poll then read has taken all it was woken for; a ring
-    /// read takes input only in the loop's own wait (`DEFER_TASKRUN`).
+    /// loop's callouts a read by poll then read has taken all it was woken for. A ring
+    /// read (`DEFER_TASKRUN`) takes input when the loop's thread enters the kernel for
+    /// completions: in its wait, but also in a callout's submission (a readiness source
+    /// invalidated submits its cancellation at once): the bytes then wait in a completion
+    /// the loop has not handled, and `poll(2)` finds the device empty. Ask
+    /// ``DeviceMonitor/hasInputNotYetDecoded``, which also looks at the loop's completions.
     var hasUnreadInput: Bool {
         guard isAttached else { return false }
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

@@ -85,7 +85,9 @@ final class Forwarder: @unchecked Sendable {
     /// decode to none). The reading thread must then be woken to look
     /// (``answerDeliveryRequest()``): its loop may be asleep with nothing to read.
     func askForDeliveryNotice() {
-        deliveryAsked.add(1, ordering: .releasing)
+        // Relaxed: the request publishes nothing; the thread is woken to look by a
+        // request of its loop (or looks after its next pass).
+        deliveryAsked.add(1, ordering: .relaxed)
     }
 
     /// Client loop: whether a request of ``askForDeliveryNotice()`` is not answered yet.
@@ -99,13 +101,15 @@ final class Forwarder: @unchecked Sendable {
     }
 
     /// Reading thread, after each pass of its loop and when woken for a request: answers
-    /// the newest request once no device holds input its reader has not taken, and rings
-    /// the client's port. Input still unread wakes this thread's loop to read it, and it
-    /// looks again after that pass. Costs one atomic load while nothing is asked.
+    /// the newest request once no device holds input its reader has not taken and the
+    /// loop has no completion left to handle (a ring read's bytes wait there, gone from
+    /// the device: ``DeviceMonitor/hasInputNotYetDecoded``), and rings the client's port.
+    /// Input still unread, or a completion, wakes this thread's loop, and it looks again
+    /// after that pass. Costs one atomic load while nothing is asked.
     func answerDeliveryRequest() {
-        let asked = deliveryAsked.load(ordering: .acquiring)
+        let asked = deliveryAsked.load(ordering: .relaxed)
         guard asked != deliveryAnswered.load(ordering: .relaxed) else { return }
-        if let monitor, monitor.hasUnreadInput { return }
+        if let monitor, monitor.hasInputNotYetDecoded { return }
         // Releasing: the client that sees the answer sees every push and count before it.
         deliveryAnswered.store(asked, ordering: .releasing)
         port.send(3)

@@ -263,7 +263,9 @@ public final class HIDEventSystem {
     /// The attached devices. Safe from any thread.
     public var devices: [HIDDeviceInfo] { deviceTable.all }
 
-    /// Raw evdev events read from the kernel so far (client-loop shape; loop thread).
+    /// Raw evdev events read from the kernel so far, by either shape; loop thread. With a
+    /// dedicated thread, exact once a delivery notice asked since the last read is
+    /// answered (``afterInputDelivered(_:)``).
     var rawEventsRead: Int { feed?.eventsRead ?? 0 }
 
     /// The device with `id`, if attached.
