@@ -104,6 +104,68 @@ struct ServerFlowTests {
     }
 
     @Test(
+        "a burst's last batches, within 10 ms of the client's last acknowledgement and far fewer than a quarter of its window, are acknowledged by its tail timer: none stays outstanding"
+    )
+    func burstTailAcknowledged() throws {
+        let name = ServerFocusTests.uniqueName("tail")
+        let server = try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()], configure: { $0.maximumOutstandingBatches = 256 })
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "tail")
+            // The first frame is acknowledged at once (the attachment's first
+            // acknowledgement); the burst is written as the handler takes that frame, so its
+            // batches come within 10 ms of that acknowledgement: 3 batches, under a quarter of
+            // the window (64), wait for the tail timer (20 ms after the last acknowledgement),
+            // and no frame comes after them to carry it.
+            var burstWritten = false
+            _ = client.system.addHandler(kinds: [.key]) { event in
+                guard !burstWritten, case .key(let key) = event.payload, key.code == Evdev.KEY_A else { return .pass }
+                burstWritten = true
+                server.write(
+                    [
+                        TestFrames.key(Evdev.KEY_B, down: true), TestFrames.key(Evdev.KEY_B, down: false),
+                        TestFrames.key(Evdev.KEY_C, down: true),
+                    ], device: 0)
+                return .pass
+            }
+            server.write([TestFrames.key(Evdev.KEY_A, down: true)], device: 0)
+            #expect(runUntil(loop) { client.keys(Evdev.KEY_B) == ["down", "up"] && client.keys(Evdev.KEY_C) == ["down"] })
+            let outstanding = { (try? server.sync { server in server.clients.first { $0.name == "tail" }?.outstandingBatches }) ?? nil }
+            #expect(runUntil(loop) { outstanding() == 0 }, "the client left \(String(describing: outstanding())) batches unacknowledged")
+            #expect(client.count(.eventsDropped) == 0)
+            client.system.stop()
+        }
+    }
+
+    @Test(
+        "a not-responding timeout no longer than the client's 20 ms tail acknowledgement is refused at start, naming what is valid; just above it starts"
+    )
+    func notRespondingTimeoutBound() throws {
+        try onFreshThread {
+            for (milliseconds, starts) in [(0, false), (20, false), (21, true)] {
+                let configuration = HIDEventServer.Configuration(
+                    name: ServerFocusTests.uniqueName("timeout"), devices: .init(deviceDirectory: "/tmp", nodeNames: []),
+                    notRespondingTimeout: .milliseconds(milliseconds))
+                let server = HIDEventServer(configuration: configuration, loop: .current)
+                do throws(HIDError) {
+                    try server.start()
+                    #expect(starts, "notRespondingTimeout \(milliseconds) ms started")
+                } catch {
+                    #expect(!starts, "notRespondingTimeout \(milliseconds) ms: \(error)")
+                    guard case .configuration(let message) = error else {
+                        Issue.record("notRespondingTimeout \(milliseconds) ms: \(error), not a configuration error")
+                        continue
+                    }
+                    #expect(message.contains("notRespondingTimeout") && message.contains("must be longer than 0.02 seconds"), "\(message)")
+                }
+                server.stop()
+            }
+        }
+    }
+
+    @Test(
         "a lagging client's backlog keeps nothing of devices added and removed while it lags: bounded by the devices present, not by their churn"
     )
     func lifecycleBacklogBounded() throws {

@@ -196,8 +196,9 @@ private struct BatchPackets: ~Copyable {
         places.reserveCapacity(packets.count)
         var total = 0
         var gatheredCount = 0
-        // Bodies already given a stretch, by their storage's address (every array is alive
-        // until this returns, so one address is one array's storage) and size.
+        // Bodies already given a stretch, by their storage's address alone: every array is
+        // alive until this returns, so one address is one array's storage, and arrays that
+        // share a storage (copies of one array) have the same bytes and the same count.
         var bodies: [UInt: Int] = [:]
         for packet in packets {
             let own = PortWire.headerSize + packet.lead.count

@@ -35,8 +35,9 @@ import RingLoop
 /// pressed in one app act again in the next), and never a key-up for a key it did not see
 /// go down.
 ///
-/// **Flow control.** A client acknowledges the batches its handlers have taken (within
-/// 10 ms, or at once past a quarter of the window). The
+/// **Flow control.** A client acknowledges the batches its handlers have taken (at once
+/// past a quarter of the window or 10 ms after its last acknowledgement, else 20 ms after
+/// it). The
 /// server never waits on a client: every message goes out with a zero send timeout. A
 /// client with ``Configuration/maximumOutstandingBatches`` unacknowledged, or whose port's
 /// queue is full, lags: its events are counted, not sent, and once it has acknowledged
@@ -102,7 +103,9 @@ public final class HIDEventServer {
         /// Batches sent to a client and not acknowledged, past which it lags.
         public var maximumOutstandingBatches: Int
         /// A client with batches outstanding that acknowledges nothing for this long is
-        /// not responding.
+        /// not responding. It must be longer than the 20 ms a client may wait to acknowledge
+        /// the last batches of a burst (else healthy clients are reported): ``HIDEventServer/start()``
+        /// throws ``HIDError/configuration(_:)`` for 20 ms or less.
         public var notRespondingTimeout: Duration
         /// Clients at once.
         public var maximumClients: Int
@@ -127,7 +130,7 @@ public final class HIDEventServer {
         ///   - maximumOutstandingBatches: Batches sent and not acknowledged past which a
         ///     client lags.
         ///   - notRespondingTimeout: How long a client with batches outstanding may
-        ///     acknowledge nothing before it is not responding.
+        ///     acknowledge nothing before it is not responding: longer than 20 ms.
         ///   - maximumClients: Clients at once.
         ///   - maximumClientsPerUser: Clients of one user other than the server's at once.
         ///   - screens: Where absolute devices' positions go (`nil`: no screen mapping).
@@ -213,13 +216,21 @@ public final class HIDEventServer {
     deinit { stop() }
 
     /// Takes the port name, starts the devices, and serves clients.
-    /// - Throws: ``HIDError/server(name:reason:)`` when the name is taken or invalid, and
-    ///   whatever the event system's ``HIDEventSystem/start()`` throws.
+    /// - Throws: ``HIDError/configuration(_:)`` when the devices' configuration names a
+    ///   server, or ``Configuration/notRespondingTimeout`` is 20 ms or less (a client's
+    ///   acknowledgement of a burst's last batches may take that long);
+    ///   ``HIDError/server(name:reason:)`` when the name is taken or invalid; and whatever
+    ///   the event system's ``HIDEventSystem/start()`` throws.
     public func start() throws(HIDError) {
         loop.preconditionOnLoopThread("HIDEventServer.start")
         guard port == nil else { return }
         if case .server = configuration.devices.input {
             throw .configuration("an event server reads its own devices: its devices' configuration names no server")
+        }
+        guard configuration.notRespondingTimeout > ServerDeviceFeed.acknowledgementTailDelay else {
+            throw .configuration(
+                "event server '\(configuration.name)': notRespondingTimeout \(configuration.notRespondingTimeout) is too short: it must be longer than \(ServerDeviceFeed.acknowledgementTailDelay), the time a healthy client may take to acknowledge a burst's last batches (the default is 5 seconds)"
+            )
         }
         let handle = handle
         let port: LocalMessagePort
