@@ -165,3 +165,50 @@ struct DeliveryNoticeRingReadTests {
         #expect(keysAtNotice == totalKeys, "the waiter ran with \(keysAtNotice) of \(totalKeys) key events delivered")
     }
 }
+
+/// A port event kept for another mode (a source only in `.tracking` became ready while the
+/// loop runs `.default`) is not input on its way: the next wait does not return for it, so
+/// a delivery waiter that counted it would wait until that mode ran.
+@Suite("Delivery notices beside an event kept for another mode")
+struct DeliveryNoticeKeptEventTests {
+    @Test("a delivery waiter runs while an event waits for another mode", arguments: [false, true])
+    func keptEvent(otherModeEvent: Bool) throws {
+        let recording = try loadRecording("keyboard")
+        let (ran, keys) = try onFreshThread { () throws -> (Bool, Int) in
+            var keyboardPipe: [Int32] = [0, 0]
+            var otherPipe: [Int32] = [0, 0]
+            #expect(pipe(&keyboardPipe) == 0 && pipe(&otherPipe) == 0)
+            defer {
+                close(keyboardPipe[1])
+                close(otherPipe[0])
+                close(otherPipe[1])
+            }
+            let loop = RingRunLoop.current
+            let system = HIDEventSystem(
+                configuration: .init(deviceDirectory: "/tmp", shape: .clientLoop, nodeNames: []), loop: loop)
+            var keys = 0
+            system.addHandler { event in
+                if event.kind == .key { keys += 1 }
+                return .pass
+            }
+            try system.start()
+            defer { system.stop() }
+            _ = try system.attachStream(
+                fileDescriptor: FileDescriptor(rawValue: keyboardPipe[0]), description: deviceInfo(of: recording))
+            let tracking = LoopPortSource(fileDescriptor: FileDescriptor(rawValue: otherPipe[0])) { _ in }
+            loop.add(tracking, to: .tracking)
+            defer { tracking.invalidate() }
+            if otherModeEvent {
+                var byte: UInt8 = 1
+                _ = write(otherPipe[1], &byte, 1)
+            }
+            writeFrames(recording.events, to: keyboardPipe[1])
+            var ran = false
+            system.afterInputDelivered { ran = true }
+            _ = runUntil(loop, timeout: .seconds(3)) { ran }
+            return (ran, keys)
+        }
+        #expect(keys > 0)
+        #expect(ran, "the waiter never ran (otherModeEvent: \(otherModeEvent))")
+    }
+}

@@ -503,3 +503,77 @@ extension PortOnTheRingTests {
         #expect(ran, "the invalidation callback never ran")
     }
 }
+
+extension PortOnTheRingTests {
+    /// `invalidationDuringWaitForRoom()` on the port thread itself, where invalidation
+    /// callbacks run: a callback there that waits for room must not have another port's
+    /// callback run inline in its wait, with its connection's sending lock held (the
+    /// callback is queued to the thread's default mode, which the wait does not run).
+    @Test("On the port thread too, a port found gone while a send waits for room runs its callback after the wait")
+    func invalidationDuringWaitForRoomOnThePortThread() throws {
+        let fullName = NamedPortTests.uniqueName("ptfull")
+        let goneName = NamedPortTests.uniqueName("ptgone")
+        let release = Atomic<Bool>(false)
+        let releaseGone = Atomic<Bool>(false)
+        let full = try RawPortServer(name: fullName) { _ in
+            while !release.load(ordering: .acquiring) { usleep(1000) }
+        }
+        let gone = try RawPortServer(name: goneName) { _ in
+            while !releaseGone.load(ordering: .acquiring), !release.load(ordering: .acquiring) { usleep(1000) }
+        }
+        defer {
+            release.store(true, ordering: .releasing)
+            full.finish()
+            gone.finish()
+        }
+        let returned = Atomic<Bool>(false)
+        let callbackRan = Atomic<Bool>(false)
+        let waited = ThreadLock<String?>(nil)
+        PortClientThread.loop.perform(inModes: [.default]) {
+            defer { returned.store(true, ordering: .releasing) }
+            do {
+                let toFull = try RemoteMessagePort(name: fullName)
+                let toGone = try RemoteMessagePort(name: goneName)
+                _ = try? toGone.sendRequest(msgid: 1, data: [1], replyTimeout: .milliseconds(50))
+                toGone.setInvalidationCallback { _ in
+                    try? toFull.send(msgid: 7, data: [7], timeout: .zero)
+                    callbackRan.store(true, ordering: .releasing)
+                }
+                var filled = false
+                for _ in 0..<100_000 {
+                    do throws(MessagePortError) {
+                        try toFull.send(msgid: 2, data: [UInt8](repeating: 2, count: 1000), timeout: .zero)
+                    } catch {
+                        filled = true
+                        break
+                    }
+                }
+                guard filled else { return }
+                let closer = PosixThread.start(name: "ptgone") {
+                    usleep(100_000)
+                    releaseGone.store(true, ordering: .releasing)
+                }
+                do throws(MessagePortError) {
+                    try toFull.send(msgid: 3, data: [3], timeout: .seconds(1))
+                    waited.withLock { $0 = "sent" }
+                } catch {
+                    if case .sendTimeout = error { waited.withLock { $0 = "sendTimeout" } } else { waited.withLock { $0 = "\(error)" } }
+                }
+                closer.join()
+            } catch {
+                waited.withLock { $0 = "setup failed: \(error)" }
+            }
+        }
+        PortClientThread.loop.wakeUp()
+        let limit = MonotonicInstant.now + .seconds(15)
+        while !(returned.load(ordering: .acquiring) && callbackRan.load(ordering: .acquiring)), MonotonicInstant.now < limit {
+            usleep(1000)
+        }
+        let didReturn = returned.load(ordering: .acquiring)
+        #expect(didReturn, "the send waiting for room on the port thread never returned")
+        guard didReturn else { return }
+        #expect(waited.withLock { $0 } == "sendTimeout", "the send waiting for room: \(waited.withLock { $0 } ?? "nil")")
+        let ran = callbackRan.load(ordering: .acquiring)
+        #expect(ran, "the invalidation callback never ran")
+    }
+}

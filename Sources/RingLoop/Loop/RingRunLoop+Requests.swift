@@ -61,7 +61,11 @@ extension RingRunLoop {
     package var hasUnhandledCompletions: Bool {
         preconditionOnLoopThread("hasUnhandledCompletions")
         guard let core else { return false }
-        return core.ring.hasPendingCompletions || !core.events.isEmpty || !pendingPortEvents.isEmpty
+        if core.ring.hasPendingCompletions || !core.events.isEmpty { return true }
+        // Only events the running mode's next pass delivers: one kept for another mode
+        // (or of an invalidated source) waits for no wake-up of this run.
+        guard let state = modes.current else { return false }
+        return hasDeliverablePortEvents(state)
     }
 
     /// A description of the loop's wait core (ring flags, wake-up mechanism), or why

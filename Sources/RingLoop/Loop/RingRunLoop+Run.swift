@@ -305,7 +305,7 @@ extension RingRunLoop {
         }
     }
 
-    private func hasDeliverablePortEvents(_ state: ModeState) -> Bool {
+    func hasDeliverablePortEvents(_ state: ModeState) -> Bool {
         pendingPortEvents.contains { deliverable($0, state) }
     }
 

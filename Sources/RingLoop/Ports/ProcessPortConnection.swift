@@ -256,10 +256,12 @@ final class ProcessPortConnection: Sendable {
 
     /// The connection ended (a reader, or a sender that found it closed): requests
     /// waiting fail with `error` (or with what ended it first), and the invalidation
-    /// callback runs on the process's port thread. Never inline on another thread: a
-    /// sender reads ends while it holds a connection's sending lock (a send waiting for
-    /// room runs its loop, whose kept readers may find another port's end), and a callback
-    /// that sent to that connection would wait for that lock forever.
+    /// callback is queued to the process's port thread, never run here, even on that
+    /// thread: a reader may find an end while its thread holds a connection's sending lock
+    /// (a send waiting for room runs its loop, whose kept readers may find another port's
+    /// end), and a callback that sent to that connection would wait for that lock forever.
+    /// (A send that itself finds its port gone runs the callback before it throws, with no
+    /// lock held: ``RemoteMessagePort`` `noticingInvalidation`.)
     func end(_ error: MessagePortError) {
         let (waiting, remote, first, reason) = state.withLock { state in
             if state.ended == nil { state.ended = error }
@@ -272,12 +274,8 @@ final class ProcessPortConnection: Sendable {
         if first {
             watcher.invalidate()
             if let port = remote?.port {
-                if PortClientThread.loop.isOnLoopThread {
-                    port.portWentAway()
-                } else {
-                    PortClientThread.loop.perform(inModes: [.default]) { port.portWentAway() }
-                    PortClientThread.loop.wakeUp()
-                }
+                PortClientThread.loop.perform(inModes: [.default]) { port.portWentAway() }
+                PortClientThread.loop.wakeUp()
             }
         }
     }

@@ -79,7 +79,9 @@ public final class RemoteMessagePort: Sendable {
     /// thread that invalidates it, for a port of this process. For a port of another
     /// process, on the process's port thread (`ringloop-ports`) when that process ends or
     /// invalidates it, or on a sending thread whose send or request finds the port gone,
-    /// before that call throws (with no lock of the port's held).
+    /// before that call throws (with no lock of the port's held). On the port thread,
+    /// `body` should not block: every connection's end-notice waits behind it. Hand
+    /// longer work to a loop of your own (`perform(inModes:_:)` and `wakeUp()`).
     public func setInvalidationCallback(_ body: @escaping @Sendable (RemoteMessagePort) -> Void) {
         invalidation.withLock { $0 = body }
         if !isValid { portWentAway() }

@@ -181,8 +181,10 @@ extension HIDEventSystem {
     /// event-system thread forwards, or that thread's notice that it has read everything
     /// its devices held (``DeviceFeed/expectDeliveryCheck()``: also when what it read
     /// decodes to no event). For input that has stopped coming (a replay that has written
-    /// its last frame): a device that keeps sending may never let it run. Dropped at
-    /// ``stop()``. Client loop thread, while started.
+    /// its last frame): a device that keeps sending may never let it run, nor, on the
+    /// client-loop shape, another source of this loop whose completions are always waiting
+    /// at BeforeWaiting (any completion the loop has not handled counts as possible input).
+    /// Dropped at ``stop()``. Client loop thread, while started.
     package func afterInputDelivered(_ body: @escaping () -> Void) {
         loop.preconditionOnLoopThread("HIDEventSystem.afterInputDelivered")
         guard let feed else { return }
