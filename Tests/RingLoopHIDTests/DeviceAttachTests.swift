@@ -118,6 +118,44 @@ struct DeviceAttachTests {
         #expect(dotsPerInch == 1600, "the pointer stage takes udev's MOUSE_DPI from the attach's read")
     }
 
+    /// A node can appear before udev has run its rules on it (udev's database has no entry
+    /// yet: only the kernel's values, and udev says the device is not initialized). Such a
+    /// read is not kept: the stages read again when they configure the device, as each did
+    /// before the attach kept one read, and find udev's calibration by then (the booted
+    /// kernel's check writes the entry right after making the device).
+    @Test(
+        "a read made before udev initialized the device is not kept: the stages read again and take udev's calibration",
+        arguments: HIDEventSystem.Shape.allCases)
+    func readBeforeUdevInitializedIsNotKept(shape: HIDEventSystem.Shape) throws {
+        let screen = deviceInfo(of: try Self.recording("touchscreen-multitouch.evemu"))
+        let calibration = "0 -1 1 1 0 0"
+        // The first read finds the device not initialized; later ones find udev's entry.
+        let reads = Mutex<[String: Int]>([:])
+        let policy = DeviceAttachPolicy(reading: { path in
+            let count = reads.withLock { reads -> Int in
+                reads[path, default: 0] += 1
+                return reads[path]!
+            }
+            return count == 1 ? ([:], false) : ([DeviceIdentity.calibrationProperty: calibration], true)
+        })
+        let (mapped, readCounts) = try onFreshThread { () throws -> (CalibrationMatrix?, [String: Int]) in
+            let loop = RingRunLoop.current
+            let configuration = HIDEventSystem.Configuration(deviceDirectory: "/tmp", shape: shape, nodeNames: [])
+            let system = HIDEventSystem(configuration: configuration, loop: loop, attachPolicy: policy)
+            system.setScreens(DeviceSettingsResolver(screens: [try ScreenDescription(parsing: "1920x1080")]))
+            try system.start()
+            defer { system.stop() }
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer { close(ends[1]) }
+            let id = try system.attachStream(fileDescriptor: FileDescriptor(rawValue: ends[0]), description: screen)
+            #expect(runUntil(loop) { system.screenMapping(for: id) != nil })
+            return (system.screenMapping(for: id)?.calibration, reads.withLock { $0 })
+        }
+        #expect(mapped == (try CalibrationMatrix(parsing: calibration)), "the panel maps by udev's entry: \(readCounts)")
+        #expect(readCounts["stream:1"] == 2, "the attach's read, then one the stages keep: \(readCounts)")
+    }
+
     /// A handler that restarts the system on a device's removal: the old device's removal
     /// finishes its dispatch after the new run attached a device with the same id, and
     /// must not drop the new device's attachment (before the fix it did: the stages read

@@ -48,12 +48,20 @@ final class DeviceAttachPolicy: Sendable {
     }
 
     private let state = ThreadLock<State>(State())
-    /// Reads a node's udev properties (``UdevProperties/of(node:)``; tests give their own).
-    private let udev: @Sendable (String) -> [String: String]
+    /// Reads a node's udev properties and whether udev has initialized the device
+    /// (`UdevProperties.reading(node:)`; tests give their own properties, final).
+    private let udev: @Sendable (String) -> (properties: [String: String], initialized: Bool)
 
-    /// A policy with no settings of its own (udev's properties still count), reading udev
-    /// through `udev`.
-    init(udev: @escaping @Sendable (String) -> [String: String] = { UdevProperties.of(node: $0) }) { self.udev = udev }
+    /// A policy with no settings of its own (udev's properties still count), reading udev.
+    init() { udev = { UdevProperties.reading(node: $0) } }
+
+    /// A policy with no settings of its own, reading the properties `udev` gives (taken as
+    /// udev's final ones).
+    init(udev: @escaping @Sendable (String) -> [String: String]) { self.udev = { (udev($0), true) } }
+
+    /// A policy with no settings of its own, reading the properties `reading` gives and
+    /// whether udev had initialized the device then.
+    init(reading: @escaping @Sendable (String) -> (properties: [String: String], initialized: Bool)) { udev = reading }
 
     /// The settings decisions are made by from now on; every kept attachment's settings
     /// are resolved again from the properties read at its attach.
@@ -71,8 +79,14 @@ final class DeviceAttachPolicy: Sendable {
     /// settings gave as its attachment. With `keepingIgnored` (a stream, attached even
     /// when the settings ignore it) the attachment is kept also for an ignored device, so
     /// its stages take this read instead of reading udev again.
+    ///
+    /// A read made before udev has initialized the device (the node can appear before
+    /// udev's rules have run on it) is not kept: the stages read again at their first ask,
+    /// when udev's own properties are more likely there.
     func decide(_ info: HIDDeviceInfo, keepingIgnored: Bool = false) -> Decision {
-        decide(info, properties: udev(info.path), keeping: keepingIgnored ? .always : .whenAttached)
+        let reading = udev(info.path)
+        let keeping: Keeping = reading.initialized ? (keepingIgnored ? .always : .whenAttached) : .never
+        return decide(info, properties: reading.properties, keeping: keeping)
     }
 
     /// Whether the attached `info` (as its capabilities describe it) stays attached, and
@@ -81,7 +95,7 @@ final class DeviceAttachPolicy: Sendable {
     /// again), one that goes is attached again under a new id, its own read then.
     func decideAgain(_ info: HIDDeviceInfo) -> Decision {
         let kept = state.withLock { $0.attachments[info.id] }
-        let properties = kept.flatMap { $0.path == info.path ? $0.identity.properties : nil } ?? udev(info.path)
+        let properties = kept.flatMap { $0.path == info.path ? $0.identity.properties : nil } ?? udev(info.path).properties
         return decide(info, properties: properties, keeping: .never)
     }
 
@@ -117,14 +131,16 @@ final class DeviceAttachPolicy: Sendable {
     }
 
     /// What `device`'s attach read and resolved. A device attached elsewhere (an event
-    /// server's, seen by its client) has its properties read and settings resolved at the
-    /// first ask, and kept for the next.
+    /// server's, seen by its client), or whose attach read udev before udev had
+    /// initialized it, has its properties read and settings resolved at the first ask,
+    /// kept for the next once udev has initialized it.
     func attachment(of device: HIDDeviceInfo) -> DeviceAttachment {
         if let kept = state.withLock({ $0.attachments[device.id] }), kept.path == device.path { return kept }
-        let identity = DeviceIdentity(device, properties: udev(device.path))
+        let reading = udev(device.path)
+        let identity = DeviceIdentity(device, properties: reading.properties)
         return state.withLock { state in
             let attachment = DeviceAttachment(path: device.path, identity: identity, settings: state.resolver.settings(for: identity))
-            state.attachments[device.id] = attachment
+            if reading.initialized { state.attachments[device.id] = attachment }
             return attachment
         }
     }
