@@ -160,10 +160,10 @@ extension HIDEventSystem {
     /// ignored device is never opened for reading, and a device given a class is that
     /// class for every stage and handler. New settings apply to attached nodes at once: a
     /// node now ignored is detached, one whose class changed is attached again (a new
-    /// id), one no longer ignored is attached. udev's properties are read once, at a
-    /// node's attach, as libinput reads them: new settings are resolved with the
-    /// properties of that read, and a change in udev's database counts from the node's
-    /// next attach. Without any settings (`nil`), udev's properties still count.
+    /// id), one no longer ignored is attached. udev's properties are read once as a node
+    /// attaches and once more for each call here (so a udev rule or hwdb entry changed
+    /// since counts from the next `SIGHUP`); every stage takes the one answer. Without any
+    /// settings (`nil`), udev's properties still count.
     /// - Returns: where each attached device that maps to a screen maps now, and why
     ///   (empty before ``start()``: devices are mapped as they attach).
     @discardableResult

@@ -27,7 +27,7 @@ struct DeviceAttachment: Sendable {
 ///
 /// The node's udev properties are read once per attach; what they and the settings gave
 /// is kept, by device id, as the device's ``DeviceAttachment`` until its removal
-/// (``forget(_:)``), and resolved again from the same properties when the settings change.
+/// (``forget(_:)``), and worked out again, udev read once more, when the settings change.
 ///
 /// Shared by the event system (which sets the settings), its device monitor (which
 /// asks, on the client's loop or on the event-system thread) and its stages (which take
@@ -63,13 +63,25 @@ final class DeviceAttachPolicy: Sendable {
     /// whether udev had initialized the device then.
     init(reading: @escaping @Sendable (String) -> (properties: [String: String], initialized: Bool)) { udev = reading }
 
-    /// The settings decisions are made by from now on; every kept attachment's settings
-    /// are resolved again from the properties read at its attach.
+    /// The settings decisions are made by from now on. Every kept attachment is worked out
+    /// again: its node's udev properties read once more (new settings, a `SIGHUP`, also
+    /// take in a udev rule or hwdb entry changed since the attach, or written after it, as
+    /// a test's udev database entry may be), then its settings resolved; the stages take
+    /// that one answer again.
     func update(_ resolver: DeviceSettingsResolver) {
-        state.withLock { state in
+        let paths = state.withLock { state in
             state.resolver = resolver
-            for (id, attachment) in state.attachments {
-                state.attachments[id]?.settings = resolver.settings(for: attachment.identity)
+            return state.attachments.mapValues(\.path)
+        }
+        // Read with no lock held (libudev reads files).
+        let readings = paths.mapValues { udev($0) }
+        state.withLock { state in
+            for (id, var attachment) in state.attachments {
+                if let reading = readings[id], paths[id] == attachment.path {
+                    attachment.identity.properties = reading.properties
+                }
+                attachment.settings = state.resolver.settings(for: attachment.identity)
+                state.attachments[id] = attachment
             }
         }
     }
@@ -90,7 +102,8 @@ final class DeviceAttachPolicy: Sendable {
     }
 
     /// Whether the attached `info` (as its capabilities describe it) stays attached, and
-    /// as what, by the settings now in force and the udev properties read at its attach.
+    /// as what, by the settings now in force and the udev properties kept for it (read at
+    /// its attach or at the last ``update(_:)``).
     /// Keeps nothing: a device that stays keeps its attachment (``update(_:)`` resolved it
     /// again), one that goes is attached again under a new id, its own read then.
     func decideAgain(_ info: HIDDeviceInfo) -> Decision {
