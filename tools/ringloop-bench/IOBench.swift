@@ -74,12 +74,13 @@ enum IOBench {
         }
 
         /// The RingLoop echo's counters so far: calls into the kernel, submission entries
-        /// handed over, buffers received (`stats`).
-        func echoStats() -> (enters: Double, entries: Double, chunks: Double)? {
-            guard let words = ask("stats")?.split(separator: " "), words.count == 4, words[0] == "stats",
-                let enters = Double(words[1]), let entries = Double(words[2]), let chunks = Double(words[3])
+        /// handed over, buffers received (one per receive completion) and their bytes (`stats`).
+        func echoStats() -> (enters: Double, entries: Double, chunks: Double, bytes: Double)? {
+            guard let words = ask("stats")?.split(separator: " "), words.count == 5, words[0] == "stats",
+                let enters = Double(words[1]), let entries = Double(words[2]), let chunks = Double(words[3]),
+                let bytes = Double(words[4])
             else { return nil }
-            return (enters, entries, chunks)
+            return (enters, entries, chunks, bytes)
         }
 
         func stop() {
@@ -232,13 +233,14 @@ enum IOBench {
         var cpuPerKiB: [EchoPlacement: [String: [Double]]] = [:]
         var entersPerChunk: [EchoPlacement: [Double]] = [:]
         var entriesPerChunk: [EchoPlacement: [Double]] = [:]
+        var bytesPerChunk: [EchoPlacement: [Double]] = [:]
         for _ in 0..<rounds {
             for placement in placements {
                 for side in sides {
                     // On a thread of its own: the server process inherits the CPUs this
                     // thread may use when it starts, the client keeps the other.
                     let measured = onFreshThread {
-                        Result { () throws -> (samples: [Double]?, rate: Double, cpu: Double, perChunk: (Double, Double)?) in
+                        Result { () throws -> (samples: [Double]?, rate: Double, cpu: Double, perChunk: (Double, Double, Double)?) in
                             if placement == .twoCPUs { try? CPUAffinity.restrictCurrentThread(to: [cpus[1]]) }
                             let server = try ServerProcess(side.executable, side.arguments)
                             defer { server.stop() }
@@ -246,17 +248,20 @@ enum IOBench {
                             let samples = placement == .free ? try pingPong(port: server.port, count: count) : nil
                             // Ours also counts its calls into the kernel and submissions per
                             // buffer echoed, over the measured time.
-                            var stats: [(enters: Double, entries: Double, chunks: Double)] = []
+                            var stats: [(enters: Double, entries: Double, chunks: Double, bytes: Double)] = []
                             let (rate, cpu) = try throughput(
                                 port: server.port, connections: 64, seconds: BenchSize.scale < 1 ? 0.05 : seconds,
                                 server: server.process.processIdentifier
                             ) {
                                 if side.name == "ours", let now = server.echoStats() { stats.append(now) }
                             }
-                            var perChunk: (Double, Double)?
+                            var perChunk: (Double, Double, Double)?
                             if stats.count == 2, stats[1].chunks > stats[0].chunks {
                                 let chunks = stats[1].chunks - stats[0].chunks
-                                perChunk = ((stats[1].enters - stats[0].enters) / chunks, (stats[1].entries - stats[0].entries) / chunks)
+                                perChunk = (
+                                    (stats[1].enters - stats[0].enters) / chunks, (stats[1].entries - stats[0].entries) / chunks,
+                                    (stats[1].bytes - stats[0].bytes) / chunks
+                                )
                             }
                             return (samples, rate, cpu, perChunk)
                         }
@@ -265,6 +270,7 @@ enum IOBench {
                     if let perChunk {
                         entersPerChunk[placement, default: []].append(perChunk.0)
                         entriesPerChunk[placement, default: []].append(perChunk.1)
+                        bytesPerChunk[placement, default: []].append(perChunk.2)
                     }
                     if let samples {
                         p50[side.name, default: []].append(percentile(samples, 0.5))
@@ -294,6 +300,9 @@ enum IOBench {
                 results.append(BenchResult("io.echo.throughput\(placement.rawValue).enters_per_chunk", "calls", ours: median(enters)))
                 results.append(
                     BenchResult("io.echo.throughput\(placement.rawValue).submissions_per_chunk", "entries", ours: median(entries)))
+            }
+            if let received = bytesPerChunk[placement] {
+                results.append(BenchResult("io.echo.throughput\(placement.rawValue).bytes_per_chunk", "B", ours: median(received)))
             }
         }
         return results

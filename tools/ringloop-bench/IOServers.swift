@@ -61,13 +61,15 @@ struct BenchServer: ParsableCommand {
     final class EchoCount: @unchecked Sendable {
         // @unchecked: used on the server's loop thread only.
         var chunks: UInt64 = 0
+        var bytes: UInt64 = 0
     }
 
     /// RingLoop: a multishot accept, a multishot receive per connection into its provided
     /// buffers, each buffer sent back from where it arrived (no copy; sends queued behind
     /// one in flight go out together in one `sendmsg`). `stats` on standard input prints
-    /// `stats ENTERS ENTRIES CHUNKS`: the loop's calls into the kernel, the submission
-    /// entries they handed over, and the buffers received, so far.
+    /// `stats ENTERS ENTRIES CHUNKS BYTES`: the loop's calls into the kernel, the submission
+    /// entries they handed over, the buffers received (one per receive completion) and
+    /// the bytes in them, so far.
     static func ringLoopEcho() throws {
         let loop = RingRunLoop.current
         let count = EchoCount()
@@ -75,7 +77,7 @@ struct BenchServer: ParsableCommand {
             while let line = readLine() {
                 guard line == "stats" else { continue }
                 loop.perform(inModes: [.default]) {
-                    say("stats \(loop.enterCount) \(loop.submittedEntryCount) \(count.chunks)")
+                    say("stats \(loop.enterCount) \(loop.submittedEntryCount) \(count.chunks) \(count.bytes)")
                 }
                 loop.wakeUp()
             }
@@ -95,6 +97,7 @@ struct BenchServer: ParsableCommand {
             server.loop.add(connection.source, to: .default)
             _ = try? connection.receive(bufferCount: 16, bufferSize: 16_384) { connection, bytes in
                 count.chunks &+= 1
+                count.bytes &+= UInt64(bytes.count)
                 _ = try? connection.send(bytes)
             }
         }
