@@ -52,6 +52,11 @@ typealias UdevReading = (properties: [String: String], initialized: Bool)
 /// description (``HIDDeviceInfo/treated(as:)``) before its decoder is made, so every stage
 /// sees the device as that class.
 ///
+/// While udevd runs, the device monitor does not attach a node udev has not initialized
+/// yet (``readUdev(node:)`` says so, ``udevDaemon`` says udevd runs): it waits for the
+/// node's entry in udev's database and attaches with the read that found it initialized
+/// (``nodesWaitingForUdev`` are the nodes waiting).
+///
 /// The node's udev properties are read once per attach; what they and the settings gave
 /// is kept, by device id, as the device's ``DeviceAttachment`` until its removal
 /// (``forget(_:)``), and worked out again, udev read once more, when the settings change.
