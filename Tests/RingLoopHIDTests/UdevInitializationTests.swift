@@ -142,6 +142,42 @@ struct UdevInitializationTests {
         }
     }
 
+    /// A writer that writes the entry in place (the booted-kernel checks' own, where no
+    /// udevd runs) creates it empty first; libudev would count the empty entry as
+    /// initialized, so only its close counts.
+    @Test("udevd running: an entry written in place counts once it is closed, not when it is created empty")
+    func entryWrittenInPlace() throws {
+        let recording = try loadRecording("touchscreen-multitouch")
+        let database = try UdevDatabaseFolder()
+        let policy = database.policy(daemonRunning: true)
+        let calibration = "0 -1 1 1 0 0"
+        try withSystem(policy: policy, timeout: .seconds(60)) { folder, system, loop, events in
+            let node = try folder.addDevice(recording.description!)
+            let added = { events().contains { $0.kind == .deviceAdded } }
+            #expect(runUntil(loop) { policy.nodesWaitingForUdev.contains(node.path) || added() })
+            let entry = try #require(UdevDatabaseFolder.entryName(node: node.path))
+            let fd = open(database.path + "/" + entry, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            #expect(fd >= 0)
+            // The creation reaches the monitor before the text does. A second node, made
+            // after it, comes through the same inotify queue: once that one waits, the
+            // monitor has had the creation.
+            var text = "I:1234567\nE:ID_INPUT=1\nE:ID_INPUT_TOUCHSCREEN=1\n"
+            let readsBefore = database.reads.withLock { $0[node.path] ?? 0 }
+            let marker = try folder.addDevice(try loadRecording("keyboard").description!)
+            #expect(runUntil(loop) { policy.nodesWaitingForUdev.contains(marker.path) || events().count > 1 })
+            #expect(!added(), "attached on the empty entry's creation")
+            #expect(database.reads.withLock { $0[node.path] ?? 0 } == readsBefore, "the creation woke the wait")
+            text += "E:\(DeviceIdentity.calibrationProperty)=\(calibration)\n"
+            let written = text.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+            #expect(written == text.utf8.count)
+            close(fd)
+            #expect(runUntil(loop) { added() })
+            let id = try #require(system.devices.first?.id)
+            #expect(runUntil(loop) { system.screenMapping(for: id) != nil })
+            #expect(system.screenMapping(for: id)?.calibration == (try CalibrationMatrix(parsing: calibration)))
+        }
+    }
+
     @Test("udevd running, no entry ever: the node is attached after the timeout, with a warning naming it")
     func attachesAfterTheTimeout() throws {
         let recording = try loadRecording("touchscreen-multitouch")

@@ -332,10 +332,13 @@ final class DeviceMonitor {
         Self.logger.debug("\(path): waiting for udev to initialize it (\(settings.attachPolicy.udevDaemon.databaseDirectory)/\(entry))")
     }
 
-    /// udev's database changed: an entry written (udevd renames a finished file into place)
-    /// for a node that waits is its cue.
+    /// udev's database changed: an entry written for a node that waits is its cue. udevd
+    /// renames a finished file into place (`IN_MOVED_TO`); a writer that writes in place
+    /// counts once it closes the file (`IN_CLOSE_WRITE`). Not `IN_CREATE`: a file created
+    /// in place is empty then, and libudev counts any entry, even an empty one, as
+    /// initialized.
     private func udevEntryChanged(_ entry: String, mask: UInt32) {
-        guard mask & UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE) != 0,
+        guard mask & UInt32(IN_MOVED_TO | IN_CLOSE_WRITE) != 0,
             let name = udevWaits.first(where: { $0.value.entry == entry })?.key
         else { return }
         consider(name)
@@ -365,7 +368,7 @@ final class DeviceMonitor {
     private func watchUdevDatabase() -> Bool {
         if udevDatabaseWatch >= 0 { return true }
         let folder = settings.attachPolicy.udevDaemon.databaseDirectory
-        let watch = inotify_add_watch(inotifyFD, folder, UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE))
+        let watch = inotify_add_watch(inotifyFD, folder, UInt32(IN_MOVED_TO | IN_CLOSE_WRITE))
         guard watch >= 0 else {
             Self.logger.warning("\(folder): cannot watch udev's database (errno \(errno)): new nodes attach without waiting for udev")
             return false

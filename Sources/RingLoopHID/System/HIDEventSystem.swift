@@ -271,6 +271,12 @@ public final class HIDEventSystem {
     /// The attached devices. Safe from any thread.
     public var devices: [HIDDeviceInfo] { deviceTable.all }
 
+    /// The nodes not attached yet because udevd runs and has not initialized them (its
+    /// rules have not run on them), by path: each is attached once udevd writes its
+    /// database entry, or after ``DeviceFolder/udevInitializationTimeout``. Empty where no
+    /// udevd runs. Safe from any thread.
+    public var nodesWaitingForUdev: Set<String> { attachPolicy.nodesWaitingForUdev }
+
     /// Raw evdev events read from the kernel so far, by either shape; loop thread. With a
     /// dedicated thread, exact once a delivery notice asked since the last read is
     /// answered (``afterInputDelivered(_:)``).
