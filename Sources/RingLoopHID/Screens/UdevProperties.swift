@@ -30,6 +30,28 @@ public enum UdevProperties {
     /// Whether libudev could be loaded.
     public static var isAvailable: Bool { Library.shared != nil }
 
+    /// Whether udevd runs, as libudev's `udev_queue_get_udev_is_active` says (its control
+    /// socket, `/run/udev/control`, is there): then a node udev has not initialized yet
+    /// will be, once udevd has run its rules on it. `false` without libudev.
+    static var isDaemonRunning: Bool { Library.shared?.isDaemonActive() ?? false }
+
+    /// The folder udevd keeps its database in: one file per device, `c13:67` for the
+    /// character device 13:67, written (by a rename) once udevd has run its rules on it.
+    static let databaseDirectory = "/run/udev/data"
+
+    /// The name of the character device at `path`'s entry in udev's database
+    /// (``databaseDirectory``): `c` and its major and minor numbers (`c13:67`); `nil` for
+    /// anything else (a FUSE virtual device is a regular file: udev never knows it).
+    static func databaseEntryName(node path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR else { return nil }
+        // glibc's gnu_dev_major and gnu_dev_minor, bit for bit.
+        let number = UInt64(info.st_rdev)
+        let major = ((number >> 8) & 0xfff) | ((number >> 32) & ~UInt64(0xfff))
+        let minor = (number & 0xff) | ((number >> 12) & ~UInt64(0xff))
+        return "c\(major):\(minor)"
+    }
+
     /// libudev's entry points, looked up once.
     private final class Library: Sendable {
         typealias New = @convention(c) () -> OpaquePointer?
@@ -39,6 +61,7 @@ public enum UdevProperties {
         typealias NextEntry = @convention(c) (OpaquePointer?) -> OpaquePointer?
         typealias EntryText = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
         typealias IsInitialized = @convention(c) (OpaquePointer?) -> Int32
+        typealias QueueNew = @convention(c) (OpaquePointer?) -> OpaquePointer?
 
         let new: New
         let unref: Unref
@@ -49,6 +72,9 @@ public enum UdevProperties {
         let entryName: EntryText
         let entryValue: EntryText
         let isInitialized: IsInitialized
+        /// `udev_queue_new`, `udev_queue_get_udev_is_active` and `udev_queue_unref` (every
+        /// libudev has them; `nil` if one is missing: udevd then counts as not running).
+        let queue: (new: QueueNew, isActive: IsInitialized, unref: Unref)?
         /// One context for every lookup (libudev's contexts are not thread-safe).
         private let context = Mutex<UInt>(0)
 
@@ -74,17 +100,41 @@ public enum UdevProperties {
             (self.new, self.unref, self.deviceFromNumber, self.deviceUnref) = (new, unref, deviceFromNumber, deviceUnref)
             (self.firstProperty, self.nextEntry, self.entryName, self.entryValue) = (firstProperty, nextEntry, entryName, entryValue)
             self.isInitialized = isInitialized
+            if let queueNew = symbol("udev_queue_new", as: QueueNew.self),
+                let isActive = symbol("udev_queue_get_udev_is_active", as: IsInitialized.self),
+                let queueUnref = symbol("udev_queue_unref", as: Unref.self)
+            {
+                queue = (queueNew, isActive, queueUnref)
+            } else {
+                queue = nil
+            }
             // The library stays loaded for the process's life (its functions are kept).
+        }
+
+        /// Whether udevd runs (`udev_queue_get_udev_is_active`), under the lock.
+        func isDaemonActive() -> Bool {
+            withContext { udev in
+                guard let udev, let queue, let made = queue.new(udev) else { return false }
+                defer { _ = queue.unref(made) }
+                return queue.isActive(made) > 0
+            }
+        }
+
+        /// Runs `body` with the one udev context (`nil` if it cannot be made), under the
+        /// lock: one call at a time on it, made at the first.
+        private func withContext<T>(_ body: (OpaquePointer?) -> T) -> T {
+            context.withLock { address in
+                if address == 0, let made = new() { address = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(made))) }
+                return body(UnsafeRawPointer(bitPattern: address).map { OpaquePointer($0) })
+            }
         }
 
         /// The properties of the character device `number`, and whether udev has
         /// initialized it, under the lock (one lookup at a time on one udev context, made
         /// at the first).
         func properties(ofCharacterDevice number: dev_t) -> (properties: [String: String], initialized: Bool) {
-            context.withLock { address in
-                if address == 0, let made = new() { address = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(made))) }
-                guard address != 0, let raw = UnsafeRawPointer(bitPattern: address) else { return ([:], true) }
-                let udev = OpaquePointer(raw)
+            withContext { udev in
+                guard let udev else { return ([:], true) }
                 guard let device = deviceFromNumber(udev, CChar(UInt8(ascii: "c")), number) else { return ([:], true) }
                 defer { _ = deviceUnref(device) }
                 var properties: [String: String] = [:]

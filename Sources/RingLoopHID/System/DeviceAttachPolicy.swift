@@ -16,6 +16,33 @@ struct DeviceAttachment: Sendable {
     var settings: DeviceSettings
 }
 
+/// What the attach policy knows of udevd: whether it runs, where it writes its database,
+/// and which entry there is a node's. A node udev has not initialized yet waits for its
+/// entry while udevd runs (``DeviceMonitor``); tests give a folder of their own standing
+/// for udev's.
+struct UdevDaemon: Sendable {
+    /// Whether udevd runs now (``UdevProperties/isDaemonRunning``).
+    var isRunning: @Sendable () -> Bool
+    /// The folder udevd writes a device's entry into, by a rename, once it has run its
+    /// rules on the device (``UdevProperties/databaseDirectory``).
+    var databaseDirectory: String
+    /// The name of a node's entry in ``databaseDirectory`` (`c13:67`), `nil` for a node
+    /// udev does not know (``UdevProperties/databaseEntryName(node:)``).
+    var entryName: @Sendable (String) -> String?
+
+    /// The machine's udevd, through libudev.
+    static let system = UdevDaemon(
+        isRunning: { UdevProperties.isDaemonRunning }, databaseDirectory: UdevProperties.databaseDirectory,
+        entryName: { UdevProperties.databaseEntryName(node: $0) })
+
+    /// No udevd: nothing waits for it.
+    static let absent = UdevDaemon(isRunning: { false }, databaseDirectory: UdevProperties.databaseDirectory, entryName: { _ in nil })
+}
+
+/// A node's udev properties, and whether udev had initialized the device when they were
+/// read (``UdevProperties/reading(node:)``).
+typealias UdevReading = (properties: [String: String], initialized: Bool)
+
 /// Decides, as a device attaches, whether it is attached at all and as what class: the
 /// per-device settings' `ignore` and `class` (``DeviceSettingsResolver``: udev's
 /// `LIBINPUT_IGNORE_DEVICE` and `ID_INPUT_*` tags, then the settings files, then the
@@ -24,6 +51,11 @@ struct DeviceAttachment: Sendable {
 /// no stage, handler or client ever sees it. A class override is applied to the device's
 /// description (``HIDDeviceInfo/treated(as:)``) before its decoder is made, so every stage
 /// sees the device as that class.
+///
+/// While udevd runs, the device monitor does not attach a node udev has not initialized
+/// yet (``readUdev(node:)`` says so, ``udevDaemon`` says udevd runs): it waits for the
+/// node's entry in udev's database and attaches with the read that found it initialized
+/// (``nodesWaitingForUdev`` are the nodes waiting).
 ///
 /// The node's udev properties are read once per attach; what they and the settings gave
 /// is kept, by device id, as the device's ``DeviceAttachment`` until its removal
@@ -45,23 +77,41 @@ final class DeviceAttachPolicy: Sendable {
         var resolver = DeviceSettingsResolver()
         var ignored: [String: String] = [:]
         var attachments: [HIDDeviceID: DeviceAttachment] = [:]
+        var waitingForUdev: Set<String> = []
     }
 
     private let state = ThreadLock<State>(State())
     /// Reads a node's udev properties and whether udev has initialized the device
     /// (`UdevProperties.reading(node:)`; tests give their own properties, final).
-    private let udev: @Sendable (String) -> (properties: [String: String], initialized: Bool)
+    private let udev: @Sendable (String) -> UdevReading
+    /// Whether udevd runs, and where a node's entry appears once it has initialized it.
+    let udevDaemon: UdevDaemon
 
     /// A policy with no settings of its own (udev's properties still count), reading udev.
-    init() { udev = { UdevProperties.reading(node: $0) } }
+    init() {
+        udev = { UdevProperties.reading(node: $0) }
+        udevDaemon = .system
+    }
 
     /// A policy with no settings of its own, reading the properties `udev` gives (taken as
-    /// udev's final ones).
-    init(udev: @escaping @Sendable (String) -> [String: String]) { self.udev = { (udev($0), true) } }
+    /// udev's final ones); no udevd runs.
+    init(udev: @escaping @Sendable (String) -> [String: String]) {
+        self.udev = { (udev($0), true) }
+        udevDaemon = .absent
+    }
 
     /// A policy with no settings of its own, reading the properties `reading` gives and
-    /// whether udev had initialized the device then.
-    init(reading: @escaping @Sendable (String) -> (properties: [String: String], initialized: Bool)) { udev = reading }
+    /// whether udev had initialized the device then, `daemon` saying whether udevd runs
+    /// (none by default) and where its entries appear.
+    init(reading: @escaping @Sendable (String) -> UdevReading, daemon: UdevDaemon = .absent) {
+        udev = reading
+        udevDaemon = daemon
+    }
+
+    /// Reads the udev properties of the node at `path`, and whether udev has initialized it:
+    /// what the monitor decides by whether a node waits for udev, then hands to
+    /// ``decide(_:reading:keepingIgnored:)`` as the attach's one read.
+    func readUdev(node path: String) -> UdevReading { udev(path) }
 
     /// The settings decisions are made by from now on. Every kept attachment is worked out
     /// again: its node's udev properties read once more (new settings, a `SIGHUP`, also
@@ -95,8 +145,14 @@ final class DeviceAttachPolicy: Sendable {
     /// A read made before udev has initialized the device (the node can appear before
     /// udev's rules have run on it) is not kept: the stages read again at their first ask,
     /// when udev's own properties are more likely there.
-    func decide(_ info: HIDDeviceInfo, keepingIgnored: Bool = false) -> Decision {
-        let reading = udev(info.path)
+    ///
+    /// - Parameters:
+    ///   - info: The device as its capabilities describe it.
+    ///   - reading: The node's udev reading made for this attach (``readUdev(node:)``);
+    ///     `nil` reads it now.
+    ///   - keepingIgnored: Keep the attachment also when the settings ignore the device.
+    func decide(_ info: HIDDeviceInfo, reading given: UdevReading? = nil, keepingIgnored: Bool = false) -> Decision {
+        let reading = given ?? udev(info.path)
         let keeping: Keeping = reading.initialized ? (keepingIgnored ? .always : .whenAttached) : .never
         return decide(info, properties: reading.properties, keeping: keeping)
     }
@@ -169,4 +225,15 @@ final class DeviceAttachPolicy: Sendable {
 
     /// The nodes left alone now, by path, each with the reason.
     var ignoredNodes: [String: String] { state.withLock { $0.ignored } }
+
+    /// Notes that the node at `path` waits for udev to initialize it, or no longer does
+    /// (``nodesWaitingForUdev``).
+    func noteWaitingForUdev(_ path: String, _ waiting: Bool) {
+        state.withLock { state in
+            if waiting { state.waitingForUdev.insert(path) } else { state.waitingForUdev.remove(path) }
+        }
+    }
+
+    /// The nodes not attached yet because udevd runs and has not initialized them, by path.
+    var nodesWaitingForUdev: Set<String> { state.withLock { $0.waitingForUdev } }
 }

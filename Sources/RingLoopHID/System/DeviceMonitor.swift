@@ -12,6 +12,17 @@ import Glibc
 /// appears, retries nodes that cannot be opened yet (permissions settle after udev
 /// creates them), and detaches what disappears.
 ///
+/// While udevd runs, a node udev has not initialized yet (devtmpfs makes the node before
+/// udevd has run its rules on it: its `ID_INPUT_*`, `LIBINPUT_CALIBRATION_MATRIX`,
+/// `MOUSE_DPI`… are not there yet) is not attached: it waits until udevd writes its entry
+/// in udev's database (`/run/udev/data/c13:67`, by a rename), watched with inotify on the
+/// same descriptor as the folder, then attaches with the read that found it initialized,
+/// as libinput adds a device only once udev has initialized it. A node udev has not
+/// initialized within ``Settings/udevInitializationTimeout`` is attached anyway, with a
+/// warning naming it; one removed while it waits is dropped without a word. Where no
+/// udevd runs (containers, the booted-kernel stage, FUSE virtual devices, which udev
+/// never knows), nothing waits.
+///
 /// Thread rules: lives on one loop's thread (the reading loop).
 final class DeviceMonitor {
     struct Settings {
@@ -27,6 +38,16 @@ final class DeviceMonitor {
         /// Whether each device is attached, and as what class (its settings' `ignore` and
         /// `class`).
         var attachPolicy = DeviceAttachPolicy()
+        /// The longest a node waits for udev to initialize it, while udevd runs, before it
+        /// is attached anyway.
+        var udevInitializationTimeout: Duration = .seconds(2)
+    }
+
+    /// A node that waits for udev to initialize it: the name of its entry in udev's
+    /// database, the timer that ends the wait, and whether that timer fired.
+    private struct UdevWait {
+        let entry: String
+        let timer: LoopTimer
     }
 
     private let settings: Settings
@@ -45,6 +66,14 @@ final class DeviceMonitor {
     private var ignored: Set<String> = []
     private var nextID: UInt32 = 1
     private var pendingRetries: [String: (attempts: Int, timer: LoopTimer)] = [:]
+    /// The nodes waiting for udev, by name.
+    private var udevWaits: [String: UdevWait] = [:]
+    /// The nodes whose wait timed out, until they are attached, left alone or given up
+    /// (their open may still be retried: they do not wait again).
+    private var udevTimedOut: Set<String> = []
+    /// The inotify watch of udev's database folder while a node waits (or is being
+    /// considered), or -1.
+    private var udevDatabaseWatch: Int32 = -1
     static let logger = Logger(label: "RingLoop.HID")
 
     init(
@@ -89,6 +118,9 @@ final class DeviceMonitor {
         inotifySource = nil
         for (_, retry) in pendingRetries { retry.timer.invalidate() }
         pendingRetries = [:]
+        for name in Array(udevWaits.keys) { endUdevWait(name) }
+        udevTimedOut = []
+        udevDatabaseWatch = -1  // closing the descriptor below takes the watch off
         let detaching = Array(readers.values)
         readers = [:]
         described = [:]
@@ -131,14 +163,23 @@ final class DeviceMonitor {
             if count <= 0 { break }
             var offset = 0
             while offset + 16 <= count {
+                let watch = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset, as: Int32.self) }
                 let mask = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 4, as: UInt32.self) }
                 let length = Int(buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 12, as: UInt32.self) })
                 let nameBytes = buffer[(offset + 16)..<min(count, offset + 16 + length)]
                 let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
                 offset += 16 + length
+                if watch == udevDatabaseWatch, udevDatabaseWatch >= 0 {
+                    udevEntryChanged(name, mask: mask)
+                    continue
+                }
                 guard name.hasPrefix("event") else { continue }
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
                     forgetIgnored(name)
+                    // A node removed while it waits for udev: no one ever heard of it.
+                    endUdevWait(name)
+                    udevTimedOut.remove(name)
+                    releaseUdevWatchIfIdle()
                     remove(name)
                 } else if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, readers[name] == nil {
                     forgetIgnored(name)
@@ -151,11 +192,31 @@ final class DeviceMonitor {
     }
 
     /// Opens, describes and attaches a node; retries briefly if it cannot be opened yet.
+    /// While udevd runs, a node udev has not initialized waits for it first
+    /// (``waitForUdev(_:path:entry:)``); the read that finds it initialized, or the last
+    /// one at the timeout, is the attach's one udev read.
     private func consider(_ name: String) {
         guard readers[name] == nil else { return }
         if let only = settings.nodeNames, !only.contains(name) { return }
         guard let directory = settings.directory else { return }
         let path = directory + "/" + name
+        let policy = settings.attachPolicy
+        // udev's database is watched before the node is read, so an entry written in
+        // between still ends the wait.
+        var entry: String?
+        if !udevTimedOut.contains(name), policy.udevDaemon.isRunning() {
+            entry = udevWaits[name]?.entry ?? policy.udevDaemon.entryName(path)
+            if entry != nil, !watchUdevDatabase() { entry = nil }
+        }
+        let reading = policy.readUdev(node: path)
+        if let entry, !reading.initialized {
+            waitForUdev(name, path: path, entry: entry)
+            return
+        }
+        // The wait is over before anyone hears of the node.
+        endUdevWait(name)
+        releaseUdevWatchIfIdle()
+        defer { if pendingRetries[name] == nil { udevTimedOut.remove(name) } }
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let error = errno
@@ -174,7 +235,7 @@ final class DeviceMonitor {
             onError(error)
         case .success(let described):
             let info: HIDDeviceInfo
-            switch settings.attachPolicy.decide(described) {
+            switch policy.decide(described, reading: reading) {
             case .ignore(let reason):
                 close(fd)
                 ignored.insert(name)
@@ -256,6 +317,71 @@ final class DeviceMonitor {
     /// How each attached device is read, by device.
     var readPaths: [HIDDeviceID: DeviceReadPath] {
         Dictionary(uniqueKeysWithValues: readers.values.map { ($0.info.id, $0.path) })
+    }
+
+    /// Holds `name` until udev has initialized it: until its entry `entry` appears in
+    /// udev's database (``udevEntryChanged(_:mask:)``), or the timeout passes
+    /// (``udevWaitTimedOut(_:)``). A node already waiting keeps its timer.
+    private func waitForUdev(_ name: String, path: String, entry: String) {
+        guard udevWaits[name] == nil else { return }
+        let monitor = UnownedLoopReference(self, loop: loop)
+        let timer = LoopTimer(after: settings.udevInitializationTimeout) { _ in monitor.value.udevWaitTimedOut(name) }
+        udevWaits[name] = UdevWait(entry: entry, timer: timer)
+        loop.add(timer, to: .common)
+        settings.attachPolicy.noteWaitingForUdev(path, true)
+        Self.logger.debug("\(path): waiting for udev to initialize it (\(settings.attachPolicy.udevDaemon.databaseDirectory)/\(entry))")
+    }
+
+    /// udev's database changed: an entry written for a node that waits is its cue. udevd
+    /// renames a finished file into place (`IN_MOVED_TO`); a writer that writes in place
+    /// counts once it closes the file (`IN_CLOSE_WRITE`). Not `IN_CREATE`: a file created
+    /// in place is empty then, and libudev counts any entry, even an empty one, as
+    /// initialized.
+    private func udevEntryChanged(_ entry: String, mask: UInt32) {
+        guard mask & UInt32(IN_MOVED_TO | IN_CLOSE_WRITE) != 0,
+            let name = udevWaits.first(where: { $0.value.entry == entry })?.key
+        else { return }
+        consider(name)
+    }
+
+    /// udev has not initialized `name` in time: it is attached with what udev has of it now
+    /// (a read the stages do not keep: they read again when they configure it).
+    private func udevWaitTimedOut(_ name: String) {
+        guard let wait = udevWaits[name] else { return }
+        udevTimedOut.insert(name)
+        let folder = settings.attachPolicy.udevDaemon.databaseDirectory
+        Self.logger.warning(
+            "\(nodePath(name)): udev has not initialized it within \(settings.udevInitializationTimeout) (no \(folder)/\(wait.entry)); attaching it with what udev has of it now"
+        )
+        consider(name)
+    }
+
+    /// Ends `name`'s wait for udev, if it waits (its timer stops).
+    private func endUdevWait(_ name: String) {
+        guard let wait = udevWaits.removeValue(forKey: name) else { return }
+        wait.timer.invalidate()
+        settings.attachPolicy.noteWaitingForUdev(nodePath(name), false)
+    }
+
+    /// Watches udev's database folder for new entries (on the folder's inotify descriptor);
+    /// whether it is watched. A folder that cannot be watched lets nodes attach at once.
+    private func watchUdevDatabase() -> Bool {
+        if udevDatabaseWatch >= 0 { return true }
+        let folder = settings.attachPolicy.udevDaemon.databaseDirectory
+        let watch = inotify_add_watch(inotifyFD, folder, UInt32(IN_MOVED_TO | IN_CLOSE_WRITE))
+        guard watch >= 0 else {
+            Self.logger.warning("\(folder): cannot watch udev's database (errno \(errno)): new nodes attach without waiting for udev")
+            return false
+        }
+        udevDatabaseWatch = watch
+        return true
+    }
+
+    /// Stops watching udev's database once no node waits.
+    private func releaseUdevWatchIfIdle() {
+        guard udevWaits.isEmpty, udevDatabaseWatch >= 0 else { return }
+        _ = inotify_rm_watch(inotifyFD, udevDatabaseWatch)
+        udevDatabaseWatch = -1
     }
 
     private func scheduleRetry(_ name: String) -> Bool {

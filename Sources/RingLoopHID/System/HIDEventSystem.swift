@@ -95,12 +95,19 @@ public final class HIDEventSystem {
         /// and wherever the kernel cannot (it falls back per device, as when the kernel
         /// predates multishot reads); ``DeviceReadPath/poll`` reads everything by poll then read.
         public var readPath: DeviceReadPath
+        /// While udevd runs, a new node that udev has not initialized yet (its rules have
+        /// not run: no `ID_INPUT_*`, calibration or `MOUSE_DPI` yet) waits for udev's
+        /// database entry before it is attached, as libinput waits for udev's `add` event;
+        /// after this long it is attached anyway, with a warning naming it. Where no udevd
+        /// runs, nothing waits.
+        public var udevInitializationTimeout: Duration
 
         /// The nodes of `path`, read as given.
         public init(
             path: String = "/dev/input", nodeNames: Set<String>? = nil, shape: Shape = .clientLoop,
             eventThreadCPUs: [Int]? = nil, grab: Bool = false, openAttempts: Int = 10,
-            retryInterval: Duration = .milliseconds(50), readPath: DeviceReadPath = .ring
+            retryInterval: Duration = .milliseconds(50), readPath: DeviceReadPath = .ring,
+            udevInitializationTimeout: Duration = .seconds(2)
         ) {
             self.path = path
             self.nodeNames = nodeNames
@@ -110,6 +117,7 @@ public final class HIDEventSystem {
             self.openAttempts = openAttempts
             self.retryInterval = retryInterval
             self.readPath = readPath
+            self.udevInitializationTimeout = udevInitializationTimeout
         }
     }
 
@@ -263,6 +271,12 @@ public final class HIDEventSystem {
     /// The attached devices. Safe from any thread.
     public var devices: [HIDDeviceInfo] { deviceTable.all }
 
+    /// The nodes not attached yet because udevd runs and has not initialized them (its
+    /// rules have not run on them), by path: each is attached once udevd writes its
+    /// database entry, or after ``DeviceFolder/udevInitializationTimeout``. Empty where no
+    /// udevd runs. Safe from any thread.
+    public var nodesWaitingForUdev: Set<String> { attachPolicy.nodesWaitingForUdev }
+
     /// Raw evdev events read from the kernel so far, by either shape; loop thread. With a
     /// dedicated thread, exact once a delivery notice asked since the last read is
     /// answered (``afterInputDelivered(_:)``).
@@ -342,7 +356,7 @@ public final class HIDEventSystem {
         let settings = DeviceMonitor.Settings(
             directory: folder.path.isEmpty ? nil : folder.path, grab: folder.grab, openAttempts: folder.openAttempts,
             retryInterval: folder.retryInterval, nodeNames: folder.nodeNames, readPath: folder.readPath,
-            readCalls: readCalls, attachPolicy: attachPolicy)
+            readCalls: readCalls, attachPolicy: attachPolicy, udevInitializationTimeout: folder.udevInitializationTimeout)
         switch folder.shape {
         case .clientLoop:
             return LocalDeviceFeed(settings: settings, loop: loop, sink: sink, onError: onError, table: deviceTable)
