@@ -90,9 +90,9 @@ extension ProcessPortConnection {
         }
         for position in afterwards {
             let message = messages[position]
-            let data = message.lead.isEmpty ? message.body : message.lead + message.body
             results[position] = Result { () throws(MessagePortError) in
-                try message.connection.send(msgid: message.msgid, data: data, request: nil, deadline: deadline)
+                try message.connection.send(
+                    msgid: message.msgid, lead: message.lead, body: message.body, request: nil, deadline: deadline)
             }
         }
         return results.map { $0! }
@@ -128,8 +128,8 @@ extension ProcessPortConnection {
                 // Interrupted before it sent: once more on its own (the lock still held).
                 let sequence = members[index].sequence
                 let written = Result { () throws(MessagePortError) in
-                    try packets.withParts(slot) { header, body throws(MessagePortError) in
-                        try connection.write(header, body, deadline: deadline)
+                    try packets.withParts(slot) { own, body throws(MessagePortError) in
+                        try connection.write(own, PortWire.noBytes, body, deadline: deadline)
                     }
                 }
                 switch written {
