@@ -66,3 +66,36 @@ extension PortOnTheRingTests {
         #expect(other.messages.map(\.data) == [sequenceLead + [1], []])
     }
 }
+
+extension PortWireTests {
+    /// A sender stops a message's packets at the first that does not go (its port closed
+    /// the connection) by what its packet's body returns, with no error thrown to stop it:
+    /// the loop gives no packet after that one, and returns what the body returned.
+    @Test("The packet loop over a lead and a body stops at the first packet whose body returns a value, and returns it")
+    func packetLoopStopsOnAValue() {
+        let lead = [UInt8](repeating: 1, count: 8)
+        let body = [UInt8](repeating: 2, count: 3 * PortWire.fragmentCapacity)
+        var given: [Int] = []
+        let stopped: String? = lead.withUnsafeBytes { lead in
+            body.withUnsafeBytes { body in
+                PortWire.forEachPacket(msgid: 1, kind: .message, sequence: 1, lead: lead, body: body) { header, fromLead, fromBody in
+                    given.append(header.count + fromLead.count + fromBody.count)
+                    return given.count == 2 ? "closed" : nil
+                }
+            }
+        }
+        #expect(stopped == "closed")
+        #expect(given == [PortWire.packetSize, PortWire.packetSize], "packets given: \(given)")
+        var all = 0
+        let none: String? = lead.withUnsafeBytes { lead in
+            body.withUnsafeBytes { body in
+                PortWire.forEachPacket(msgid: 1, kind: .message, sequence: 1, lead: lead, body: body) { _, _, _ in
+                    all += 1
+                    return nil
+                }
+            }
+        }
+        #expect(none == nil)
+        #expect(all == 4, "a message of 8 + 3 fragments' bytes is 4 packets, \(all) given")
+    }
+}

@@ -343,26 +343,23 @@ final class ProcessPortConnection: Sendable {
         // pending; either drains them, in order, before the next reply.)
         if state.withLock({ $0.limit == nil }) { readAvailable() }
         let size = lead.count + body.count
-        // Set when a packet's write found the connection closed: why is read once the
-        // sending lock is let go (reading the end runs the invalidation callback, which
-        // may send to this port).
-        var foundClosed = false
-        let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
+        let result = sending.withLock { sequence -> Result<(number: UInt64, written: WriteOutcome), MessagePortError> in
             do throws(MessagePortError) {
                 let number = try number(ofSize: size, after: &sequence)
                 if let request { state.withLock { $0.waiting[number] = (request, size) } }
+                let stopped: WriteOutcome?
                 do throws(MessagePortError) {
                     let kind: PortWire.Kind = request == nil ? .message : .request
                     // (Array's withUnsafeBytes rethrows untyped: the error travels as a Result.)
-                    try lead.withUnsafeBytes { lead in
+                    stopped = try lead.withUnsafeBytes { lead in
                         body.withUnsafeBytes { body in
-                            Result { () throws(MessagePortError) in
+                            Result { () throws(MessagePortError) -> WriteOutcome? in
+                                // The packets stop at the first that does not go: the port
+                                // closed the connection.
                                 try PortWire.forEachPacket(msgid: msgid, kind: kind, sequence: number, lead: lead, body: body) {
-                                    header, fromLead, fromBody throws(MessagePortError) in
-                                    if try write(header, fromLead, fromBody, deadline: deadline) == .foundClosed {
-                                        foundClosed = true
-                                        throw .becameInvalid(name)  // replaced by the reason below
-                                    }
+                                    header, fromLead, fromBody throws(MessagePortError) -> WriteOutcome? in
+                                    let written = try write(header, fromLead, fromBody, deadline: deadline)
+                                    return written == .sent ? nil : written
                                 }
                             }
                         }
@@ -371,13 +368,17 @@ final class ProcessPortConnection: Sendable {
                     if request != nil { state.withLock { _ = $0.waiting.removeValue(forKey: number) } }
                     throw error
                 }
-                return .success(number)
+                if stopped == .foundClosed, request != nil { state.withLock { _ = $0.waiting.removeValue(forKey: number) } }
+                return .success((number, stopped ?? .sent))
             } catch {
                 return .failure(error)
             }
         }
-        if foundClosed { throw endedBySend() }
-        return try result.get()
+        let sent = try result.get()
+        // Why the port closed is read once the sending lock is let go: reading the end
+        // runs the invalidation callback, which may send to this port.
+        if sent.written == .foundClosed { throw endedBySend() }
+        return sent.number
     }
 
     /// A request gave up waiting: its reply, if it comes, is dropped.
