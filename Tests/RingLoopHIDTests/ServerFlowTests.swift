@@ -139,6 +139,48 @@ struct ServerFlowTests {
         }
     }
 
+    /// The tail timer is one timer a feed keeps, re-armed for each burst after the first
+    /// has fired: each burst's last batches are acknowledged by it, however many bursts
+    /// come, each after the client's loop went quiet.
+    @Test(
+        "three bursts, each after the tail timer acknowledged the one before: each burst's last batches are acknowledged by the re-armed timer"
+    )
+    func burstTailsAcknowledgedByTheKeptTimer() throws {
+        let name = ServerFocusTests.uniqueName("tails")
+        let server = try ServerOnThread(
+            name: name, devices: [try ServerTestDevices.keyboard()], configure: { $0.maximumOutstandingBatches = 256 })
+        defer { server.stop() }
+        try onFreshThread {
+            let loop = RingRunLoop.current
+            let client = try RecordingClient(server: name, name: "tails")
+            // Each round's trigger key, as its handler takes it, writes a burst of 2
+            // batches, within 10 ms of the acknowledgement before it (or of the trigger's,
+            // when that one went at once): they wait for the tail timer, and no frame comes
+            // after them to carry it.
+            let triggers = [Evdev.KEY_A, Evdev.KEY_D, Evdev.KEY_E]
+            var bursts = 0
+            _ = client.system.addHandler(kinds: [.key]) { event in
+                guard bursts < triggers.count, case .key(let key) = event.payload, key.code == triggers[bursts] else {
+                    return .pass
+                }
+                bursts += 1
+                server.write([TestFrames.key(Evdev.KEY_B, down: true), TestFrames.key(Evdev.KEY_B, down: false)], device: 0)
+                return .pass
+            }
+            let outstanding = { (try? server.sync { server in server.clients.first { $0.name == "tails" }?.outstandingBatches }) ?? nil }
+            for (round, trigger) in triggers.enumerated() {
+                server.write([TestFrames.key(trigger, down: true)], device: 0)
+                #expect(runUntil(loop) { client.keys(Evdev.KEY_B).count == 2 * (round + 1) }, "round \(round)")
+                #expect(
+                    runUntil(loop) { outstanding() == 0 },
+                    "round \(round): the client left \(String(describing: outstanding())) batches unacknowledged")
+            }
+            #expect(bursts == triggers.count)
+            #expect(client.count(.eventsDropped) == 0)
+            client.system.stop()
+        }
+    }
+
     @Test(
         "a not-responding timeout no longer than the client's 20 ms tail acknowledgement is refused at start, naming what is valid; just above it starts"
     )

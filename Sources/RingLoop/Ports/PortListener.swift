@@ -204,7 +204,7 @@ final class PortListener: Sendable {
         // reason, not its connection's end.
         if let ring = loop.waitCore() {
             _ = packet.withUnsafeBytes { packet in
-                try? PortWire.send(packet, UnsafeRawBufferPointer(start: nil, count: 0), to: descriptor, on: ring, until: .now)
+                try? PortWire.send(packet, PortWire.noBytes, PortWire.noBytes, to: descriptor, on: ring, until: .now)
             }
             // Unread packets of the peer's would make its end see a reset before the
             // refusal: what a peer sends before it reads its answer (a hello, a request of

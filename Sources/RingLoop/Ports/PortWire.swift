@@ -171,15 +171,55 @@ package enum PortWire {
         msgid: Int32, kind: Kind, sequence: UInt64, data: UnsafeRawBufferPointer,
         _ body: (_ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer) throws(Failure) -> Void
     ) throws(Failure) {
+        let _: Never? = try forEachPacket(msgid: msgid, kind: kind, sequence: sequence, lead: noBytes, body: data) {
+            header, _, fragment throws(Failure) in
+            try body(header, fragment)
+            return nil
+        }
+    }
+
+    /// The packets of one message whose bytes are `lead` then `body`, cut as
+    /// ``packets(msgid:kind:sequence:data:)`` cuts the two joined, without joining them:
+    /// `each` gets each packet's encoded header (on the stack) and its fragment in two
+    /// parts, the stretch of `lead` it holds and the stretch of `body` (views into them,
+    /// either possibly empty), to be gathered by one `sendmsg`. The first packet for which
+    /// `each` returns a value ends the loop (a sender whose packet found the connection
+    /// closed sends no more of the message), and that value is returned; `nil` when every
+    /// packet was given. A sender whose messages
+    /// share a body, each with a lead of its own (the event server's batches: the client's
+    /// sequence number, then a frame's encoding every client is sent), sends one without
+    /// copying it into a message of its own.
+    package static func forEachPacket<Stop, Failure: Error>(
+        msgid: Int32, kind: Kind, sequence: UInt64, lead: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer,
+        _ each: (
+            _ header: UnsafeRawBufferPointer, _ fromLead: UnsafeRawBufferPointer, _ fromBody: UnsafeRawBufferPointer
+        ) throws(Failure) -> Stop?
+    ) throws(Failure) -> Stop? {
+        let total = lead.count + body.count
         var start = 0
         repeat {
-            let end = min(data.count, start + fragmentCapacity)
-            let header = Header(msgid: msgid, kind: kind, more: end < data.count, sequence: sequence, total: UInt64(data.count))
-            try header.withEncodedBytes { encoded throws(Failure) in
-                try body(encoded, UnsafeRawBufferPointer(rebasing: data[start..<end]))
+            let end = min(total, start + fragmentCapacity)
+            let header = Header(msgid: msgid, kind: kind, more: end < total, sequence: sequence, total: UInt64(total))
+            let stop = try header.withEncodedBytes { encoded throws(Failure) in
+                try each(
+                    encoded, stretch(of: lead, from: start, to: end),
+                    stretch(of: body, from: start - lead.count, to: end - lead.count))
             }
+            if let stop { return stop }
             start = end
-        } while start < data.count
+        } while start < total
+        return nil
+    }
+
+    /// No bytes: an empty part of a packet.
+    static var noBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
+
+    /// The bytes of `buffer` from `start` to `end`, both clamped to it (empty when the two
+    /// do not overlap it).
+    private static func stretch(of buffer: UnsafeRawBufferPointer, from start: Int, to end: Int) -> UnsafeRawBufferPointer {
+        let lower = min(max(start, 0), buffer.count)
+        let upper = min(max(end, lower), buffer.count)
+        return UnsafeRawBufferPointer(rebasing: buffer[lower..<upper])
     }
 
     /// Reads the packets still queued on `socket` without waiting, calling `body` with

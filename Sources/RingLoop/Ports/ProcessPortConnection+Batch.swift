@@ -90,9 +90,9 @@ extension ProcessPortConnection {
         }
         for position in afterwards {
             let message = messages[position]
-            let data = message.lead.isEmpty ? message.body : message.lead + message.body
             results[position] = Result { () throws(MessagePortError) in
-                try message.connection.send(msgid: message.msgid, data: data, request: nil, deadline: deadline)
+                try message.connection.send(
+                    msgid: message.msgid, lead: message.lead, body: message.body, request: nil, deadline: deadline)
             }
         }
         return results.map { $0! }
@@ -128,8 +128,8 @@ extension ProcessPortConnection {
                 // Interrupted before it sent: once more on its own (the lock still held).
                 let sequence = members[index].sequence
                 let written = Result { () throws(MessagePortError) in
-                    try packets.withParts(slot) { header, body throws(MessagePortError) in
-                        try connection.write(header, body, deadline: deadline)
+                    try packets.withParts(slot) { own, body throws(MessagePortError) in
+                        try connection.write(own, PortWire.noBytes, body, deadline: deadline)
                     }
                 }
                 switch written {
@@ -160,21 +160,12 @@ extension ProcessPortConnection {
 /// A batch's packets, in memory it owns until it is dropped (after every send's
 /// completion: ``WaitCore/performAllAtOnce(_:until:_:)`` returns only then). Each packet
 /// is the wire's header, the message's lead and its body. One of at most
-/// ``copiedPacketLimit`` bytes (every event server frame) is copied whole into one
-/// stretch, for an `IORING_OP_SEND`;
+/// `PortWire.copiedPacketLimit` bytes (the limit a single send copies up to; every event
+/// server frame) is copied whole into one stretch, for an `IORING_OP_SEND`;
 /// a larger one is gathered from two stretches, its own (header and lead) and its body's,
 /// by an `IORING_OP_SENDMSG` with two vectors, and a body that several messages share
 /// (one array) is copied once for all of them.
 private struct BatchPackets: ~Copyable {
-    /// Packets up to this size are copied whole; larger ones are gathered. Measured on
-    /// this 2-core machine (16 sends of one shared body, each with its own 32 bytes,
-    /// submitted together, alternated): gathering cost 11 % more a batch with a 200-byte
-    /// body, 9 % at 1 KiB, 5 % at 4 KiB, 1 % at 8 KiB, and saved 6 % at 16 KiB; the
-    /// kernel's reading of a message header and its vectors costs more than the copy it
-    /// saves until then. `ringloop-bench --only server.fanout` (frames under 1 KiB) told
-    /// the two apart by nothing beyond its noise.
-    static let copiedPacketLimit = 8 * 1024
-
     /// Where one packet lies in `bytes`: its own stretch (the header and the lead; the
     /// body follows at once when the packet is copied whole), its body's, and its message
     /// header in `messages` when gathered.
@@ -203,7 +194,7 @@ private struct BatchPackets: ~Copyable {
         for packet in packets {
             let own = PortWire.headerSize + packet.lead.count
             let size = own + packet.body.count
-            if size <= Self.copiedPacketLimit || packet.body.isEmpty {
+            if size <= PortWire.copiedPacketLimit || packet.body.isEmpty {
                 places.append(Place(own: total, ownCount: own, body: total + own, bodyCount: packet.body.count))
                 total += size
                 continue

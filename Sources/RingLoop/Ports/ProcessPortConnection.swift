@@ -325,29 +325,41 @@ final class ProcessPortConnection: Sendable {
     ) throws(MessagePortError)
         -> UInt64
     {
+        try send(msgid: msgid, lead: [], body: data, request: request, deadline: deadline)
+    }
+
+    /// Sends one message whose bytes are `lead`, then `body`, without joining them: each
+    /// packet is gathered from its header and its stretches of the two
+    /// (``PortWire/forEachPacket(msgid:kind:sequence:lead:body:_:)``). With `request`,
+    /// registers its slot for the reply first. Returns the message's sequence number.
+    func send(
+        msgid: Int32, lead: [UInt8], body: [UInt8], request: ReplySlot?, deadline: MonotonicInstant
+    ) throws(MessagePortError)
+        -> UInt64
+    {
         // Until the port's hello is read, what it sent is read now: the limit is known as
         // soon as it can be. (Late replies need no read here: a reader armed later finds
         // the socket readable at once, and a thread's kept reader has their readiness
         // pending; either drains them, in order, before the next reply.)
         if state.withLock({ $0.limit == nil }) { readAvailable() }
-        // Set when a packet's write found the connection closed: why is read once the
-        // sending lock is let go (reading the end runs the invalidation callback, which
-        // may send to this port).
-        var foundClosed = false
-        let result = sending.withLock { sequence -> Result<UInt64, MessagePortError> in
+        let size = lead.count + body.count
+        let result = sending.withLock { sequence -> Result<(number: UInt64, written: WriteOutcome), MessagePortError> in
             do throws(MessagePortError) {
-                let number = try number(ofSize: data.count, after: &sequence)
-                if let request { state.withLock { $0.waiting[number] = (request, data.count) } }
+                let number = try number(ofSize: size, after: &sequence)
+                if let request { state.withLock { $0.waiting[number] = (request, size) } }
+                let stopped: WriteOutcome?
                 do throws(MessagePortError) {
                     let kind: PortWire.Kind = request == nil ? .message : .request
                     // (Array's withUnsafeBytes rethrows untyped: the error travels as a Result.)
-                    try data.withUnsafeBytes { bytes in
-                        Result { () throws(MessagePortError) in
-                            try PortWire.forEachPacket(msgid: msgid, kind: kind, sequence: number, data: bytes) {
-                                header, fragment throws(MessagePortError) in
-                                if try write(header, fragment, deadline: deadline) == .foundClosed {
-                                    foundClosed = true
-                                    throw .becameInvalid(name)  // replaced by the reason below
+                    stopped = try lead.withUnsafeBytes { lead in
+                        body.withUnsafeBytes { body in
+                            Result { () throws(MessagePortError) -> WriteOutcome? in
+                                // The packets stop at the first that does not go: the port
+                                // closed the connection.
+                                try PortWire.forEachPacket(msgid: msgid, kind: kind, sequence: number, lead: lead, body: body) {
+                                    header, fromLead, fromBody throws(MessagePortError) -> WriteOutcome? in
+                                    let written = try write(header, fromLead, fromBody, deadline: deadline)
+                                    return written == .sent ? nil : written
                                 }
                             }
                         }
@@ -356,13 +368,17 @@ final class ProcessPortConnection: Sendable {
                     if request != nil { state.withLock { _ = $0.waiting.removeValue(forKey: number) } }
                     throw error
                 }
-                return .success(number)
+                if stopped == .foundClosed, request != nil { state.withLock { _ = $0.waiting.removeValue(forKey: number) } }
+                return .success((number, stopped ?? .sent))
             } catch {
                 return .failure(error)
             }
         }
-        if foundClosed { throw endedBySend() }
-        return try result.get()
+        let sent = try result.get()
+        // Why the port closed is read once the sending lock is let go: reading the end
+        // runs the invalidation callback, which may send to this port.
+        if sent.written == .foundClosed { throw endedBySend() }
+        return sent.number
     }
 
     /// A request gave up waiting: its reply, if it comes, is dropped.
@@ -394,29 +410,31 @@ final class ProcessPortConnection: Sendable {
         return ended
     }
 
-    /// Sends one packet, its header and its fragment, on the calling thread's loop's ring
-    /// (``PortWire/send(_:_:to:on:until:)``: a small packet copied into one buffer for an
-    /// `IORING_OP_SEND`, a larger one gathered by an `IORING_OP_SENDMSG`), submitted and
+    /// Sends one packet, its header and its fragment (the stretches of the message's lead
+    /// and of its body it holds, either possibly empty), on the calling thread's loop's
+    /// ring (``PortWire/send(_:_:_:to:on:until:)``: a small packet copied into one buffer
+    /// for an `IORING_OP_SEND`, a larger one gathered by an `IORING_OP_SENDMSG`), submitted and
     /// completed in one call into the kernel. It says `MSG_DONTWAIT`: a port without room
     /// answers at once, and the wait for room is the loop's (``waitForRoom(until:)``).
     /// Returns ``WriteOutcome/foundClosed`` when the port had closed the connection: the
     /// caller, once it has let go of the sending lock, reads why (``endedBySend()``).
     func write(
-        _ header: UnsafeRawBufferPointer, _ fragment: UnsafeRawBufferPointer, deadline: MonotonicInstant
+        _ header: UnsafeRawBufferPointer, _ fromLead: UnsafeRawBufferPointer, _ fromBody: UnsafeRawBufferPointer,
+        deadline: MonotonicInstant
     ) throws(MessagePortError) -> WriteOutcome {
         guard let core = RingRunLoop.current.waitCore() else {
             throw .transportError(name, reason: "the sending thread's loop has no io_uring")
         }
         while true {
             let outcome = Result { () throws(RingError) in
-                try PortWire.send(header, fragment, to: socket, on: core, until: deadline)
+                try PortWire.send(header, fromLead, fromBody, to: socket, on: core, until: deadline)
             }
             let sent: Int32
             switch outcome {
             case .success(let result): sent = result
             case .failure(let error): throw .transportError(name, reason: "the ring refused a send: \(error)")
             }
-            if Int(sent) == header.count + fragment.count { return .sent }
+            if Int(sent) == header.count + fromLead.count + fromBody.count { return .sent }
             switch sent < 0 ? -sent : EMSGSIZE {
             case EINTR:
                 continue
@@ -429,7 +447,7 @@ final class ProcessPortConnection: Sendable {
         }
     }
 
-    /// What a packet's ``write(_:_:deadline:)`` found.
+    /// What a packet's ``write(_:_:_:deadline:)`` found.
     enum WriteOutcome {
         /// The packet went whole.
         case sent

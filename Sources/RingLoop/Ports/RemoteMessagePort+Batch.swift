@@ -47,8 +47,7 @@ extension RemoteMessagePort {
         }
         for (position, message) in messages.enumerated() where !sent[position] {
             do {
-                let data = message.lead.isEmpty ? message.body : message.lead + message.body
-                try message.port.send(msgid: message.msgid, data: data, timeout: .zero)
+                try message.port.send(msgid: message.msgid, lead: message.lead, body: message.body, timeout: .zero)
             } catch {
                 failures[position] = error
             }

@@ -108,15 +108,26 @@ public final class RemoteMessagePort: Sendable {
     ///   ``MessagePortError/invalidated(_:)``, ``MessagePortError/sendTimeout(_:)``,
     ///   ``MessagePortError/accessDenied(_:)``, ``MessagePortError/tooManyConnections(_:)``.
     public func send(msgid: Int32, data: [UInt8], timeout: Duration = .seconds(5)) throws(MessagePortError) {
+        try send(msgid: msgid, lead: [], body: data, timeout: timeout)
+    }
+
+    /// Sends a one-way message whose bytes are `lead`, then `body`, as
+    /// ``send(msgid:data:timeout:)`` sends them joined, without joining them for a port of
+    /// another process: each packet is gathered from its header and its stretches of the
+    /// two (a sender whose messages share one body, each with a lead of its own, such as
+    /// the event server's batches, sends the body as it is). A port of this process gets
+    /// the two joined in one array, its message.
+    package func send(msgid: Int32, lead: [UInt8], body: [UInt8], timeout: Duration = .seconds(5)) throws(MessagePortError) {
         let deadline = MonotonicInstant.now.advanced(by: timeout)
         switch target {
         case .thread(let core):
             try noticingInvalidation { () throws(MessagePortError) in
+                let data = lead.isEmpty ? body : lead + body
                 try core.enqueue(Envelope(msgid: msgid, data: data, reply: nil), deadline: deadline)
             }
         case .process(let connection):
             try noticingInvalidation { () throws(MessagePortError) in
-                _ = try connection.send(msgid: msgid, data: data, request: nil, deadline: deadline)
+                _ = try connection.send(msgid: msgid, lead: lead, body: body, request: nil, deadline: deadline)
             }
         }
     }

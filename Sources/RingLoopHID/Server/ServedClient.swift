@@ -171,7 +171,8 @@ final class ServedClient {
     func flush() -> Outcome {
         guard let batch = frameToSend() else { return .done }
         do {
-            try port.send(msgid: ServerWire.MessageID.batch.rawValue, data: batch.lead + batch.body, timeout: .zero)
+            // Its two parts as they are: no array joins them for the send.
+            try port.send(msgid: ServerWire.MessageID.batch.rawValue, lead: batch.lead, body: batch.body, timeout: .zero)
             return frameWent(nil)
         } catch {
             return frameWent(error)

@@ -53,9 +53,13 @@ final class ServerDeviceFeed: DeviceFeed {
     private var lastAcknowledged: UInt64 = 0
     /// When the last acknowledgement went (`nil`: none yet on this attachment).
     private var lastAcknowledgementSent: MonotonicInstant?
-    /// The acknowledgement waiting to go (a timer), or the retry of one that found the
-    /// server's queue full.
+    /// The timer of the acknowledgement waiting to go, or of the retry of one that found
+    /// the server's queue full: one for the feed's life, made at its first use, then
+    /// re-armed by its fire date (not made, added and removed for each acknowledgement),
+    /// and invalidated when the feed stops.
     private var ackTimer: LoopTimer?
+    /// `ackTimer` is armed: an acknowledgement waits for it.
+    private var ackTimerArmed = false
     /// An acknowledgement waits in a block of the loop's (sent after the pass's sources).
     private var acknowledgementQueued = false
     /// Batches after which an acknowledgement goes at once: a quarter of the server's window.
@@ -175,6 +179,7 @@ final class ServerDeviceFeed: DeviceFeed {
         reattach = nil
         ackTimer?.invalidate()
         ackTimer = nil
+        ackTimerArmed = false
         if let attached {
             try? attached.server.send(
                 msgid: ServerWire.MessageID.goodbye.rawValue, data: ServerWire.token(attached.token), timeout: .zero)
@@ -545,7 +550,7 @@ final class ServerDeviceFeed: DeviceFeed {
             }
             return
         }
-        if ackTimer == nil { armAcknowledgementTimer(at: lastAcknowledgementSent.map { $0 + Self.acknowledgementTailDelay }) }
+        if !ackTimerArmed { armAcknowledgementTimer(at: lastAcknowledgementSent.map { $0 + Self.acknowledgementTailDelay }) }
     }
 
     /// How long an acknowledgement may wait for more frames to cover.
@@ -561,15 +566,32 @@ final class ServerDeviceFeed: DeviceFeed {
     /// burst are acknowledged within two delays.
     static let acknowledgementTailDelay: Duration = acknowledgementDelay * 2
 
-    /// Sends the acknowledgement at `date` (`nil`: ``acknowledgementDelay`` from now).
+    /// Sends the acknowledgement at `date` (`nil`: ``acknowledgementDelay`` from now), from
+    /// the feed's one timer: made and added to the loop the first time, re-armed after.
     private func armAcknowledgementTimer(at date: MonotonicInstant? = nil) {
+        let date = date ?? .now + Self.acknowledgementDelay
+        ackTimerArmed = true
+        if let ackTimer {
+            ackTimer.nextFireDate = date
+            return
+        }
         let handle = handle
-        let timer = LoopTimer(fireDate: date ?? .now + Self.acknowledgementDelay) { _ in
-            handle.feed?.ackTimer = nil
-            handle.feed?.sendAcknowledgement()
+        // A year's interval: it never repeats before it is armed again (a one-shot timer
+        // is invalidated once it fires, and could not be re-armed).
+        let timer = LoopTimer(fireDate: date, interval: .seconds(86_400 * 365)) { _ in
+            guard let feed = handle.feed else { return }
+            feed.ackTimerArmed = false
+            feed.sendAcknowledgement()
         }
         ackTimer = timer
         loop.add(timer, to: .common)
+    }
+
+    /// The acknowledgement went without the timer: it waits for nothing.
+    private func disarmAcknowledgementTimer() {
+        guard ackTimerArmed else { return }
+        ackTimerArmed = false
+        ackTimer?.nextFireDate = .distantFuture
     }
 
     private func sendAcknowledgement() {
@@ -579,11 +601,10 @@ final class ServerDeviceFeed: DeviceFeed {
             try attached.server.send(msgid: ServerWire.MessageID.ack.rawValue, data: ack.encoded, timeout: .zero)
             lastAcknowledged = lastSequence
             lastAcknowledgementSent = .now
-            ackTimer?.invalidate()
-            ackTimer = nil
+            disarmAcknowledgementTimer()
         } catch {
             // The server's queue is full (or it is going): try again shortly.
-            guard ackTimer == nil, case .sendTimeout = error else { return }
+            guard !ackTimerArmed, case .sendTimeout = error else { return }
             armAcknowledgementTimer()
         }
     }
