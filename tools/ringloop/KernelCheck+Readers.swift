@@ -123,6 +123,9 @@ final class ChainWatch: @unchecked Sendable {
         return mapping
     }
 
+    /// The nodes the chain holds until udev initializes them.
+    var nodesWaitingForUdev: Set<String> { system?.nodesWaitingForUdev ?? [] }
+
     /// The newest device attached so far (0 for none): devices attached later have a
     /// greater id. Take it before creating a device whose node name may be reused.
     func mark() -> UInt32 { state.withLock { $0.paths.keys.map(\.rawValue).max() ?? 0 } }

@@ -46,7 +46,8 @@ struct KernelCheck: ParsableCommand {
             ("grab and clock", KernelChecks.grabAndClock), ("LED output", KernelChecks.ledOutput), ("keymap", KernelChecks.keymap),
             ("uhid", UHIDChecks.run), ("rumble", UHIDChecks.rumble),
             ("pointer", PointerChecks.run), ("touchpad pointer", TouchpadMotionChecks.run),
-            ("libinput", LibinputChecks.run), ("libinput touchpad", TouchpadChecks.run), ("recordings", CorpusReplay.run),
+            ("udev wait", UdevWaitChecks.run), ("libinput", LibinputChecks.run), ("libinput touchpad", TouchpadChecks.run),
+            ("recordings", CorpusReplay.run),
             ("demo", KernelChecks.demo),
         ]
         for (phase, run) in phases {
