@@ -44,7 +44,7 @@ final class DeviceMonitor {
     }
 
     /// A node that waits for udev to initialize it: the name of its entry in udev's
-    /// database, the timer that ends the wait, and whether that timer fired.
+    /// database, and the timer that ends the wait.
     private struct UdevWait {
         let entry: String
         let timer: LoopTimer
