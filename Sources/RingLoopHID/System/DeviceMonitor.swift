@@ -184,7 +184,11 @@ final class DeviceMonitor {
                 } else if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, readers[name] == nil {
                     forgetIgnored(name)
                     consider(name)
-                } else if mask & UInt32(IN_ATTRIB) != 0, readers[name] == nil, !ignored.contains(name) {
+                } else if mask & UInt32(IN_ATTRIB) != 0, readers[name] == nil, !ignored.contains(name),
+                    udevWaits[name] == nil
+                {
+                    // A node waiting for udev is woken by its entry or its timeout only
+                    // (devtmpfs and udevd change its attributes before the entry is there).
                     consider(name)
                 }
             }
