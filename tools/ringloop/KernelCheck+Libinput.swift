@@ -196,12 +196,19 @@ final class UdevDatabaseEntry {
         for key in properties.keys.sorted() { text += "E:\(key)=\(properties[key]!)\n" }
         text += "V:1\n"
         for folder in ["/run/udev", Self.folder] { mkdir(folder, 0o755) }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw LibinputFailure("\(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        // Written whole, then renamed into place, as udevd writes it: libudev counts any
+        // entry, even an empty one, as initialized, so a reader must never see it half
+        // written (a chain waiting for udev reads it when the rename lands).
+        let temporary = "\(Self.folder)/.#c\(numbers).\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LibinputFailure("\(temporary): \(String(cString: strerror(errno)))") }
         let bytes = Array(text.utf8)
-        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
-            throw LibinputFailure("\(path): \(String(cString: strerror(errno)))")
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            let failure = LibinputFailure("\(path): \(String(cString: strerror(errno)))")
+            unlink(temporary)
+            throw failure
         }
     }
 
