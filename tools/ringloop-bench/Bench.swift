@@ -65,7 +65,8 @@ struct Bench: ParsableCommand {
         "gamepad",
         "screen", "pointer", "touchpad", "hid.e2e.pipe",
         "hid.e2e.fuse", "hid.scale",
-        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named", "server",
+        "wakecore", "executor.hop", "executor.jobs", "clock.sleep", "clock.sleepers", "io.echo", "io.close", "ports.named",
+        "ports.named.send", "server",
         "server.fanout", "server.fanout.own_loops",
     ]
 
@@ -134,6 +135,7 @@ struct Bench: ParsableCommand {
         if selected("io.echo") { emit(try IOBench.echo(quick: quick, rounds: rounds)) }
         if selected("io.close") { emit(try IOCloseBench.results(quick: quick, rounds: rounds)) }
         if selected("ports.named") { emit(try IOBench.ports(quick: quick, rounds: rounds)) }
+        if selected("ports.named.send") { emit(try PortSendBench.results(quick: quick, rounds: rounds)) }
         if selected("ports.flood") { emit(try PortFloodBench.run(quick: quick)) }
         if (only ?? "").hasPrefix("server.fanout") {
             emit(

@@ -11,12 +11,17 @@ extension PortWire {
     /// bytes of its own, submitted together, copied against gathered with two vectors,
     /// alternated): gathering cost 11 % more at 200 bytes, 9 % at 1 KiB, 5 % at 4 KiB,
     /// 1 % at 8 KiB, and saved 6 % at 16 KiB; the kernel's reading of a message header and
-    /// its vectors costs more than the copy it saves until then. That cost is a send's, whether it
-    /// goes alone or in a batch, so the single send, copied up to 1 KiB before, takes the
-    /// same limit. No row of `ringloop-bench` sends packets between 1 and 8 KiB, where the
-    /// two limits differed (`ports.named` sends 16-byte requests; the event server's
-    /// frames stay under 1 KiB, and `--only server.fanout` told the two ways apart by
-    /// nothing beyond its noise): the figures above decide it.
+    /// its vectors costs more than the copy it saves until then (the event server's frames
+    /// stay under 1 KiB, and `--only server.fanout` told the two ways apart by nothing
+    /// beyond its noise).
+    ///
+    /// A single send pays one call into the kernel a packet, which hides the difference:
+    /// `ringloop-bench --only ports.named.send` (the sending thread's CPU time a one-packet
+    /// send to another process) measured a 4 KiB packet at 2,134 ns a send gathered (a
+    /// 1 KiB limit, the single send's before) and 2,144 ns copied (8 KiB), medians of five
+    /// runs each, alternated, load 2-2.5 on 2 cores: no difference beyond the noise of the
+    /// 512-byte row, copied by both (1,801-1,961 ns). So the single send takes the limit
+    /// the batches measured: one constant for both.
     static let copiedPacketLimit = 8 * 1024
 
     /// Sends one packet, its header and its fragment (in two parts, the stretches of a

@@ -398,7 +398,8 @@ final class SharedBatchEncoding {
     /// A batch of `events` numbered `sequence`, in two parts: its sequence number (the
     /// batch's first field, little-endian: 8 bytes of the client's own) and the rest of
     /// its encoding, the same array for every client sent the same events (a batch send,
-    /// `RemoteMessagePort.sendWithoutWaiting`, gathering packets copies it once for all).
+    /// `RemoteMessagePort.sendWithoutWaiting`, gathering packets copies it once for all; a
+    /// single send, ``ServedClient/flush()``, takes the two as they are, never joined).
     func parts(sequence: UInt64, events: [HIDEvent]) -> (lead: [UInt8], body: [UInt8]) {
         encode(events)
         return (withUnsafeBytes(of: sequence.littleEndian) { Array($0) }, body)
