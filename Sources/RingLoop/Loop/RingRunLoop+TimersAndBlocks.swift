@@ -16,6 +16,10 @@ extension RingRunLoop {
         let entry = TimerEntry(fire: timer.fireNanoseconds, sequence: timerSequence, stamp: timer.stamp, timer: timer)
         for state in modes.list where mask & state.bit != 0 {
             state.timers.insert(entry)
+            // A kept timer re-armed without firing leaves its older entries stale, and
+            // those behind a live entry (one parked at distantFuture) never reach the
+            // top to be dropped: compact here too, not only after a timer fires.
+            state.compactTimersIfNeeded()
         }
     }
 
