@@ -60,6 +60,8 @@ final class ServerDeviceFeed: DeviceFeed {
     private var ackTimer: LoopTimer?
     /// `ackTimer` is armed: an acknowledgement waits for it.
     private var ackTimerArmed = false
+    /// Acknowledgements the tail timer sent (loop thread; tests read it).
+    private(set) var acknowledgementsByTimer = 0
     /// An acknowledgement waits in a block of the loop's (sent after the pass's sources).
     private var acknowledgementQueued = false
     /// Batches after which an acknowledgement goes at once: a quarter of the server's window.
@@ -581,7 +583,7 @@ final class ServerDeviceFeed: DeviceFeed {
         let timer = LoopTimer(fireDate: date, interval: .seconds(86_400 * 365)) { _ in
             guard let feed = handle.feed else { return }
             feed.ackTimerArmed = false
-            feed.sendAcknowledgement()
+            if feed.sendAcknowledgement() { feed.acknowledgementsByTimer += 1 }
         }
         ackTimer = timer
         loop.add(timer, to: .common)
@@ -594,18 +596,22 @@ final class ServerDeviceFeed: DeviceFeed {
         ackTimer?.nextFireDate = .distantFuture
     }
 
-    private func sendAcknowledgement() {
-        guard let attached, lastSequence > lastAcknowledged else { return }
+    /// Sends the acknowledgement of everything received so far; whether one went.
+    @discardableResult
+    private func sendAcknowledgement() -> Bool {
+        guard let attached, lastSequence > lastAcknowledged else { return false }
         let ack = ServerWire.Ack(token: attached.token, sequence: lastSequence)
         do throws(MessagePortError) {
             try attached.server.send(msgid: ServerWire.MessageID.ack.rawValue, data: ack.encoded, timeout: .zero)
             lastAcknowledged = lastSequence
             lastAcknowledgementSent = .now
             disarmAcknowledgementTimer()
+            return true
         } catch {
             // The server's queue is full (or it is going): try again shortly.
-            guard !ackTimerArmed, case .sendTimeout = error else { return }
+            guard !ackTimerArmed, case .sendTimeout = error else { return false }
             armAcknowledgementTimer()
+            return false
         }
     }
 
