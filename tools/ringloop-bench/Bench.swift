@@ -57,7 +57,7 @@ struct Bench: ParsableCommand {
               swift run -c release ringloop-bench --quick
             """,
         version: PackageVersion.current,
-        subcommands: [BenchChild.self, BenchServer.self]
+        subcommands: [BenchChild.self, BenchServer.self, BenchEchoClient.self]
     )
 
     static let all = [
