@@ -19,7 +19,9 @@ import Glibc
 /// same descriptor as the folder, then attaches with the read that found it initialized,
 /// as libinput adds a device only once udev has initialized it. A node udev has not
 /// initialized within ``Settings/udevInitializationTimeout`` is attached anyway, with a
-/// warning naming it; one removed while it waits is dropped without a word. Where no
+/// warning naming it, and does not wait again until it is removed (new settings that
+/// detach and attach it again decide at once); one removed while it waits is dropped
+/// without a word. Where no
 /// udevd runs (containers, the booted-kernel stage, FUSE virtual devices, which udev
 /// never knows), nothing waits.
 ///
@@ -68,8 +70,8 @@ final class DeviceMonitor {
     private var pendingRetries: [String: (attempts: Int, timer: LoopTimer)] = [:]
     /// The nodes waiting for udev, by name.
     private var udevWaits: [String: UdevWait] = [:]
-    /// The nodes whose wait timed out, until they are attached, left alone or given up
-    /// (their open may still be retried: they do not wait again).
+    /// The nodes whose wait timed out, until they are removed: they do not wait again
+    /// (when an open is retried, or new settings attach them again).
     private var udevTimedOut: Set<String> = []
     /// The inotify watch of udev's database folder while a node waits (or is being
     /// considered), or -1.
@@ -220,7 +222,6 @@ final class DeviceMonitor {
         // The wait is over before anyone hears of the node.
         endUdevWait(name)
         releaseUdevWatchIfIdle()
-        defer { if pendingRetries[name] == nil { udevTimedOut.remove(name) } }
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let error = errno

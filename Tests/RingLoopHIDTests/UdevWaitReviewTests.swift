@@ -1,0 +1,36 @@
+import Glibc
+import RingLoop
+import RingLoopTestSupport
+import Testing
+
+@testable import RingLoopDevices
+@testable import RingLoopHID
+
+/// The wait for udev where it can go wrong: a node attached after the timeout is not held
+/// again when new settings attach it again, and an entry udev's database kept from the
+/// device that had the node's number before does not count as the new node's.
+@Suite("Waiting for udev: timed-out nodes and stale entries", .enabled(if: FUSEHere.usable, FUSEHere.missing))
+struct UdevWaitReviewTests {
+    /// A node attached after the timeout (udev never initialized it) is decided at once
+    /// when new settings detach it and attach it again: no new wait, timeout or warning.
+    @Test("udevd running: a node attached after the timeout is not held again when the settings change")
+    func timedOutNodeNotHeldAgain() throws {
+        let recording = try loadRecording("keyboard")
+        let database = try UdevDatabaseFolder()
+        let policy = database.policy(daemonRunning: true)
+        try UdevInitializationTests().withSystem(policy: policy, timeout: .milliseconds(300)) { folder, system, loop, events in
+            let node = try folder.addDevice(recording.description!)
+            #expect(runUntil(loop) { system.devices.map(\.path) == [node.path] })
+            let ignoring = DeviceSettingsFile(text: "version = 1\n[match class=keyboard]\nignore = yes\n", path: "kiosk.conf")
+            system.setScreens(DeviceSettingsResolver(files: [ignoring]))
+            #expect(system.devices.isEmpty)
+            #expect(policy.nodesWaitingForUdev.isEmpty, "the ignored node is held for udev again")
+            #expect(system.attachPolicy.ignoredNodes.keys.contains(node.path), "not decided at once")
+            system.setScreens(nil)
+            #expect(policy.nodesWaitingForUdev.isEmpty, "the node is held for udev again")
+            #expect(system.devices.map(\.path) == [node.path], "not attached again at once")
+            let warnings = TestLog.lines(containing: "\(node.path): udev has not initialized it").filter { $0.level == .warning }
+            #expect(warnings.count == 1, "\(warnings)")
+        }
+    }
+}
