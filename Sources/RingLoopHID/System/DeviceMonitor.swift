@@ -73,6 +73,8 @@ final class DeviceMonitor {
     /// The nodes whose wait timed out, until they are removed: they do not wait again
     /// (when an open is retried, or new settings attach them again).
     private var udevTimedOut: Set<String> = []
+    /// Whether the monitor has warned that udev's database cannot be watched (once).
+    private var warnedUdevDatabaseUnwatchable = false
     /// The inotify watch of udev's database folder while a node waits (or is being
     /// considered), or -1.
     private var udevDatabaseWatch: Int32 = -1
@@ -375,7 +377,11 @@ final class DeviceMonitor {
         let folder = settings.attachPolicy.udevDaemon.databaseDirectory
         let watch = inotify_add_watch(inotifyFD, folder, UInt32(IN_MOVED_TO | IN_CLOSE_WRITE))
         guard watch >= 0 else {
-            Self.logger.warning("\(folder): cannot watch udev's database (errno \(errno)): new nodes attach without waiting for udev")
+            let error = errno
+            if !warnedUdevDatabaseUnwatchable {
+                warnedUdevDatabaseUnwatchable = true
+                Self.logger.warning("\(folder): cannot watch udev's database (errno \(error)): new nodes attach without waiting for udev")
+            }
             return false
         }
         udevDatabaseWatch = watch
