@@ -45,7 +45,8 @@ public enum UdevProperties {
     static func databaseEntryName(node path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR else { return nil }
-        // glibc's gnu_dev_major and gnu_dev_minor, bit for bit.
+        // The kernel's split of a character device's number (glibc's gnu_dev_major and
+        // gnu_dev_minor formula), which udev names its entries by; majors below 4096.
         let number = UInt64(info.st_rdev)
         let major = ((number >> 8) & 0xfff) | ((number >> 32) & ~UInt64(0xfff))
         let minor = (number & 0xff) | ((number >> 12) & ~UInt64(0xff))
