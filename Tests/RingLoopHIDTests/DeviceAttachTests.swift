@@ -140,7 +140,7 @@ struct DeviceAttachTests {
                 reads[path, default: 0] += 1
                 return reads[path]!
             }
-            return count == 1 ? ([:], false) : ([DeviceIdentity.calibrationProperty: calibration], true)
+            return count == 1 ? ([:], false, nil) : ([DeviceIdentity.calibrationProperty: calibration], true, nil)
         })
         let (mapped, readCounts) = try onFreshThread { () throws -> (CalibrationMatrix?, [String: Int]) in
             let loop = RingRunLoop.current

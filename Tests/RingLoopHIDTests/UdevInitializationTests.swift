@@ -37,24 +37,35 @@ final class UdevDatabaseFolder: Sendable {
     }
 
     /// What libudev would say of the node at `path`: the entry's `E:` properties, and
-    /// initialized once the entry is there.
+    /// initialized once the entry is there, at its `I:` time (`CLOCK_MONOTONIC`
+    /// microseconds, as udevd writes it and `udev_device_get_usec_since_initialized`
+    /// counts from).
     func reading(node path: String) -> UdevReading {
         reads.withLock { $0[path, default: 0] += 1 }
         guard let entry = Self.entryName(node: path), let text = textOfFile(self.path + "/" + entry) else {
-            return ([:], false)
+            return ([:], false, nil)
         }
         var properties: [String: String] = [:]
-        for line in text.split(separator: "\n") where line.hasPrefix("E:") {
-            let pair = line.dropFirst(2).split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { properties[String(pair[0])] = String(pair[1]) }
+        var initializedAt: MonotonicInstant?
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("E:") {
+                let pair = line.dropFirst(2).split(separator: "=", maxSplits: 1)
+                if pair.count == 2 { properties[String(pair[0])] = String(pair[1]) }
+            } else if line.hasPrefix("I:"), let microseconds = UInt64(line.dropFirst(2)) {
+                initializedAt = MonotonicInstant(nanoseconds: microseconds * 1000)
+            }
         }
-        return (properties, true)
+        return (properties, true, initializedAt)
     }
 
-    /// Writes the entry of the node at `node` as udevd does: a temporary file, renamed.
+    /// The `I:` line udevd writes: when it initialized the device, now.
+    static var initializedNow: String { "I:\(MonotonicInstant.now.nanoseconds / 1000)\n" }
+
+    /// Writes the entry of the node at `node` as udevd does: a temporary file, renamed;
+    /// initialized now.
     func writeEntry(node: String, properties: [String: String]) throws {
         let entry = try #require(Self.entryName(node: node))
-        let text = "I:1234567\n" + properties.sorted { $0.key < $1.key }.map { "E:\($0.key)=\($0.value)\n" }.joined() + "G:seat\n"
+        let text = Self.initializedNow + properties.sorted { $0.key < $1.key }.map { "E:\($0.key)=\($0.value)\n" }.joined() + "G:seat\n"
         let temporary = path + "/.#" + entry + "XXXXXX"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw UdevFolderError(path: temporary, errno: errno) }
@@ -161,7 +172,7 @@ struct UdevInitializationTests {
             // The creation reaches the monitor before the text does. A second node, made
             // after it, comes through the same inotify queue: once that one waits, the
             // monitor has had the creation.
-            var text = "I:1234567\nE:ID_INPUT=1\nE:ID_INPUT_TOUCHSCREEN=1\n"
+            var text = UdevDatabaseFolder.initializedNow + "E:ID_INPUT=1\nE:ID_INPUT_TOUCHSCREEN=1\n"
             let readsBefore = database.reads.withLock { $0[node.path] ?? 0 }
             let marker = try folder.addDevice(try loadRecording("keyboard").description!)
             #expect(runUntil(loop) { policy.nodesWaitingForUdev.contains(marker.path) || events().count > 1 })

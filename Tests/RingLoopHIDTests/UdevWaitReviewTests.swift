@@ -33,4 +33,30 @@ struct UdevWaitReviewTests {
             #expect(warnings.count == 1, "\(warnings)")
         }
     }
+
+    /// The entry of the device that had the node's number before (removed; udevd has not
+    /// run its `remove` yet, which deletes the entry) was initialized before the new node
+    /// appeared: the node waits for its own entry instead of attaching by the old device's
+    /// properties, as libinput, which adds on udev's `add` event, hears the `remove` first
+    /// and never reads the old entry for the new device.
+    @Test("udevd running: a stale entry of the number's previous device does not attach a new node by its properties")
+    func staleEntry() throws {
+        let database = try UdevDatabaseFolder()
+        let policy = database.policy(daemonRunning: true)
+        let recording = try loadRecording("touchscreen-multitouch")
+        try UdevInitializationTests().withSystem(policy: policy, timeout: .seconds(60)) { folder, system, loop, events in
+            // The number's previous device, a keyboard, left its entry.
+            try database.writeEntry(node: folder.path + "/event0", properties: ["ID_INPUT": "1", "ID_INPUT_KEYBOARD": "1"])
+            let node = try folder.addDevice(recording.description!)
+            #expect(node.path == folder.path + "/event0")
+            let added = { events().contains { $0.kind == .deviceAdded } }
+            #expect(runUntil(loop) { policy.nodesWaitingForUdev.contains(node.path) || added() })
+            #expect(!added(), "attached by the stale entry as \(system.devices.map(\.deviceClass))")
+            // udevd has run the new device's rules: its own entry, renamed into place.
+            try database.writeEntry(node: node.path, properties: ["ID_INPUT": "1", "ID_INPUT_TOUCHSCREEN": "1"])
+            #expect(runUntil(loop) { added() })
+            #expect(system.devices.map(\.deviceClass) == [.touchscreen])
+            #expect(policy.nodesWaitingForUdev.isEmpty)
+        }
+    }
 }

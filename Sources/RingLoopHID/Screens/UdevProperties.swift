@@ -1,4 +1,5 @@
 import Glibc
+import RingLoop
 import Synchronization
 
 /// udev's properties of a device node, read through libudev when the machine has it.
@@ -20,10 +21,14 @@ public enum UdevProperties {
     /// database entry), when only the kernel's `uevent` values are there and udev's own
     /// (`LIBINPUT_CALIBRATION_MATRIX`, `ID_INPUT_*`…) may still come, as libinput's udev
     /// backend waits for them. `true` when there is nothing to wait for: no libudev, or a
-    /// node that is not a character device.
-    static func reading(node path: String) -> (properties: [String: String], initialized: Bool) {
+    /// node that is not a character device. With an initialized device, when udev
+    /// initialized it (its database entry's `I:` time, through libudev's
+    /// `udev_device_get_usec_since_initialized`), `nil` where libudev does not say.
+    static func reading(node path: String) -> UdevReading {
         var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR, let library = Library.shared else { return ([:], true) }
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR, let library = Library.shared else {
+            return ([:], true, nil)
+        }
         return library.properties(ofCharacterDevice: info.st_rdev)
     }
 
@@ -63,6 +68,7 @@ public enum UdevProperties {
         typealias EntryText = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
         typealias IsInitialized = @convention(c) (OpaquePointer?) -> Int32
         typealias QueueNew = @convention(c) (OpaquePointer?) -> OpaquePointer?
+        typealias SinceInitialized = @convention(c) (OpaquePointer?) -> UInt64
 
         let new: New
         let unref: Unref
@@ -73,6 +79,9 @@ public enum UdevProperties {
         let entryName: EntryText
         let entryValue: EntryText
         let isInitialized: IsInitialized
+        /// `udev_device_get_usec_since_initialized` (`nil` if missing: no initialization
+        /// time is known).
+        let sinceInitialized: SinceInitialized?
         /// `udev_queue_new`, `udev_queue_get_udev_is_active` and `udev_queue_unref` (every
         /// libudev has them; `nil` if one is missing: udevd then counts as not running).
         let queue: (new: QueueNew, isActive: IsInitialized, unref: Unref)?
@@ -101,6 +110,7 @@ public enum UdevProperties {
             (self.new, self.unref, self.deviceFromNumber, self.deviceUnref) = (new, unref, deviceFromNumber, deviceUnref)
             (self.firstProperty, self.nextEntry, self.entryName, self.entryValue) = (firstProperty, nextEntry, entryName, entryValue)
             self.isInitialized = isInitialized
+            sinceInitialized = symbol("udev_device_get_usec_since_initialized", as: SinceInitialized.self)
             if let queueNew = symbol("udev_queue_new", as: QueueNew.self),
                 let isActive = symbol("udev_queue_get_udev_is_active", as: IsInitialized.self),
                 let queueUnref = symbol("udev_queue_unref", as: Unref.self)
@@ -130,13 +140,13 @@ public enum UdevProperties {
             }
         }
 
-        /// The properties of the character device `number`, and whether udev has
-        /// initialized it, under the lock (one lookup at a time on one udev context, made
-        /// at the first).
-        func properties(ofCharacterDevice number: dev_t) -> (properties: [String: String], initialized: Bool) {
+        /// The properties of the character device `number`, whether udev has initialized
+        /// it, and when, under the lock (one lookup at a time on one udev context, made at
+        /// the first).
+        func properties(ofCharacterDevice number: dev_t) -> UdevReading {
             withContext { udev in
-                guard let udev else { return ([:], true) }
-                guard let device = deviceFromNumber(udev, CChar(UInt8(ascii: "c")), number) else { return ([:], true) }
+                guard let udev else { return ([:], true, nil) }
+                guard let device = deviceFromNumber(udev, CChar(UInt8(ascii: "c")), number) else { return ([:], true, nil) }
                 defer { _ = deviceUnref(device) }
                 var properties: [String: String] = [:]
                 var entry = firstProperty(device)
@@ -148,7 +158,13 @@ public enum UdevProperties {
                     entry = nextEntry(current)
                     count += 1
                 }
-                return (properties, isInitialized(device) != 0)
+                guard isInitialized(device) != 0 else { return (properties, false, nil) }
+                // libudev's answer is now minus the entry's `I:` (both CLOCK_MONOTONIC,
+                // in microseconds); 0 when it has none.
+                let since = sinceInitialized.map { $0(device) } ?? 0
+                let initializedAt =
+                    since == 0 ? nil : MonotonicInstant.now.advanced(by: .microseconds(-Int64(clamping: since)))
+                return (properties, true, initializedAt)
             }
         }
     }

@@ -39,9 +39,10 @@ struct UdevDaemon: Sendable {
     static let absent = UdevDaemon(isRunning: { false }, databaseDirectory: UdevProperties.databaseDirectory, entryName: { _ in nil })
 }
 
-/// A node's udev properties, and whether udev had initialized the device when they were
-/// read (``UdevProperties/reading(node:)``).
-typealias UdevReading = (properties: [String: String], initialized: Bool)
+/// A node's udev properties, whether udev had initialized the device when they were read,
+/// and when udev initialized it (its database entry's `I:` time, `nil` when not known)
+/// (``UdevProperties/reading(node:)``).
+typealias UdevReading = (properties: [String: String], initialized: Bool, initializedAt: MonotonicInstant?)
 
 /// Decides, as a device attaches, whether it is attached at all and as what class: the
 /// per-device settings' `ignore` and `class` (``DeviceSettingsResolver``: udev's
@@ -96,7 +97,7 @@ final class DeviceAttachPolicy: Sendable {
     /// A policy with no settings of its own, reading the properties `udev` gives (taken as
     /// udev's final ones); no udevd runs.
     init(udev: @escaping @Sendable (String) -> [String: String]) {
-        self.udev = { (udev($0), true) }
+        self.udev = { (udev($0), true, nil) }
         udevDaemon = .absent
     }
 

@@ -21,7 +21,9 @@ import Glibc
 /// initialized within ``Settings/udevInitializationTimeout`` is attached anyway, with a
 /// warning naming it, and does not wait again until it is removed (new settings that
 /// detach and attach it again decide at once); one removed while it waits is dropped
-/// without a word. Where no
+/// without a word. An entry that udev initialized before the node appeared is the
+/// previous device's with that number (udevd has not run its `remove` yet): the node
+/// waits for its own entry's rename. Where no
 /// udevd runs (containers, the booted-kernel stage, FUSE virtual devices, which udev
 /// never knows), nothing waits.
 ///
@@ -73,6 +75,10 @@ final class DeviceMonitor {
     /// The nodes whose wait timed out, until they are removed: they do not wait again
     /// (when an open is retried, or new settings attach them again).
     private var udevTimedOut: Set<String> = []
+    /// When each node appeared (its `IN_CREATE` or `IN_MOVED_TO` was read), until it is
+    /// removed; not for the nodes found at ``start()``. A udev entry initialized before it
+    /// is the previous device's with the node's number.
+    private var appeared: [String: MonotonicInstant] = [:]
     /// Whether the monitor has warned that udev's database cannot be watched (once).
     private var warnedUdevDatabaseUnwatchable = false
     /// The inotify watch of udev's database folder while a node waits (or is being
@@ -124,6 +130,7 @@ final class DeviceMonitor {
         pendingRetries = [:]
         for name in Array(udevWaits.keys) { endUdevWait(name) }
         udevTimedOut = []
+        appeared = [:]
         udevDatabaseWatch = -1  // closing the descriptor below takes the watch off
         let detaching = Array(readers.values)
         readers = [:]
@@ -183,10 +190,12 @@ final class DeviceMonitor {
                     // A node removed while it waits for udev: no one ever heard of it.
                     endUdevWait(name)
                     udevTimedOut.remove(name)
+                    appeared[name] = nil
                     releaseUdevWatchIfIdle()
                     remove(name)
                 } else if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, readers[name] == nil {
                     forgetIgnored(name)
+                    appeared[name] = .now
                     consider(name)
                 } else if mask & UInt32(IN_ATTRIB) != 0, readers[name] == nil, !ignored.contains(name),
                     udevWaits[name] == nil
@@ -216,7 +225,14 @@ final class DeviceMonitor {
             entry = udevWaits[name]?.entry ?? policy.udevDaemon.entryName(path)
             if entry != nil, !watchUdevDatabase() { entry = nil }
         }
-        let reading = policy.readUdev(node: path)
+        var reading = policy.readUdev(node: path)
+        if reading.initialized, let initializedAt = reading.initializedAt, let appearedAt = appeared[name],
+            initializedAt < appearedAt
+        {
+            // The previous device's entry: not this node's properties (not kept, either,
+            // if the node is attached with them at the timeout).
+            reading.initialized = false
+        }
         if let entry, !reading.initialized {
             waitForUdev(name, path: path, entry: entry)
             return
