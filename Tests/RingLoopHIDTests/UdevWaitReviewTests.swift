@@ -7,8 +7,9 @@ import Testing
 @testable import RingLoopHID
 
 /// The wait for udev where it can go wrong: a node attached after the timeout is not held
-/// again when new settings attach it again, and an entry udev's database kept from the
-/// device that had the node's number before does not count as the new node's.
+/// again when new settings attach it again, an entry udev's database kept from the device
+/// that had the node's number before does not count as the new node's, and an entry's
+/// rename lost to an inotify queue overflow still ends the wait.
 @Suite("Waiting for udev: timed-out nodes and stale entries", .enabled(if: FUSEHere.usable, FUSEHere.missing))
 struct UdevWaitReviewTests {
     /// A node attached after the timeout (udev never initialized it) is decided at once
@@ -57,6 +58,37 @@ struct UdevWaitReviewTests {
             #expect(runUntil(loop) { added() })
             #expect(system.devices.map(\.deviceClass) == [.touchscreen])
             #expect(policy.nodesWaitingForUdev.isEmpty)
+        }
+    }
+
+    /// inotify's queue holds `max_queued_events` events; past that it drops them and queues
+    /// `IN_Q_OVERFLOW`. While a node waits, that many entries closed in udev's database
+    /// folder (each a distinct name, so the kernel merges none) fill the queue, and the
+    /// rename of the node's own entry is dropped: the monitor reads the folder again and
+    /// the node reads udev again.
+    @Test("udevd running: an entry whose rename was lost to an inotify queue overflow still ends the wait")
+    func entryLostToOverflow() throws {
+        let limitText = try #require(textOfFile("/proc/sys/fs/inotify/max_queued_events"))
+        let limit = try #require(Int(limitText.split(separator: "\n").first ?? ""))
+        let database = try UdevDatabaseFolder()
+        let policy = database.policy(daemonRunning: true)
+        let recording = try loadRecording("touchscreen-multitouch")
+        try UdevInitializationTests().withSystem(policy: policy, timeout: .seconds(60)) { folder, system, loop, events in
+            let node = try folder.addDevice(recording.description!)
+            let added = { events().contains { $0.kind == .deviceAdded } }
+            #expect(runUntil(loop) { policy.nodesWaitingForUdev.contains(node.path) || added() })
+            #expect(!added(), "attached before udev initialized it")
+            // The loop does not run here: nothing reads the queue until it is full.
+            for index in 0...limit {
+                let fd = open(database.path + "/other-\(index)", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+                #expect(fd >= 0)
+                close(fd)
+            }
+            try database.writeEntry(node: node.path, properties: ["ID_INPUT": "1", "ID_INPUT_TOUCHSCREEN": "1"])
+            #expect(runUntil(loop) { added() })
+            #expect(system.devices.map(\.deviceClass) == [.touchscreen])
+            #expect(policy.nodesWaitingForUdev.isEmpty)
+            #expect(TestLog.lines(containing: "\(folder.path): inotify's queue overflowed").count == 1)
         }
     }
 }

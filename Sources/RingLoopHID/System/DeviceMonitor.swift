@@ -184,6 +184,10 @@ final class DeviceMonitor {
                     udevEntryChanged(name, mask: mask)
                     continue
                 }
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    rescanAfterOverflow()
+                    continue
+                }
                 guard name.hasPrefix("event") else { continue }
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
                     forgetIgnored(name)
@@ -402,6 +406,26 @@ final class DeviceMonitor {
         }
         udevDatabaseWatch = watch
         return true
+    }
+
+    /// inotify dropped events (`IN_Q_OVERFLOW`: its queue was full): the folder is read
+    /// again. A node with no reader that is not left alone is considered (one that waits
+    /// for udev reads udev again, its entry's rename may have been dropped); a node gone
+    /// stops waiting and is forgotten. Readers of removed nodes detach by their own read's
+    /// error.
+    private func rescanAfterOverflow() {
+        guard let directory = settings.directory else { return }
+        Self.logger.warning("\(directory): inotify's queue overflowed; reading the folder again")
+        let names = Self.eventNodes(in: directory)
+        let present = Set(names)
+        let known = Set(udevWaits.keys).union(udevTimedOut).union(appeared.keys)
+        for name in known.sorted() where !present.contains(name) {
+            endUdevWait(name)
+            udevTimedOut.remove(name)
+            appeared[name] = nil
+        }
+        releaseUdevWatchIfIdle()
+        for name in names where readers[name] == nil && !ignored.contains(name) { consider(name) }
     }
 
     /// Stops watching udev's database once no node waits.
