@@ -17,8 +17,12 @@ final class UdevDatabaseFolder: Sendable {
     let path = "/tmp/ringloop-udev-data-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     /// udev reads per node path.
     let reads = Mutex<[String: Int]>([:])
+    /// The name of a node's entry (``entryName(node:)`` unless a test numbers its nodes as
+    /// a kernel reusing a number would).
+    let entryNameOf: @Sendable (String) -> String?
 
-    init() throws {
+    init(entryName: @escaping @Sendable (String) -> String? = { UdevDatabaseFolder.entryName(node: $0) }) throws {
+        entryNameOf = entryName
         guard mkdir(path, 0o755) == 0 else { throw UdevFolderError(path: path, errno: errno) }
     }
 
@@ -42,7 +46,7 @@ final class UdevDatabaseFolder: Sendable {
     /// counts from).
     func reading(node path: String) -> UdevReading {
         reads.withLock { $0[path, default: 0] += 1 }
-        guard let entry = Self.entryName(node: path), let text = textOfFile(self.path + "/" + entry) else {
+        guard let entry = entryNameOf(path), let text = textOfFile(self.path + "/" + entry) else {
             return ([:], false, nil)
         }
         var properties: [String: String] = [:]
@@ -64,7 +68,7 @@ final class UdevDatabaseFolder: Sendable {
     /// Writes the entry of the node at `node` as udevd does: a temporary file, renamed;
     /// initialized now.
     func writeEntry(node: String, properties: [String: String]) throws {
-        let entry = try #require(Self.entryName(node: node))
+        let entry = try #require(entryNameOf(node))
         let text = Self.initializedNow + properties.sorted { $0.key < $1.key }.map { "E:\($0.key)=\($0.value)\n" }.joined() + "G:seat\n"
         let temporary = path + "/.#" + entry + "XXXXXX"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -79,7 +83,7 @@ final class UdevDatabaseFolder: Sendable {
     func policy(daemonRunning: Bool) -> DeviceAttachPolicy {
         DeviceAttachPolicy(
             reading: { [self] in reading(node: $0) },
-            daemon: UdevDaemon(isRunning: { daemonRunning }, databaseDirectory: path, entryName: { Self.entryName(node: $0) }))
+            daemon: UdevDaemon(isRunning: { daemonRunning }, databaseDirectory: path, entryName: entryNameOf))
     }
 
     private static func names(in folder: String) throws -> [String] {

@@ -21,8 +21,8 @@ import Glibc
 /// initialized within ``Settings/udevInitializationTimeout`` is attached anyway, with a
 /// warning naming it, and does not wait again until it is removed (new settings that
 /// detach and attach it again decide at once); one removed while it waits is dropped
-/// without a word. An entry that udev initialized before the node appeared is the
-/// previous device's with that number (udevd has not run its `remove` yet): the node
+/// without a word. An entry with the initialization time of the device removed from the
+/// node is that device's (udevd has not run its `remove` yet): the new device at the node
 /// waits for its own entry's rename. Where no
 /// udevd runs (containers, the booted-kernel stage, FUSE virtual devices, which udev
 /// never knows), nothing waits.
@@ -75,10 +75,14 @@ final class DeviceMonitor {
     /// The nodes whose wait timed out, until they are removed: they do not wait again
     /// (when an open is retried, or new settings attach them again).
     private var udevTimedOut: Set<String> = []
-    /// When each node appeared (its `IN_CREATE` or `IN_MOVED_TO` was read), until it is
-    /// removed; not for the nodes found at ``start()``. A udev entry initialized before it
-    /// is the previous device's with the node's number.
-    private var appeared: [String: MonotonicInstant] = [:]
+    /// The udev entry of the device decided at each node (attached or left alone), by node
+    /// name: the entry's name and when udev initialized the device (its `I:` time), until
+    /// the node is removed.
+    private var decidedEntries: [String: (entry: String, initializedAt: MonotonicInstant)] = [:]
+    /// When udev initialized the device removed from a node, by its entry's name, until a
+    /// device is decided with that entry again: while udevd has not run the removal, the
+    /// entry is still there, and a new device with the number reads it as initialized.
+    private var goneEntryTimes: [String: MonotonicInstant] = [:]
     /// Whether the monitor has warned that udev's database cannot be watched (once).
     private var warnedUdevDatabaseUnwatchable = false
     /// The inotify watch of udev's database folder while a node waits (or is being
@@ -130,7 +134,8 @@ final class DeviceMonitor {
         pendingRetries = [:]
         for name in Array(udevWaits.keys) { endUdevWait(name) }
         udevTimedOut = []
-        appeared = [:]
+        decidedEntries = [:]
+        goneEntryTimes = [:]
         udevDatabaseWatch = -1  // closing the descriptor below takes the watch off
         let detaching = Array(readers.values)
         readers = [:]
@@ -194,12 +199,13 @@ final class DeviceMonitor {
                     // A node removed while it waits for udev: no one ever heard of it.
                     endUdevWait(name)
                     udevTimedOut.remove(name)
-                    appeared[name] = nil
+                    if let decided = decidedEntries.removeValue(forKey: name) {
+                        goneEntryTimes[decided.entry] = decided.initializedAt
+                    }
                     releaseUdevWatchIfIdle()
                     remove(name)
                 } else if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, readers[name] == nil {
                     forgetIgnored(name)
-                    appeared[name] = .now
                     consider(name)
                 } else if mask & UInt32(IN_ATTRIB) != 0, readers[name] == nil, !ignored.contains(name),
                     udevWaits[name] == nil
@@ -225,16 +231,18 @@ final class DeviceMonitor {
         // udev's database is watched before the node is read, so an entry written in
         // between still ends the wait.
         var entry: String?
-        if !udevTimedOut.contains(name), policy.udevDaemon.isRunning() {
-            entry = udevWaits[name]?.entry ?? policy.udevDaemon.entryName(path)
-            if entry != nil, !watchUdevDatabase() { entry = nil }
+        var entryName: String?
+        if policy.udevDaemon.isRunning() {
+            entryName = udevWaits[name]?.entry ?? policy.udevDaemon.entryName(path)
+            if !udevTimedOut.contains(name), entryName != nil, watchUdevDatabase() { entry = entryName }
         }
         var reading = policy.readUdev(node: path)
-        if reading.initialized, let initializedAt = reading.initializedAt, let appearedAt = appeared[name],
-            initializedAt < appearedAt
+        if reading.initialized, let time = reading.initializedAt, let entryName, let gone = goneEntryTimes[entryName],
+            Self.sameInitialization(time, gone)
         {
-            // The previous device's entry: not this node's properties (not kept, either,
-            // if the node is attached with them at the timeout).
+            // The removed device's entry, udevd not having run its removal yet: not this
+            // node's properties (not kept, either, if the node is attached with them at
+            // the timeout).
             reading.initialized = false
         }
         if let entry, !reading.initialized {
@@ -262,6 +270,10 @@ final class DeviceMonitor {
             onError(error)
         case .success(let described):
             let info: HIDDeviceInfo
+            if reading.initialized, let entryName, let time = reading.initializedAt {
+                goneEntryTimes[entryName] = nil
+                decidedEntries[name] = (entryName, time)
+            }
             switch policy.decide(described, reading: reading) {
             case .ignore(let reason):
                 close(fd)
@@ -408,6 +420,15 @@ final class DeviceMonitor {
         return true
     }
 
+    /// Whether two initialization times of a node's udev entry are one entry's: each is
+    /// worked out as now less libudev's time since (`udev_device_get_usec_since_initialized`),
+    /// so one entry read twice differs by the microseconds between the reads; a new
+    /// device's entry is written long after the old one's.
+    static func sameInitialization(_ one: MonotonicInstant, _ other: MonotonicInstant) -> Bool {
+        let difference = one.nanoseconds > other.nanoseconds ? one.nanoseconds - other.nanoseconds : other.nanoseconds - one.nanoseconds
+        return difference < 1_000_000
+    }
+
     /// inotify dropped events (`IN_Q_OVERFLOW`: its queue was full): the folder is read
     /// again. A node with no reader that is not left alone is considered (one that waits
     /// for udev reads udev again, its entry's rename may have been dropped); a node gone
@@ -418,11 +439,10 @@ final class DeviceMonitor {
         Self.logger.warning("\(directory): inotify's queue overflowed; reading the folder again")
         let names = Self.eventNodes(in: directory)
         let present = Set(names)
-        let known = Set(udevWaits.keys).union(udevTimedOut).union(appeared.keys)
+        let known = Set(udevWaits.keys).union(udevTimedOut)
         for name in known.sorted() where !present.contains(name) {
             endUdevWait(name)
             udevTimedOut.remove(name)
-            appeared[name] = nil
         }
         releaseUdevWatchIfIdle()
         for name in names where readers[name] == nil && !ignored.contains(name) { consider(name) }

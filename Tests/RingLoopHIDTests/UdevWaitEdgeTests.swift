@@ -11,7 +11,7 @@ import Testing
 /// that had the node's number before does not count as the new node's, and an entry's
 /// rename lost to an inotify queue overflow still ends the wait.
 @Suite("Waiting for udev: timed-out nodes and stale entries", .enabled(if: FUSEHere.usable, FUSEHere.missing))
-struct UdevWaitReviewTests {
+struct UdevWaitEdgeTests {
     /// A node attached after the timeout (udev never initialized it) is decided at once
     /// when new settings detach it and attach it again: no new wait, timeout or warning.
     @Test("udevd running: a node attached after the timeout is not held again when the settings change")
@@ -36,21 +36,31 @@ struct UdevWaitReviewTests {
     }
 
     /// The entry of the device that had the node's number before (removed; udevd has not
-    /// run its `remove` yet, which deletes the entry) was initialized before the new node
-    /// appeared: the node waits for its own entry instead of attaching by the old device's
-    /// properties, as libinput, which adds on udev's `add` event, hears the `remove` first
-    /// and never reads the old entry for the new device.
+    /// run its `remove` yet, which deletes the entry) is still there when a new device
+    /// comes at the node: the node waits for its own entry instead of attaching by the old
+    /// device's properties, as libinput, which adds on udev's `add` event, hears the
+    /// `remove` first and never reads the old entry for the new device.
     @Test("udevd running: a stale entry of the number's previous device does not attach a new node by its properties")
     func staleEntry() throws {
-        let database = try UdevDatabaseFolder()
+        // The kernel gives the new device the number the old one freed; FUSE folders
+        // number their nodes on: both nodes stand for c13:64 here.
+        let database = try UdevDatabaseFolder(entryName: { $0.hasSuffix("/event0") || $0.hasSuffix("/event1") ? "c13:64" : nil })
         let policy = database.policy(daemonRunning: true)
         let recording = try loadRecording("touchscreen-multitouch")
+        let keyboard = try loadRecording("keyboard")
         try UdevInitializationTests().withSystem(policy: policy, timeout: .seconds(60)) { folder, system, loop, events in
-            // The number's previous device, a keyboard, left its entry.
+            // The number's previous device, a keyboard, attached by its entry, then
+            // unplugged: its entry stays until udevd runs the removal.
             try database.writeEntry(node: folder.path + "/event0", properties: ["ID_INPUT": "1", "ID_INPUT_KEYBOARD": "1"])
+            let old = try folder.addDevice(keyboard.description!)
+            #expect(old.path == folder.path + "/event0")
+            let count = { (kind: HIDEvent.Kind) in events().filter { $0.kind == kind }.count }
+            #expect(runUntil(loop) { count(.deviceAdded) == 1 })
+            #expect(system.devices.map(\.deviceClass) == [.keyboard])
+            old.remove()
+            #expect(runUntil(loop) { count(.deviceRemoved) == 1 })
             let node = try folder.addDevice(recording.description!)
-            #expect(node.path == folder.path + "/event0")
-            let added = { events().contains { $0.kind == .deviceAdded } }
+            let added = { count(.deviceAdded) == 2 }
             #expect(runUntil(loop) { policy.nodesWaitingForUdev.contains(node.path) || added() })
             #expect(!added(), "attached by the stale entry as \(system.devices.map(\.deviceClass))")
             // udevd has run the new device's rules: its own entry, renamed into place.
@@ -58,6 +68,27 @@ struct UdevWaitReviewTests {
             #expect(runUntil(loop) { added() })
             #expect(system.devices.map(\.deviceClass) == [.touchscreen])
             #expect(policy.nodesWaitingForUdev.isEmpty)
+        }
+    }
+
+    /// udevd can run a new device's rules before the monitor reads the node's creation (a
+    /// loop busy elsewhere): an entry written before the node was seen is the node's own,
+    /// not a stale one, when no device was removed from the node.
+    @Test("udevd running: an entry written before the monitor saw the node attaches it at once")
+    func entryBeforeTheMonitorSawTheNode() throws {
+        let database = try UdevDatabaseFolder()
+        let policy = database.policy(daemonRunning: true)
+        let recording = try loadRecording("touchscreen-multitouch")
+        try UdevInitializationTests().withSystem(policy: policy, timeout: .seconds(60)) { folder, system, loop, events in
+            // The loop does not run between these: the monitor reads the creation after.
+            let node = try folder.addDevice(recording.description!)
+            try database.writeEntry(node: node.path, properties: ["ID_INPUT": "1", "ID_INPUT_TOUCHSCREEN": "1"])
+            let added = { events().contains { $0.kind == .deviceAdded } }
+            #expect(runUntil(loop) { added() || policy.nodesWaitingForUdev.contains(node.path) })
+            #expect(added(), "held although its own entry is there")
+            #expect(system.devices.map(\.deviceClass) == [.touchscreen])
+            let warnings = TestLog.lines(containing: "\(node.path): udev has not initialized it")
+            #expect(warnings.isEmpty, "\(warnings)")
         }
     }
 
