@@ -5,5 +5,5 @@
 public enum RingLoopVersion {
     /// The package's version: the newest entry of CHANGELOG.md, as `ringloop --version`
     /// prints it (a test keeps the three equal).
-    public static let string = "0.8.2"
+    public static let string = "0.8.3"
 }

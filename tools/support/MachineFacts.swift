@@ -82,5 +82,5 @@ private func holdsRecordings(_ path: String) -> Bool {
 /// The package's version, which `ringloop --version` and `ringloop-bench --version` print;
 /// CHANGELOG.md's newest entry names the same (a test checks).
 package enum PackageVersion {
-    package static let current = "0.8.2"
+    package static let current = "0.8.3"
 }
