@@ -98,9 +98,13 @@ struct TimerQueue {
         for entry in precise.unordered { body(entry.timer) }
     }
 
-    /// Rebuilds the heaps without stale entries once those outnumber the live timers.
+    /// Rebuilds the heaps without stale entries once those outnumber the live timers. A
+    /// tolerant timer is stored twice (its heap and its window's latest), so the bound is
+    /// three entries a timer: after a rebuild, re-arms of every timer (each makes its older
+    /// entries stale) reach it only after about half as many inserts as there are timers,
+    /// and a rebuild's cost is spread over them.
     mutating func compactIfNeeded(isLive: (TimerEntry) -> Bool) {
-        guard storedEntries > 2 * count + 64 else { return }
+        guard storedEntries > 3 * count + 64 else { return }
         exact = Heap(exact.unordered.filter(isLive))
         tolerant = Heap(tolerant.unordered.filter(isLive))
         tolerantLatest = Heap(tolerantLatest.unordered.filter { isLive($0.entry) })

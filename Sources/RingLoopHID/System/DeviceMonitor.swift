@@ -230,20 +230,21 @@ final class DeviceMonitor {
         let policy = settings.attachPolicy
         // udev's database is watched before the node is read, so an entry written in
         // between still ends the wait.
+        // The entry's name whether udevd runs or not: an entry udevd left when it stopped
+        // is as stale as one it has not removed yet.
+        let entryName = udevWaits[name]?.entry ?? policy.udevDaemon.entryName(path)
         var entry: String?
-        var entryName: String?
-        if policy.udevDaemon.isRunning() {
-            entryName = udevWaits[name]?.entry ?? policy.udevDaemon.entryName(path)
-            if !udevTimedOut.contains(name), entryName != nil, watchUdevDatabase() { entry = entryName }
+        if entryName != nil, !udevTimedOut.contains(name), policy.udevDaemon.isRunning(), watchUdevDatabase() {
+            entry = entryName
         }
         var reading = policy.readUdev(node: path)
         if reading.initialized, let time = reading.initializedAt, let entryName, let gone = goneEntryTimes[entryName],
             Self.sameInitialization(time, gone)
         {
-            // The removed device's entry, udevd not having run its removal yet: not this
-            // node's properties (not kept, either, if the node is attached with them at
-            // the timeout).
-            reading.initialized = false
+            // The removed device's entry, udevd not having run its removal yet: none of
+            // its properties are this node's (a node attached at the timeout or without
+            // udevd goes by its capabilities, and the read is not kept).
+            reading = ([:], false, nil)
         }
         if let entry, !reading.initialized {
             waitForUdev(name, path: path, entry: entry)
@@ -380,6 +381,10 @@ final class DeviceMonitor {
         guard mask & UInt32(IN_MOVED_TO | IN_CLOSE_WRITE) != 0,
             let name = udevWaits.first(where: { $0.value.entry == entry })?.key
         else { return }
+        // Written while the node waits: the new device's entry, even with the removed
+        // device's initialization time (udevd keeps the time of an entry it finds, as
+        // when it missed the removal).
+        goneEntryTimes[entry] = nil
         consider(name)
     }
 
@@ -431,18 +436,23 @@ final class DeviceMonitor {
 
     /// inotify dropped events (`IN_Q_OVERFLOW`: its queue was full): the folder is read
     /// again. A node with no reader that is not left alone is considered (one that waits
-    /// for udev reads udev again, its entry's rename may have been dropped); a node gone
-    /// stops waiting and is forgotten. Readers of removed nodes detach by their own read's
-    /// error.
+    /// for udev reads udev again, its entry's rename may have been dropped); a node gone is
+    /// handled as its removal would have been: it stops waiting, is detached and
+    /// forgotten, and its udev entry counts as its device's, not the next one's.
     private func rescanAfterOverflow() {
         guard let directory = settings.directory else { return }
         Self.logger.warning("\(directory): inotify's queue overflowed; reading the folder again")
         let names = Self.eventNodes(in: directory)
         let present = Set(names)
-        let known = Set(udevWaits.keys).union(udevTimedOut)
-        for name in known.sorted() where !present.contains(name) {
+        // Every node of the folder gone is handled as its lost IN_DELETE would have been
+        // (streams are not the folder's).
+        let known = Set(udevWaits.keys).union(udevTimedOut).union(decidedEntries.keys).union(ignored).union(readers.keys)
+        for name in known.sorted() where name.hasPrefix("event") && !present.contains(name) {
+            forgetIgnored(name)
             endUdevWait(name)
             udevTimedOut.remove(name)
+            if let decided = decidedEntries.removeValue(forKey: name) { goneEntryTimes[decided.entry] = decided.initializedAt }
+            remove(name)
         }
         releaseUdevWatchIfIdle()
         for name in names where readers[name] == nil && !ignored.contains(name) { consider(name) }
