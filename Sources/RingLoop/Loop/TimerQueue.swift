@@ -13,8 +13,8 @@ import HeapModule
 ///
 /// Complexity: insertion O(log n); the next deadline O(1) amortized; removal is lazy —
 /// an entry goes stale when its timer is rescheduled, removed or invalidated, stale tops
-/// are dropped as they surface, and a heap is rebuilt when stale entries outnumber the
-/// live timers, so garbage stays bounded.
+/// are dropped as they surface, and the heaps are rebuilt when they hold more than three
+/// entries a live timer (a tolerant timer is stored twice), so garbage stays bounded.
 struct TimerQueue {
     private var exact = Heap<TimerEntry>()
     private var tolerant = Heap<TimerEntry>()

@@ -166,9 +166,13 @@ final class DeviceMonitor {
 
     func reader(for id: HIDDeviceID) -> DeviceReader? { readers.values.first { $0.info.id == id } }
 
-    static func eventNodes(in directory: String) -> [String] {
-        let names = (directoryEntries(directory) ?? []).map(\.name).filter { $0.hasPrefix("event") }
-        // Numeric order: event2 before event10.
+    static func eventNodes(in directory: String) -> [String] { eventNodesIfReadable(in: directory) ?? [] }
+
+    /// The `event*` nodes of `directory` in numeric order (event2 before event10); `nil`
+    /// when the folder cannot be read.
+    static func eventNodesIfReadable(in directory: String) -> [String]? {
+        guard let entries = directoryEntries(directory) else { return nil }
+        let names = entries.map(\.name).filter { $0.hasPrefix("event") }
         return names.sorted { (Int($0.dropFirst(5)) ?? 0, $0) < (Int($1.dropFirst(5)) ?? 0, $1) }
     }
 
@@ -442,11 +446,18 @@ final class DeviceMonitor {
     private func rescanAfterOverflow() {
         guard let directory = settings.directory else { return }
         Self.logger.warning("\(directory): inotify's queue overflowed; reading the folder again")
-        let names = Self.eventNodes(in: directory)
+        // A folder that cannot be read now (no descriptor left) says nothing of what is
+        // gone: every node stays as it is.
+        guard let names = Self.eventNodesIfReadable(in: directory) else {
+            let error = errno
+            Self.logger.error("\(directory): cannot read the folder after the overflow (errno \(error)); devices stay as they are")
+            return
+        }
         let present = Set(names)
         // Every node of the folder gone is handled as its lost IN_DELETE would have been
         // (streams are not the folder's).
         let known = Set(udevWaits.keys).union(udevTimedOut).union(decidedEntries.keys).union(ignored).union(readers.keys)
+            .union(pendingRetries.keys)
         for name in known.sorted() where name.hasPrefix("event") && !present.contains(name) {
             forgetIgnored(name)
             endUdevWait(name)
