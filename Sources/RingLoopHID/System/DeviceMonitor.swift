@@ -162,6 +162,13 @@ final class DeviceMonitor {
         loop.hasUnhandledCompletions || readers.values.contains { $0.hasUnreadInput }
     }
 
+    /// Reads, on the poll path, what every device holds that its reader has not taken
+    /// (``DeviceReader/readIfLeftUnread()``): what a delivery notice waits for is read now,
+    /// not when a readiness event comes. The loop's thread.
+    func readInputLeftUnread() {
+        for reader in readers.values { _ = reader.readIfLeftUnread() }
+    }
+
     var devices: [HIDDeviceInfo] { readers.values.map(\.info).sorted { $0.id.rawValue < $1.id.rawValue } }
 
     func reader(for id: HIDDeviceID) -> DeviceReader? { readers.values.first { $0.info.id == id } }

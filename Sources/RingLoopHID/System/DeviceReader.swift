@@ -90,6 +90,16 @@ final class DeviceReader {
         return poll(&entry, 1, 0) > 0
     }
 
+    /// Poll path: reads what the device holds now if `poll(2)` finds it readable, without
+    /// waiting for the loop's readiness event; whether it read. A readiness notice that
+    /// never comes (a FUSE node's server that misses a poll notification) leaves no input
+    /// unread behind a delivery notice.
+    func readIfLeftUnread() -> Bool {
+        guard path == .poll, hasUnreadInput else { return false }
+        readable(.readable)
+        return true
+    }
+
     /// Starts watching on `loop` (its thread) in the common modes, through the ring when
     /// `preferred` is ``DeviceReadPath/ring`` (falling back to poll where it cannot).
     func attach(to loop: RingRunLoop, preferred: DeviceReadPath = .ring) {

@@ -109,7 +109,13 @@ final class Forwarder: @unchecked Sendable {
     func answerDeliveryRequest() {
         let asked = deliveryAsked.load(ordering: .relaxed)
         guard asked != deliveryAnswered.load(ordering: .relaxed) else { return }
-        if let monitor, monitor.hasInputNotYetDecoded { return }
+        if let monitor, monitor.hasInputNotYetDecoded {
+            // A poll-path device found readable is read now: its readiness event may never
+            // come (a FUSE node's server can miss a poll notification), and this thread's
+            // loop would sleep with the notice unanswered.
+            monitor.readInputLeftUnread()
+            if monitor.hasInputNotYetDecoded { return }
+        }
         // Releasing: the client that sees the answer sees every push and count before it.
         deliveryAnswered.store(asked, ordering: .releasing)
         port.send(3)
