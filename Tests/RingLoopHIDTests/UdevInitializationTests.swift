@@ -86,15 +86,10 @@ final class UdevDatabaseFolder: Sendable {
             daemon: UdevDaemon(isRunning: { daemonRunning }, databaseDirectory: path, entryName: entryNameOf))
     }
 
+    /// The folder's entries (`directoryEntries` reads each name only to its end: a
+    /// `dirent` is allocated as long as its name, not as its 256-byte array).
     private static func names(in folder: String) throws -> [String] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        (directoryEntries(folder) ?? []).map(\.name).filter { $0 != "." && $0 != ".." }
     }
 }
 
